@@ -1,0 +1,241 @@
+"""What every streaming Naive Bayes model shares: learning, forgetting, merging, predicting.
+
+A model supplies four things: its statistics (``_new_statistics``), how a batch is made
+ready (``_prepare``), how the statistics become smoothed tables (``_refresh``) and the joint
+log-likelihood from those tables (``_joint_log_likelihood``). Everything else is here, once.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from .kernels import log_normalize
+from .labels import ClassSet
+from .validation import (NotFittedError, check_labels, check_non_negative, check_positive,
+                         check_sample_weight, check_X)
+
+
+class cached_table:
+    """A fitted attribute derived from the statistics, recomputed only when it is read
+    after the statistics changed (scikit-learn recomputes on every partial_fit)."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, model, owner=None):
+        if model is None:
+            return self
+        return model._fresh_tables()[self.name]
+
+
+class NaiveBayes:
+    """Base class; see the five models for parameters and examples."""
+
+    kind: str = ""  # the name a snapshot records
+    _accept_sparse = True
+    _counts_only = False  # features must be non-negative
+
+    # ---- what each model supplies -------------------------------------------------------
+    def _new_statistics(self, n_features: int):
+        raise NotImplementedError
+
+    def _prepare(self, X):
+        """Turn validated input into what the statistics and tables consume."""
+        return X
+
+    def _refresh(self) -> dict[str, object]:
+        """Smoothed tables computed from ``self._stats``."""
+        raise NotImplementedError
+
+    def _joint_log_likelihood(self, X) -> np.ndarray:
+        """log P(x, c) up to a constant, shape (n_samples, n_classes)."""
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        check_positive(self.half_life, "half_life", allow_none=True)
+
+    # ---- learning ----------------------------------------------------------------------
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Learn from one batch.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or CSR (discrete models)
+        y : array-like of shape (n_samples,)
+        classes : array-like, optional
+            On the first call: the full, fixed class set (labels outside it are errors).
+            Omitted on the first call: the class set is open and grows as labels arrive.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        first_call = getattr(self, "_classes", None) is None
+        X = check_X(X, n_features=None if first_call else self.n_features_in_,
+                    accept_sparse=self._accept_sparse, model=type(self).__name__)
+        y = check_labels(y, X.shape[0])
+        weights = check_sample_weight(sample_weight, X.shape[0])
+        if self._counts_only:
+            check_non_negative(X, type(self).__name__)
+        X = self._prepare(X)
+        if first_call:
+            class_set = ClassSet.open() if classes is None else ClassSet.fixed_from(classes)
+            rows = class_set.index(y)  # an unknown label fails here, before any state exists
+            self._start(class_set, X.shape[1])
+        else:
+            if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+                raise ValueError(f"classes={np.unique(classes).tolist()} differs from the classes "
+                                 f"{self.classes_.tolist()} of the first partial_fit.")
+            rows = self._classes.index(y)
+        self._stats.grow(len(self._classes))
+        self._stats.update(X, rows, self._forget(X.shape[0], weights))
+        self.n_examples_seen_ += X.shape[0]
+        self._tables = None
+        return self
+
+    def fit(self, X, y, sample_weight=None):
+        """Forget everything, then learn from X, y with the fixed class set ``unique(y)``."""
+        self._classes = None
+        y = check_labels(y, n_samples=None)
+        return self.partial_fit(X, y, classes=np.unique(y), sample_weight=sample_weight)
+
+    def _start(self, class_set: ClassSet, n_features: int) -> None:
+        self._classes = class_set
+        self._stats = self._new_statistics(n_features)
+        self.n_features_in_ = n_features
+        self.n_examples_seen_ = 0
+        self._tables = None
+
+    def _forget(self, n_rows: int, weights: np.ndarray | None) -> np.ndarray | None:
+        """Age the statistics by n_rows examples and weight the new rows by their age.
+
+        The newest row keeps weight 1 and each older one loses a factor 0.5 per
+        ``half_life`` rows, so the result does not depend on how the stream was chunked.
+        """
+        if self.half_life is None:
+            return weights
+        self._stats.scale(0.5 ** (n_rows / self.half_life))
+        ages = np.arange(n_rows - 1, -1, -1, dtype=np.float64)
+        decay = 0.5 ** (ages / self.half_life)
+        return decay if weights is None else weights * decay
+
+    def merge(self, other: "NaiveBayes") -> "NaiveBayes":
+        """Add another model's statistics into this one and return this one.
+
+        Both must be the same kind, with the same parameters and feature count. Models
+        trained on parts of a stream merge into the model trained on the whole; classes
+        the other model knows and this (open) one does not are appended.
+        """
+        if type(other) is not type(self):
+            raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}.")
+        differing = [name for name, value in self.get_params().items()
+                     if not _same_param(value, other.get_params()[name])]
+        if differing:
+            raise ValueError(f"cannot merge models whose parameters differ: {differing}.")
+        if getattr(other, "_classes", None) is None:
+            return self
+        if getattr(self, "_classes", None) is None:
+            self._start(ClassSet(other.classes_.copy(), other._classes.fixed), other.n_features_in_)
+        elif other.n_features_in_ != self.n_features_in_:
+            raise ValueError(f"cannot merge: this model has {self.n_features_in_} features, "
+                             f"the other {other.n_features_in_}.")
+        rows = self._classes.rows_for(other._classes)
+        self._stats.grow(len(self._classes))
+        self._stats.merge(other._stats, rows)
+        self.n_examples_seen_ += other.n_examples_seen_
+        self._tables = None
+        return self
+
+    # ---- fitted attributes -------------------------------------------------------------
+    @property
+    def classes_(self) -> np.ndarray:
+        self._require_fitted()
+        return self._classes.labels
+
+    @property
+    def class_count_(self) -> np.ndarray:
+        self._require_fitted()
+        return self._stats.class_count
+
+    def _require_fitted(self) -> None:
+        if getattr(self, "_classes", None) is None:
+            raise NotFittedError(f"This {type(self).__name__} has not seen any data yet; "
+                                 "call fit or partial_fit first.")
+
+    def _fresh_tables(self) -> dict[str, object]:
+        self._require_fitted()
+        if self._tables is None:
+            self._check_params()
+            self._tables = self._refresh()
+        return self._tables
+
+    # ---- prediction --------------------------------------------------------------------
+    def predict_joint_log_proba(self, X) -> np.ndarray:
+        """log P(x, c) for each row and class, shape (n_samples, n_classes)."""
+        self._fresh_tables()
+        X = check_X(X, n_features=self.n_features_in_, accept_sparse=self._accept_sparse,
+                    model=type(self).__name__)
+        return self._joint_log_likelihood(self._prepare(X))
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log P(c | x), shape (n_samples, n_classes), columns in the order of ``classes_``."""
+        return log_normalize(self.predict_joint_log_proba(X))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """P(c | x), shape (n_samples, n_classes), columns in the order of ``classes_``."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each row, shape (n_samples,)."""
+        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Mean accuracy of ``predict(X)`` against y."""
+        predicted = self.predict(X)
+        correct = predicted == check_labels(y, n_samples=len(predicted))
+        return float(np.average(correct, weights=check_sample_weight(sample_weight, len(correct))))
+
+    # ---- scikit-learn estimator protocol ------------------------------------------------
+    _estimator_type = "classifier"
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params) -> "NaiveBayes":
+        unknown = set(params) - set(self._param_names())
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {type(self).__name__}; "
+                             f"valid: {self._param_names()}.")
+        for name, value in params.items():
+            setattr(self, name, value)
+        self._tables = None
+        return self
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+
+        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
+                    classifier_tags=ClassifierTags())
+
+    def __repr__(self) -> str:
+        defaults = inspect.signature(type(self).__init__).parameters
+        changed = [f"{name}={value!r}" for name, value in self.get_params().items()
+                   if not _same_param(value, defaults[name].default)]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+
+def _same_param(a, b) -> bool:
+    if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
+        try:
+            return np.array_equal(np.asarray(a), np.asarray(b))
+        except (TypeError, ValueError):
+            return False
+    return a == b

@@ -1,0 +1,96 @@
+"""Blocked arithmetic shared by the models: per-class sums, linear scores, normalisation.
+
+Dense inputs are processed in row blocks small enough (about 512 KiB as float64) for the
+converted block to stay in the CPU cache between the conversion and the matrix product.
+That is what makes uint8 input fast without ever copying a whole chunk to float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from .validation import is_sparse
+
+_BLOCK_ELEMENTS = 2**16
+# A float32 sum of at most this many values of magnitude <= 255 is an exact integer (< 2**24).
+_MAX_EXACT_ROWS = 2**16
+
+
+def row_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
+    """Consecutive row slices covering range(n_rows), each about 2**16 cells."""
+    step = max(1, min(_MAX_EXACT_ROWS, _BLOCK_ELEMENTS // max(n_features, 1)))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(start + step, n_rows))
+
+
+def one_hot(rows: np.ndarray, weights: np.ndarray | None, n_classes: int, dtype=np.float64) -> np.ndarray:
+    """Class-membership matrix of shape (n_samples, n_classes) holding each row's weight.
+
+    >>> one_hot(np.array([1, 0, 1]), None, 2).tolist()
+    [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]
+    """
+    Y = np.zeros((len(rows), n_classes), dtype=dtype)
+    Y[np.arange(len(rows)), rows] = 1 if weights is None else weights
+    return Y
+
+
+def _exact_in_float32(X, weights) -> bool:
+    """One-byte integers with unit weights sum exactly in float32 within one block."""
+    return weights is None and not is_sparse(X) and X.dtype.itemsize == 1 and X.dtype.kind in "biu"
+
+
+def class_sums(X, rows: np.ndarray, weights: np.ndarray | None, n_classes: int) -> np.ndarray:
+    """Weighted sum of the rows of each class.
+
+    Parameters
+    ----------
+    X : ndarray or CSR of shape (n_samples, n_features), any numeric dtype
+    rows : int array of shape (n_samples,), the class row of each sample
+    weights : float array of shape (n_samples,) or None for unit weights
+
+    Returns
+    -------
+    ndarray of shape (n_classes, n_features), float64
+    """
+    if is_sparse(X):
+        Y = one_hot(rows, weights, n_classes)
+        return np.asarray((X.T @ Y).T, dtype=np.float64)
+    dtype = np.float32 if _exact_in_float32(X, weights) else np.float64
+    sums = np.zeros((n_classes, X.shape[1]))
+    for block in row_blocks(X.shape[0], X.shape[1]):
+        Y = one_hot(rows[block], None if weights is None else weights[block], n_classes, dtype)
+        sums += Y.T @ X[block].astype(dtype)
+    return sums
+
+
+def class_totals(rows: np.ndarray, weights: np.ndarray | None, n_classes: int) -> np.ndarray:
+    """Total weight of each class, shape (n_classes,)."""
+    return np.bincount(rows, weights=weights, minlength=n_classes).astype(np.float64)
+
+
+def linear_scores(X, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """X @ weights + bias in float64, shape (n_samples, n_classes).
+
+    weights has shape (n_features, n_classes), bias shape (n_classes,).
+    """
+    if is_sparse(X):
+        return np.asarray(X @ weights) + bias
+    scores = np.empty((X.shape[0], weights.shape[1]))
+    for block in row_blocks(X.shape[0], X.shape[1]):
+        np.matmul(X[block].astype(np.float64), weights, out=scores[block])
+    scores += bias
+    return scores
+
+
+def log_normalize(jll: np.ndarray) -> np.ndarray:
+    """Subtract log(sum(exp(row))) from each row: joint log-likelihoods to log-posteriors.
+
+    >>> np.exp(log_normalize(np.log(np.array([[1.0, 3.0]])))).round(2).tolist()
+    [[0.25, 0.75]]
+    """
+    top = jll.max(axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return jll - (np.log(np.exp(jll - top).sum(axis=1, keepdims=True)) + top)

@@ -1,0 +1,195 @@
+"""Sufficient statistics: what a model learns, and all it learns. No I/O.
+
+Every statistic keeps one row per class (axis 0), adds up over examples, merges with
+another of its kind, grows when a new class appears, and scales for forgetting.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import class_sums, class_totals, one_hot, row_blocks
+
+
+def _pad_rows(array: np.ndarray, n_rows: int) -> np.ndarray:
+    return np.pad(array, [(0, n_rows - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
+
+
+class DiscreteCounts:
+    """Class weights and per-class feature sums, for Bernoulli, multinomial and complement.
+
+    class_count : (n_classes,)            total weight of each class
+    feature_count : (n_classes, n_features) weighted sum of each feature in each class
+    """
+
+    def __init__(self, class_count: np.ndarray, feature_count: np.ndarray):
+        self.class_count = class_count
+        self.feature_count = feature_count
+
+    @classmethod
+    def empty(cls, n_features: int) -> "DiscreteCounts":
+        return cls(np.zeros(0), np.zeros((0, n_features)))
+
+    def update(self, X, rows: np.ndarray, weights: np.ndarray | None) -> None:
+        n_classes = len(self.class_count)
+        self.class_count += class_totals(rows, weights, n_classes)
+        self.feature_count += class_sums(X, rows, weights, n_classes)
+
+    def grow(self, n_classes: int) -> None:
+        self.class_count = _pad_rows(self.class_count, n_classes)
+        self.feature_count = _pad_rows(self.feature_count, n_classes)
+
+    def scale(self, factor: float) -> None:
+        self.class_count *= factor
+        self.feature_count *= factor
+
+    def merge(self, other: "DiscreteCounts", rows: np.ndarray) -> None:
+        self.class_count[rows] += other.class_count
+        self.feature_count[rows] += other.feature_count
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"class_count": self.class_count, "feature_count": self.feature_count}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "DiscreteCounts":
+        return cls(arrays["class_count"], arrays["feature_count"])
+
+
+class GaussianMoments:
+    """Per class and feature: weight, mean and M2 (sum of squared deviations from the mean).
+
+    class_count : (n_classes,)   mean, m2 : (n_classes, n_features)
+
+    Chunks combine with the pairwise update of Chan, Golub and LeVeque, so any chunking
+    of the same rows gives the same moments up to rounding.
+    """
+
+    def __init__(self, class_count: np.ndarray, mean: np.ndarray, m2: np.ndarray):
+        self.class_count = class_count
+        self.mean = mean
+        self.m2 = m2
+
+    @classmethod
+    def empty(cls, n_features: int) -> "GaussianMoments":
+        return cls(np.zeros(0), np.zeros((0, n_features)), np.zeros((0, n_features)))
+
+    def update(self, X, rows: np.ndarray, weights: np.ndarray | None) -> None:
+        n_classes = len(self.class_count)
+        count = class_totals(rows, weights, n_classes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = class_sums(X, rows, weights, n_classes) / count[:, None]
+        mean[count == 0] = 0.0
+        # Second pass over the chunk, centred on its class means: no cancellation.
+        m2 = np.zeros_like(mean)
+        for block in row_blocks(X.shape[0], X.shape[1]):
+            deviation = X[block].astype(np.float64)
+            deviation -= mean[rows[block]]
+            deviation *= deviation
+            Y = one_hot(rows[block], None if weights is None else weights[block], n_classes)
+            m2 += Y.T @ deviation
+        self._combine(count, mean, m2, np.arange(n_classes))
+
+    def _combine(self, count: np.ndarray, mean: np.ndarray, m2: np.ndarray, rows: np.ndarray) -> None:
+        """Pool (count, mean, m2) of shape (k,), (k, F), (k, F) into the given class rows."""
+        old_count = self.class_count[rows]
+        total = old_count + count
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(total > 0, count / total, 0.0)[:, None]
+        delta = mean - self.mean[rows]
+        self.mean[rows] += delta * share
+        self.m2[rows] += m2 + delta**2 * (old_count[:, None] * share)
+        self.class_count[rows] = total
+
+    def grow(self, n_classes: int) -> None:
+        self.class_count = _pad_rows(self.class_count, n_classes)
+        self.mean = _pad_rows(self.mean, n_classes)
+        self.m2 = _pad_rows(self.m2, n_classes)
+
+    def scale(self, factor: float) -> None:
+        self.class_count *= factor
+        self.m2 *= factor
+
+    def merge(self, other: "GaussianMoments", rows: np.ndarray) -> None:
+        self._combine(other.class_count, other.mean, other.m2, rows)
+
+    def pooled_variance(self) -> np.ndarray:
+        """Variance of each feature over all classes together, shape (n_features,)."""
+        total = self.class_count.sum()
+        if total == 0:
+            return np.zeros(self.mean.shape[1])
+        grand_mean = self.class_count @ self.mean / total
+        between = self.class_count @ (self.mean - grand_mean) ** 2
+        return (self.m2.sum(axis=0) + between) / total
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"class_count": self.class_count, "mean": self.mean, "m2": self.m2}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "GaussianMoments":
+        return cls(arrays["class_count"], arrays["mean"], arrays["m2"])
+
+
+class CategoryCounts:
+    """Class weights and, per feature, the weight of each (class, category) pair.
+
+    class_count : (n_classes,)
+    category_count : list of n_features arrays, each (n_classes, n_categories_of_feature)
+    """
+
+    def __init__(self, class_count: np.ndarray, category_count: list[np.ndarray]):
+        self.class_count = class_count
+        self.category_count = category_count
+
+    @classmethod
+    def empty(cls, n_features: int) -> "CategoryCounts":
+        return cls(np.zeros(0), [np.zeros((0, 0)) for _ in range(n_features)])
+
+    def widen(self, widths: np.ndarray) -> None:
+        """Make room for categories 0..widths[i]-1 of each feature i."""
+        self.category_count = [
+            np.pad(table, [(0, 0), (0, max(0, int(width) - table.shape[1]))])
+            for table, width in zip(self.category_count, widths)
+        ]
+
+    def update(self, X: np.ndarray, rows: np.ndarray, weights: np.ndarray | None) -> None:
+        """X holds non-negative integer category codes, shape (n_samples, n_features)."""
+        n_classes = len(self.class_count)
+        self.class_count += class_totals(rows, weights, n_classes)
+        if X.shape[0]:
+            self.widen(X.max(axis=0).astype(np.int64) + 1)
+        widths = np.array([table.shape[1] for table in self.category_count], dtype=np.int64)
+        # One bincount over all features: feature i owns bins [start[i], start[i] + C * width[i]).
+        start = np.concatenate([[0], np.cumsum(n_classes * widths)[:-1]])
+        counts = np.zeros(int(n_classes * widths.sum()))
+        for block in row_blocks(X.shape[0], X.shape[1]):
+            bins = start + rows[block, None] * widths + X[block]
+            w = None if weights is None else np.repeat(weights[block], X.shape[1])
+            counts += np.bincount(bins.ravel(), weights=w, minlength=len(counts))
+        for i, table in enumerate(self.category_count):
+            table += counts[start[i]:start[i] + n_classes * widths[i]].reshape(n_classes, widths[i])
+
+    def grow(self, n_classes: int) -> None:
+        self.class_count = _pad_rows(self.class_count, n_classes)
+        self.category_count = [_pad_rows(table, n_classes) for table in self.category_count]
+
+    def scale(self, factor: float) -> None:
+        self.class_count *= factor
+        for table in self.category_count:
+            table *= factor
+
+    def merge(self, other: "CategoryCounts", rows: np.ndarray) -> None:
+        self.widen([table.shape[1] for table in other.category_count])
+        self.class_count[rows] += other.class_count
+        for mine, theirs in zip(self.category_count, other.category_count):
+            mine[rows, : theirs.shape[1]] += theirs
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        widths = np.array([table.shape[1] for table in self.category_count], dtype=np.int64)
+        packed = np.concatenate(self.category_count, axis=1) if self.category_count else np.zeros((0, 0))
+        return {"class_count": self.class_count, "category_widths": widths, "category_count": packed}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "CategoryCounts":
+        ends = np.cumsum(arrays["category_widths"])
+        tables = np.split(arrays["category_count"], ends[:-1], axis=1) if len(ends) else []
+        return cls(arrays["class_count"], [np.ascontiguousarray(t) for t in tables])
