@@ -58,7 +58,9 @@ class BernoulliNB(DiscreteNB):
 
     def _smooth(self, alpha, class_log_prior):
         counts = self._stats
-        log_p = np.log(counts.feature_count + alpha) - np.log(counts.class_count + alpha * 2)[:, None]
+        # A per-feature alpha smooths each feature's Bernoulli towards 1/2 with its own weight
+        # (scikit-learn's own BernoulliNB fails on array alpha).
+        log_p = np.log(counts.feature_count + alpha) - np.log(counts.class_count[:, None] + alpha * 2)
         log_not_p = np.log(1 - np.exp(log_p))
         # sum_f [x log p + (1 - x) log(1 - p)] = x . (log p - log(1 - p)) + sum_f log(1 - p)
         return {"feature_log_prob_": log_p,

@@ -25,6 +25,8 @@ class GaussianNB(NaiveBayes):
     Fitted attributes: classes_, class_count_ (n_classes,), theta_ and var_
     (n_classes, n_features), class_prior_ (n_classes,), epsilon_, n_features_in_.
 
+    While no feature has varied yet, the smoothing is ``var_smoothing`` itself.
+
     Unlike scikit-learn's ``partial_fit``, which adds ``var_smoothing`` times the largest
     variance *of the latest batch*, the smoothing here is computed from the pooled
     moments of everything seen, when the tables are refreshed. So partial_fit on any
@@ -71,7 +73,10 @@ class GaussianNB(NaiveBayes):
 
     def _refresh(self) -> dict[str, object]:
         moments = self._stats
-        epsilon = self.var_smoothing * moments.pooled_variance().max(initial=0.0)
+        # With no variance at all yet, smoothing relative to a unit scale keeps var_ > 0
+        # (scikit-learn would divide by zero here).
+        largest = moments.pooled_variance().max(initial=0.0)
+        epsilon = self.var_smoothing * (largest if largest > 0 else 1.0)
         with np.errstate(invalid="ignore", divide="ignore"):
             var = np.where(moments.class_count[:, None] > 0, moments.m2 / moments.class_count[:, None], 0.0)
         var = var + epsilon

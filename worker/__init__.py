@@ -1,0 +1,1 @@
+"""The nbstream worker: I/O around the nbstream library (datasets, Parquet, Kafka, CLI)."""
