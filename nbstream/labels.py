@@ -53,18 +53,18 @@ class ClassSet:
         return rows[inverse.reshape(-1)]
 
     def extend(self, new_labels: np.ndarray) -> None:
-        """Append labels not yet known (open sets only)."""
-        new_labels = [label for label in np.asarray(new_labels).tolist() if label not in self._position]
-        if not new_labels:
+        """Append labels not yet known, keeping their order and dtype (open sets only)."""
+        new_labels = np.asarray(new_labels)
+        added = new_labels[[label not in self._position for label in new_labels.tolist()]]
+        if not len(added):
             return
         if self.fixed:
-            raise ValueError(f"label(s) {new_labels} not among the fixed classes {self.labels.tolist()}.")
-        added = np.asarray(new_labels)
+            raise ValueError(f"label(s) {added.tolist()} not among the fixed classes {self.labels.tolist()}.")
         if len(self.labels) and (self.labels.dtype.kind in "US") != (added.dtype.kind in "US"):
             raise TypeError(f"labels mix numbers and strings: known {self.labels.tolist()}, "
-                            f"new {new_labels}.")
+                            f"new {added.tolist()}.")
         self.labels = np.concatenate([self.labels, added]) if len(self.labels) else added
-        for label in new_labels:
+        for label in added.tolist():
             self._position[label] = len(self._position)
 
     def rows_for(self, other: "ClassSet") -> np.ndarray:

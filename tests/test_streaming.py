@@ -1,0 +1,106 @@
+"""What streaming needs beyond scikit-learn: lazy tables, sparse input, memory, pipelines."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn.naive_bayes as reference
+
+import nbstream
+
+
+def test_tables_are_refreshed_only_when_read_after_a_change(monkeypatch, rng):
+    calls = []
+    original = nbstream.MultinomialNB._refresh
+    monkeypatch.setattr(nbstream.MultinomialNB, "_refresh", lambda self: calls.append(1) or original(self))
+    model = nbstream.MultinomialNB()
+    X = rng.integers(0, 4, size=(50, 5))
+    for start in range(0, 50, 10):
+        model.partial_fit(X[start:start + 10], np.arange(10) % 3)
+    assert calls == []
+    model.predict(X)
+    model.predict_proba(X)
+    assert model.feature_log_prob_.shape == (3, 5)
+    assert len(calls) == 1
+    model.partial_fit(X[:5], [0, 1, 2, 0, 1])
+    model.predict(X)
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("family, params", [
+    (nbstream.BernoulliNB, {"binarize": 1.0}),
+    (nbstream.MultinomialNB, {}),
+    (nbstream.ComplementNB, {}),
+])
+def test_sparse_input_matches_dense_and_scikit_learn(family, params, rng):
+    dense = rng.poisson(0.3, size=(300, 40))
+    y = rng.choice(["a", "b", "c"], size=300)
+    sparse = sp.csr_matrix(dense)
+    ours = family(**params)
+    for start in range(0, 300, 64):
+        ours.partial_fit(sparse[start:start + 64], y[start:start + 64], classes=["a", "b", "c"])
+    theirs = getattr(reference, family.__name__)(**params).fit(dense, y)
+    np.testing.assert_allclose(ours.predict_log_proba(sparse), theirs.predict_log_proba(dense), atol=1e-9)
+    np.testing.assert_allclose(ours.feature_count_, theirs.feature_count_)
+
+
+def test_sparse_input_is_never_densified(monkeypatch, rng):
+    def refuse(*args, **kwargs):
+        raise AssertionError("densified")
+
+    for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+        monkeypatch.setattr(cls, "toarray", refuse)
+        monkeypatch.setattr(cls, "todense", refuse)
+    # 2**20 hashed features: a dense float64 copy of 2,000 rows would take 16 GiB.
+    rows = np.repeat(np.arange(2_000), 10)
+    X = sp.csr_matrix((rng.integers(1, 4, size=rows.size).astype(np.float64),
+                       (rows, rng.integers(0, 2**20, size=rows.size))), shape=(2_000, 2**20))
+    y = rng.choice(["ham", "spam"], size=2_000)
+    for family in (nbstream.MultinomialNB, nbstream.ComplementNB, nbstream.BernoulliNB):
+        model = family().partial_fit(X, y)
+        assert model.predict_proba(X[:10]).shape == (10, 2)
+
+
+@pytest.mark.parametrize("family, params", [
+    (nbstream.BernoulliNB, {"binarize": 127.5}),
+    (nbstream.MultinomialNB, {}),
+    (nbstream.GaussianNB, {}),
+])
+def test_uint8_input_is_not_copied_to_float64_wholesale(family, params, rng):
+    X = rng.integers(0, 256, size=(20_000, 784), dtype=np.uint8)
+    y = rng.integers(0, 10, size=20_000)
+    model = family(**params).partial_fit(X[:100], y[:100])
+    tracemalloc.start()
+    model.partial_fit(X, y)
+    model.predict_proba(X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    float64_copy = X.size * 8
+    assert peak < float64_copy / 4, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_works_inside_a_scikit_learn_pipeline(rng):
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X = rng.poisson(1.0, size=(200, 8))
+    y = (X[:, 0] > X[:, 1]).astype(int)
+    pipeline = make_pipeline(FunctionTransformer(lambda A: A * 2), nbstream.MultinomialNB(alpha=0.5))
+    scores = cross_val_score(pipeline, X, y, cv=3)
+    assert scores.mean() > 0.6
+    copy = clone(nbstream.BernoulliNB(alpha=0.25, half_life=100.0))
+    assert copy.get_params()["alpha"] == 0.25 and copy.get_params()["half_life"] == 100.0
+
+
+def test_a_single_example_is_a_batch_of_one():
+    model = nbstream.GaussianNB()
+    model.partial_fit([[1.0, 2.0]], ["a"])
+    model.partial_fit([[3.0, 1.0]], ["b"])
+    model.partial_fit([[1.2, 2.1]], ["a"])
+    assert model.predict([[1.1, 2.0]]).tolist() == ["a"]
+    assert model.n_examples_seen_ == 3

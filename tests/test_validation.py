@@ -1,0 +1,108 @@
+"""Bad input gets an error that names what was expected and what came."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nbstream
+
+ALL = [nbstream.BernoulliNB, nbstream.MultinomialNB, nbstream.ComplementNB,
+       nbstream.GaussianNB, nbstream.CategoricalNB]
+
+
+@pytest.mark.parametrize("family", ALL, ids=lambda f: f.__name__)
+def test_wrong_feature_count(family):
+    model = family().partial_fit(np.ones((2, 3)), [0, 1])
+    with pytest.raises(ValueError, match="fitted with 3 features; got 4 features"):
+        model.partial_fit(np.ones((2, 4)), [0, 1])
+    with pytest.raises(ValueError, match="fitted with 3 features; got 2 features"):
+        model.predict(np.ones((1, 2)))
+
+
+@pytest.mark.parametrize("family", ALL, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_and_infinity(family, bad):
+    X = np.ones((3, 2))
+    X[1, 1] = bad
+    with pytest.raises(ValueError, match=r"NaN or infinity \(first at row 1, feature 1\)"):
+        family().partial_fit(X, [0, 1, 0])
+
+
+@pytest.mark.parametrize("family", [nbstream.MultinomialNB, nbstream.ComplementNB, nbstream.CategoricalNB],
+                         ids=lambda f: f.__name__)
+def test_negative_values_for_count_models(family):
+    with pytest.raises(ValueError, match="non-negative"):
+        family().partial_fit(np.array([[1, -2]]), [0])
+
+
+@pytest.mark.parametrize("family", ALL, ids=lambda f: f.__name__)
+def test_predict_before_fit(family):
+    with pytest.raises(nbstream.NotFittedError, match="has not seen any data yet"):
+        family().predict(np.ones((1, 2)))
+    with pytest.raises(AttributeError):
+        family().classes_
+
+
+@pytest.mark.parametrize("family", ALL, ids=lambda f: f.__name__)
+def test_labels_and_rows_disagree(family):
+    with pytest.raises(ValueError, match="X has 3 rows but y has 2 labels"):
+        family().partial_fit(np.ones((3, 2)), [0, 1])
+
+
+@pytest.mark.parametrize("family", ALL, ids=lambda f: f.__name__)
+def test_one_dimensional_X_and_text_dtype(family):
+    with pytest.raises(ValueError, match=r"2-D array.*shape \(3,\)"):
+        family().partial_fit(np.ones(3), [0, 1, 2])
+    with pytest.raises(TypeError, match="numeric features"):
+        family().partial_fit(np.array([["a", "b"]]), [0])
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: nbstream.MultinomialNB(alpha=-1), "alpha must be >= 0"),
+    (lambda: nbstream.MultinomialNB(alpha=[1.0, 2.0, 3.0]), r"one value per feature \(2\); got shape \(3,\)"),
+    (lambda: nbstream.MultinomialNB(class_prior=[0.5, 0.2]), "sum to 1"),
+    (lambda: nbstream.MultinomialNB(half_life=0), "half_life must be a positive number"),
+    (lambda: nbstream.GaussianNB(var_smoothing=-1), "var_smoothing must be a number >= 0"),
+    (lambda: nbstream.GaussianNB(priors=[0.7, 0.7]), "priors must be non-negative and sum to 1"),
+    (lambda: nbstream.CategoricalNB(alpha=[1.0, 1.0]), "needs a scalar alpha"),
+    (lambda: nbstream.CategoricalNB(min_categories=0), "min_categories must be positive integers"),
+])
+def test_invalid_parameters(make, message):
+    with pytest.raises(ValueError, match=message):
+        make().fit(np.array([[1, 2], [2, 1]]), [0, 1]).predict_proba([[1, 1]])
+
+
+def test_class_prior_length_must_match_the_classes():
+    model = nbstream.BernoulliNB(class_prior=[0.5, 0.5]).fit([[1], [0], [1]], ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"class_prior has 2 entries but the model has 3 classes"):
+        model.predict([[1]])
+
+
+def test_categorical_needs_integer_codes():
+    with pytest.raises(ValueError, match="integer category codes"):
+        nbstream.CategoricalNB().partial_fit(np.array([[0.5, 1.0]]), [0])
+
+
+def test_missing_labels():
+    with pytest.raises(ValueError, match="y contains None"):
+        nbstream.MultinomialNB().partial_fit([[1], [2]], ["a", None])
+    with pytest.raises(ValueError, match="y contains NaN"):
+        nbstream.MultinomialNB().partial_fit([[1], [2]], [1.0, np.nan])
+
+
+def test_bad_sample_weight():
+    with pytest.raises(ValueError, match=r"sample_weight must have shape \(2,\); got \(3,\)"):
+        nbstream.MultinomialNB().partial_fit([[1], [2]], [0, 1], sample_weight=[1, 1, 1])
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        nbstream.MultinomialNB().partial_fit([[1], [2]], [0, 1], sample_weight=[1, -1])
+
+
+def test_merge_refuses_other_kinds_parameters_and_feature_counts():
+    base = nbstream.MultinomialNB().fit([[1, 2]], [0])
+    with pytest.raises(TypeError, match="cannot merge a BernoulliNB into a MultinomialNB"):
+        base.merge(nbstream.BernoulliNB().fit([[1, 2]], [0]))
+    with pytest.raises(ValueError, match=r"parameters differ: \['alpha'\]"):
+        base.merge(nbstream.MultinomialNB(alpha=0.5).fit([[1, 2]], [0]))
+    with pytest.raises(ValueError, match="this model has 2 features, the other 3"):
+        base.merge(nbstream.MultinomialNB().fit([[1, 2, 3]], [0]))
