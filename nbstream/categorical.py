@@ -6,7 +6,6 @@ import numpy as np
 
 from .base import cached_table
 from .discrete import DiscreteNB
-from .kernels import row_blocks
 from .stats import CategoryCounts
 
 
@@ -85,21 +84,17 @@ class CategoricalNB(DiscreteNB):
     def _smooth(self, alpha, class_log_prior):
         tables = [table + alpha for table in self._stats.category_count]
         log_prob = [np.log(t) - np.log(t.sum(axis=1, keepdims=True)) for t in tables]
-        widths = np.array([t.shape[1] for t in log_prob], dtype=np.int64)
-        # All features' tables side by side, plus one zero column that unseen codes point to.
-        flat = np.concatenate(log_prob + [np.zeros((len(class_log_prior), 1))], axis=1)
-        return {"feature_log_prob_": log_prob, "n_categories_": widths,
-                "flat_log_prob": flat, "bias": class_log_prior}
+        # Per feature, one row per code plus a zero row that unseen codes point to.
+        by_code = [np.vstack([t.T, np.zeros((1, len(class_log_prior)))]) for t in log_prob]
+        return {"feature_log_prob_": log_prob, "log_prob_by_code": by_code,
+                "n_categories_": np.array([t.shape[1] for t in log_prob], dtype=np.int64),
+                "bias": class_log_prior}
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         tables = self._fresh_tables()
-        widths, flat = tables["n_categories_"], tables["flat_log_prob"]
-        start = np.concatenate([[0], np.cumsum(widths)[:-1]])
-        unseen = flat.shape[1] - 1
-        scores = np.empty((X.shape[0], flat.shape[0]))
-        for block in row_blocks(X.shape[0], X.shape[1]):
-            codes = X[block]
-            columns = np.where(codes < widths, start + codes, unseen)
-            scores[block] = flat[:, columns].sum(axis=2).T
+        scores = np.zeros((X.shape[0], len(tables["bias"])))
+        for table, codes in zip(tables["log_prob_by_code"], np.ascontiguousarray(X.T)):
+            unseen = np.int64(table.shape[0] - 1)
+            scores += table.take(np.minimum(codes, unseen), axis=0)
         scores += tables["bias"]
         return scores

@@ -157,16 +157,13 @@ class CategoryCounts:
         self.class_count += class_totals(rows, weights, n_classes)
         if X.shape[0]:
             self.widen(X.max(axis=0).astype(np.int64) + 1)
-        widths = np.array([table.shape[1] for table in self.category_count], dtype=np.int64)
-        # One bincount over all features: feature i owns bins [start[i], start[i] + C * width[i]).
-        start = np.concatenate([[0], np.cumsum(n_classes * widths)[:-1]])
-        counts = np.zeros(int(n_classes * widths.sum()))
-        for block in row_blocks(X.shape[0], X.shape[1]):
-            bins = start + rows[block, None] * widths + X[block]
-            w = None if weights is None else np.repeat(weights[block], X.shape[1])
-            counts += np.bincount(bins.ravel(), weights=w, minlength=len(counts))
-        for i, table in enumerate(self.category_count):
-            table += counts[start[i]:start[i] + n_classes * widths[i]].reshape(n_classes, widths[i])
+        # Feature by feature over a transposed copy of the (small, integer) codes, so each
+        # bincount reads a contiguous column and fills a table that fits in cache.
+        codes_by_feature = np.ascontiguousarray(X.T)
+        for table, codes in zip(self.category_count, codes_by_feature):
+            width = table.shape[1]
+            table += np.bincount(rows * width + codes, weights=weights,
+                                 minlength=n_classes * width).reshape(n_classes, width)
 
     def grow(self, n_classes: int) -> None:
         self.class_count = _pad_rows(self.class_count, n_classes)

@@ -1,0 +1,131 @@
+"""Side-by-side training and prediction speed on MNIST: nbstream vs scikit-learn vs River.
+
+Every contender learns the same 10,000-row chunks of the 60,000 training images, in one
+process, interleaved round by round; the best of --rounds is reported as rows/s together
+with the ratio to scikit-learn's partial_fit. River's learn_many takes pandas frames: the
+conversion is done beforehand and not timed. Absolute numbers vary with the machine's
+load; read the ratios.
+
+    python scripts/bench_core.py --data-dir ../shared/data/mnist
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+import nbstream
+from worker.datasets import default_data_dir, load_mnist
+
+CHUNK = 10_000
+FAMILIES = {  # name: (nbstream model, scikit-learn model, River model), same parameters
+    "bernoulli (binarize 127.5)": (
+        lambda: nbstream.BernoulliNB(alpha=1.0, binarize=127.5),
+        lambda sk: sk.BernoulliNB(alpha=1.0, binarize=127.5),
+        lambda rv: rv.BernoulliNB(alpha=1.0, true_threshold=127.5)),
+    "multinomial": (
+        lambda: nbstream.MultinomialNB(),
+        lambda sk: sk.MultinomialNB(),
+        lambda rv: rv.MultinomialNB()),
+    "complement": (
+        lambda: nbstream.ComplementNB(),
+        lambda sk: sk.ComplementNB(),
+        lambda rv: rv.ComplementNB()),
+    "gaussian": (
+        lambda: nbstream.GaussianNB(),
+        lambda sk: sk.GaussianNB(),
+        lambda rv: rv.GaussianNB()),
+    "categorical": (
+        lambda: nbstream.CategoricalNB(min_categories=256),
+        lambda sk: sk.CategoricalNB(min_categories=256),
+        None),
+}
+
+
+def best_time(action, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir() / "mnist",
+                        help="folder with the four MNIST .gz files (default: $NBSTREAM_DATA_DIR/mnist)")
+    parser.add_argument("--rounds", type=int, default=3, help="repetitions; the best is kept")
+    parser.add_argument("--river-rows", type=int, default=10_000,
+                        help="River is timed on this many training rows (it is much slower)")
+    parser.add_argument("--only", nargs="*", help="family names to run (default: all)")
+    args = parser.parse_args()
+
+    import sklearn.naive_bayes as sk
+    try:
+        import pandas as pd
+        import river.naive_bayes as rv
+    except ImportError:
+        rv = None
+
+    mnist = load_mnist(args.data_dir)
+    X, y, X_test = mnist["train_images"], mnist["train_labels"], mnist["test_images"]
+    chunks = [(X[i:i + CHUNK], y[i:i + CHUNK]) for i in range(0, len(y), CHUNK)]
+    classes = np.arange(10)
+
+    rows = []
+    for name, (ours_factory, sklearn_factory, river_factory) in FAMILIES.items():
+        if args.only and not any(word in name for word in args.only):
+            continue
+
+        def train(factory, **kwargs):
+            def run():
+                model = factory()
+                for X_chunk, y_chunk in chunks:
+                    model.partial_fit(X_chunk, y_chunk, **kwargs)
+                return model
+            return run
+
+        ours_train = train(ours_factory, classes=classes)
+        sklearn_train = train(lambda: sklearn_factory(sk), classes=classes)
+        ours_seconds = best_time(ours_train, args.rounds)
+        sklearn_seconds = best_time(sklearn_train, args.rounds)
+        ours_model, sklearn_model = ours_train(), sklearn_train()
+        ours_predict = best_time(lambda: ours_model.predict_proba(X_test), args.rounds)
+        sklearn_predict = best_time(lambda: sklearn_model.predict_proba(X_test), args.rounds)
+        same_predictions = bool((ours_model.predict(X_test) == sklearn_model.predict(X_test)).all())
+
+        river_train = river_predict = None
+        if rv is not None and river_factory is not None:
+            n = args.river_rows
+            frames = [(pd.DataFrame(X[i:i + CHUNK]), pd.Series(y[i:i + CHUNK]))
+                      for i in range(0, n, CHUNK)]
+            river_model = river_factory(rv)
+
+            def river_learn():
+                for frame, labels in frames:
+                    river_model.learn_many(frame, labels)
+            river_train = n / best_time(river_learn, 1)
+            test_frame = pd.DataFrame(X_test[:2_000])
+            river_predict = 2_000 / best_time(lambda: river_model.predict_proba_many(test_frame), 1)
+
+        rows.append((name, len(y) / ours_seconds, len(y) / sklearn_seconds, river_train,
+                     len(X_test) / ours_predict, len(X_test) / sklearn_predict, river_predict,
+                     same_predictions))
+
+    header = ("| model | train rows/s: nbstream | scikit-learn partial_fit | River learn_many | ratio "
+              "| predict_proba rows/s: nbstream | scikit-learn | River | ratio | same predictions |")
+    print(header)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, ours, theirs, river, ours_p, theirs_p, river_p, same in rows:
+        def fmt(value):
+            return "n/a" if value is None else f"{value:,.0f}"
+        print(f"| {name} | {fmt(ours)} | {fmt(theirs)} | {fmt(river)} | {ours / theirs:.2f}x "
+              f"| {fmt(ours_p)} | {fmt(theirs_p)} | {fmt(river_p)} | {ours_p / theirs_p:.2f}x | {same} |")
+
+
+if __name__ == "__main__":
+    main()
