@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,27 +24,33 @@ import nbstream
 from worker.datasets import default_data_dir, load_mnist
 
 CHUNK = 10_000
-FAMILIES = {  # name: (nbstream model, scikit-learn model, River model), same parameters
-    "bernoulli (binarize 127.5)": (
+
+
+@dataclass
+class Contenders:
+    """One family, built with the same parameters in each library."""
+    ours: Callable
+    sklearn: Callable
+    river: Callable | None = None
+    river_sparse: bool = False  # River's multinomial and complement learn_many need sparse frames
+
+
+FAMILIES = {
+    "bernoulli (binarize 127.5)": Contenders(
         lambda: nbstream.BernoulliNB(alpha=1.0, binarize=127.5),
         lambda sk: sk.BernoulliNB(alpha=1.0, binarize=127.5),
         lambda rv: rv.BernoulliNB(alpha=1.0, true_threshold=127.5)),
-    "multinomial": (
-        lambda: nbstream.MultinomialNB(),
-        lambda sk: sk.MultinomialNB(),
-        lambda rv: rv.MultinomialNB()),
-    "complement": (
-        lambda: nbstream.ComplementNB(),
-        lambda sk: sk.ComplementNB(),
-        lambda rv: rv.ComplementNB()),
-    "gaussian": (
-        lambda: nbstream.GaussianNB(),
-        lambda sk: sk.GaussianNB(),
-        lambda rv: rv.GaussianNB()),
-    "categorical": (
+    "multinomial": Contenders(
+        lambda: nbstream.MultinomialNB(), lambda sk: sk.MultinomialNB(),
+        lambda rv: rv.MultinomialNB(), river_sparse=True),
+    "complement": Contenders(
+        lambda: nbstream.ComplementNB(), lambda sk: sk.ComplementNB(),
+        lambda rv: rv.ComplementNB(), river_sparse=True),
+    "gaussian": Contenders(
+        lambda: nbstream.GaussianNB(), lambda sk: sk.GaussianNB(), lambda rv: rv.GaussianNB()),
+    "categorical": Contenders(
         lambda: nbstream.CategoricalNB(min_categories=256),
-        lambda sk: sk.CategoricalNB(min_categories=256),
-        None),
+        lambda sk: sk.CategoricalNB(min_categories=256)),
 }
 
 
@@ -68,8 +77,11 @@ def main() -> None:
     try:
         import pandas as pd
         import river.naive_bayes as rv
+        import scipy.sparse
     except ImportError:
+        print("River or pandas not installed (pip install -e '.[bench]'): River columns are n/a")
         rv = None
+    warnings.simplefilter("ignore")  # River's pandas code warns about fragmented frames
 
     mnist = load_mnist(args.data_dir)
     X, y, X_test = mnist["train_images"], mnist["train_labels"], mnist["test_images"]
@@ -77,7 +89,7 @@ def main() -> None:
     classes = np.arange(10)
 
     rows = []
-    for name, (ours_factory, sklearn_factory, river_factory) in FAMILIES.items():
+    for name, contenders in FAMILIES.items():
         if args.only and not any(word in name for word in args.only):
             continue
 
@@ -89,8 +101,8 @@ def main() -> None:
                 return model
             return run
 
-        ours_train = train(ours_factory, classes=classes)
-        sklearn_train = train(lambda: sklearn_factory(sk), classes=classes)
+        ours_train = train(contenders.ours, classes=classes)
+        sklearn_train = train(lambda: contenders.sklearn(sk), classes=classes)
         ours_seconds = best_time(ours_train, args.rounds)
         sklearn_seconds = best_time(sklearn_train, args.rounds)
         ours_model, sklearn_model = ours_train(), sklearn_train()
@@ -99,17 +111,21 @@ def main() -> None:
         same_predictions = bool((ours_model.predict(X_test) == sklearn_model.predict(X_test)).all())
 
         river_train = river_predict = None
-        if rv is not None and river_factory is not None:
+        if rv is not None and contenders.river is not None:
+            def frame(array):
+                if contenders.river_sparse:
+                    return pd.DataFrame.sparse.from_spmatrix(scipy.sparse.csr_matrix(array))
+                return pd.DataFrame(array)
+
             n = args.river_rows
-            frames = [(pd.DataFrame(X[i:i + CHUNK]), pd.Series(y[i:i + CHUNK]))
-                      for i in range(0, n, CHUNK)]
-            river_model = river_factory(rv)
+            frames = [(frame(X[i:i + CHUNK]), pd.Series(y[i:i + CHUNK])) for i in range(0, n, CHUNK)]
+            river_model = contenders.river(rv)
 
             def river_learn():
-                for frame, labels in frames:
-                    river_model.learn_many(frame, labels)
+                for features, labels in frames:
+                    river_model.learn_many(features, labels)
             river_train = n / best_time(river_learn, 1)
-            test_frame = pd.DataFrame(X_test[:2_000])
+            test_frame = frame(X_test[:2_000])
             river_predict = 2_000 / best_time(lambda: river_model.predict_proba_many(test_frame), 1)
 
         rows.append((name, len(y) / ours_seconds, len(y) / sklearn_seconds, river_train,
