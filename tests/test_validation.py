@@ -106,3 +106,13 @@ def test_merge_refuses_other_kinds_parameters_and_feature_counts():
         base.merge(nbstream.MultinomialNB(alpha=0.5).fit([[1, 2]], [0]))
     with pytest.raises(ValueError, match="this model has 2 features, the other 3"):
         base.merge(nbstream.MultinomialNB().fit([[1, 2, 3]], [0]))
+
+
+def test_tiny_alpha_is_floored_with_a_warning_unless_forced():
+    X, y = np.array([[1, 0], [0, 1]]), [0, 1]
+    with pytest.warns(UserWarning, match="alpha too small"):
+        floored = nbstream.MultinomialNB(alpha=0.0, force_alpha=False).fit(X, y).feature_log_prob_
+    assert np.isfinite(floored).all()
+    with np.errstate(divide="ignore"):
+        forced = nbstream.MultinomialNB(alpha=0.0, force_alpha=True).fit(X, y).feature_log_prob_
+    assert np.isneginf(forced).any()
