@@ -54,6 +54,12 @@ class BernoulliNB(DiscreteNB):
             X.data = (X.data > self.binarize).astype(np.float64)
             X.eliminate_zeros()
             return X
+        if X.dtype.kind in "iu":  # x > 127.5 is x > 127 for integers: no float conversion
+            threshold = np.floor(self.binarize)
+            limits = np.iinfo(X.dtype)
+            if not limits.min <= threshold < limits.max:
+                return np.full(X.shape, threshold < limits.min)
+            return X > X.dtype.type(threshold)
         return X > self.binarize
 
     def _smooth(self, alpha, class_log_prior):

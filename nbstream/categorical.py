@@ -65,6 +65,14 @@ class CategoricalNB(DiscreteNB):
         self._require_fitted()
         return self._stats.category_count
 
+    def recode_categories(self, new_codes: list[np.ndarray]) -> "CategoricalNB":
+        """Move category j of feature i to code new_codes[i][j] (to merge models whose
+        category codes were assigned in different orders). Returns self."""
+        self._require_fitted()
+        self._stats.recode(new_codes)
+        self._tables = None
+        return self
+
     @property
     def feature_count_(self):
         raise AttributeError("CategoricalNB keeps category_count_, not feature_count_.")

@@ -165,6 +165,19 @@ class CategoryCounts:
             table += np.bincount(rows * width + codes, weights=weights,
                                  minlength=n_classes * width).reshape(n_classes, width)
 
+    def recode(self, new_codes: list[np.ndarray]) -> None:
+        """Move the counts of code j of feature i to code new_codes[i][j]; every code with
+        counts must have a new one."""
+        recoded = []
+        for table, codes in zip(self.category_count, new_codes):
+            if table[:, len(codes):].any():
+                raise ValueError(f"cannot recode: counts for codes >= {len(codes)} have no new code.")
+            known = min(len(codes), table.shape[1])
+            moved = np.zeros((table.shape[0], max(table.shape[1], int(codes.max(initial=-1)) + 1)))
+            moved[:, codes[:known]] = table[:, :known]
+            recoded.append(moved)
+        self.category_count = recoded
+
     def grow(self, n_classes: int) -> None:
         self.class_count = _pad_rows(self.class_count, n_classes)
         self.category_count = [_pad_rows(table, n_classes) for table in self.category_count]

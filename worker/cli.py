@@ -1,17 +1,50 @@
-"""The ``worker`` command line: thin commands that build a config and delegate."""
+"""The ``worker`` command line: thin commands that build a config and delegate.
+
+Every option can also come from an environment variable NBSTREAM_<OPTION> (shown in --help).
+Errors about the data or the settings print one line and exit with status 2.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 import nbstream
-from nbstream.snapshot import read_header
+from nbstream.features import FeatureError, FeatureSpec
+from nbstream.snapshot import FORMAT_VERSION, read_header
+
+from .config import ConfigError, FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
+from .sources.parquet import SourceError
 
 app = typer.Typer(help="nbstream worker: streaming Naive Bayes over Parquet files and Kafka topics.",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
+
+USER_ERRORS = (ConfigError, FeatureError, SourceError, nbstream.SnapshotError, ValueError, TypeError)
+
+
+def _env(name: str) -> str:
+    return f"NBSTREAM_{name}"
+
+
+def _columns(value: Optional[str]) -> list[str]:
+    return [c.strip() for c in value.split(",") if c.strip()] if value else []
+
+
+def _fail(error: Exception) -> None:
+    typer.echo(f"error: {error}", err=True)
+    raise typer.Exit(code=2)
+
+
+PATHS = typer.Argument(..., help="Parquet files, directories or globs.", show_default=False)
+BATCH_SIZE = typer.Option(65_536, "--batch-size", min=1, envvar=_env("BATCH_SIZE"),
+                          help="Rows per record batch; bounds memory.")
+SKIP_INVALID = typer.Option(False, "--skip-invalid", envvar=_env("SKIP_INVALID"),
+                            help="Set bad rows aside (counted, written out) instead of stopping.")
+PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=_env("PROGRESS"),
+                        help="Progress bar with rows/s (default: on when stderr is a terminal).")
 
 
 @app.callback()
@@ -20,31 +53,197 @@ def _commands() -> None:
 
 
 @app.command()
-def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file written by nbstream.save.",
-                                            envvar="NBSTREAM_SNAPSHOT"),
+def train(
+    paths: list[str] = PATHS,
+    label: str = typer.Option(..., "--label", envvar=_env("LABEL"), help="Column holding the class label."),
+    out: Path = typer.Option(..., "--out", envvar=_env("OUT"), help="Snapshot to write (and to continue from)."),
+    model: Optional[str] = typer.Option(None, "--model", envvar=_env("MODEL"),
+                                        help="bernoulli, multinomial, complement, gaussian or categorical "
+                                             "[default: multinomial]."),
+    features: Optional[str] = typer.Option(None, "--features", envvar=_env("FEATURES"),
+                                           help="Feature columns, comma-separated: one list column "
+                                                "(e.g. pixels), numeric columns, or string columns for "
+                                                "--model categorical."),
+    text: Optional[str] = typer.Option(None, "--text", envvar=_env("TEXT"),
+                                       help="A text column: lowercased word tokens, hashed."),
+    hash_bits: int = typer.Option(20, "--hash-bits", min=1, max=31, envvar=_env("HASH_BITS"),
+                                  help="Text is hashed into 2**hash_bits features."),
+    ngrams: int = typer.Option(1, "--ngrams", min=1, max=5, envvar=_env("NGRAMS"),
+                               help="Use word n-grams up to this length."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", min=0, envvar=_env("ALPHA"),
+                                          help="Additive smoothing [default: 1.0]."),
+    binarize: Optional[float] = typer.Option(None, "--binarize", envvar=_env("BINARIZE"),
+                                             help="Bernoulli: features > this become 1 [default: 0.0]."),
+    fit_prior: Optional[bool] = typer.Option(None, "--fit-prior/--uniform-prior", envvar=_env("FIT_PRIOR"),
+                                             help="Learn class priors, or use uniform ones [default: learn]."),
+    norm: Optional[bool] = typer.Option(None, "--norm/--no-norm", envvar=_env("NORM"),
+                                        help="Complement: normalise the weights [default: no]."),
+    var_smoothing: Optional[float] = typer.Option(None, "--var-smoothing", min=0, envvar=_env("VAR_SMOOTHING"),
+                                                  help="Gaussian: variance smoothing [default: 1e-9]."),
+    min_categories: Optional[int] = typer.Option(None, "--min-categories", min=1, envvar=_env("MIN_CATEGORIES"),
+                                                 help="Categorical: minimum categories per feature."),
+    half_life: Optional[float] = typer.Option(None, "--half-life", min=0, envvar=_env("HALF_LIFE"),
+                                              help="Forget: an example's weight halves every N newer examples."),
+    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", min=1,
+                                                   envvar=_env("CHECKPOINT_EVERY"),
+                                                   help="Write the snapshot every N rows (the run can then "
+                                                        "be restarted where it stopped)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", envvar=_env("RESUME"),
+                                          help="Keep training this snapshot's model on new data."),
+    fresh: bool = typer.Option(False, "--fresh", envvar=_env("FRESH"),
+                               help="Start over even if --out holds a checkpoint of this run."),
+    rejects: Optional[Path] = typer.Option(None, "--rejects", envvar=_env("REJECTS"),
+                                           help="Folder for rows set aside by --skip-invalid "
+                                                "[default: OUT.rejects]."),
+    skip_invalid: bool = SKIP_INVALID,
+    batch_size: int = BATCH_SIZE,
+    progress: Optional[bool] = PROGRESS,
+) -> None:
+    """Learn a model from Parquet files in bounded memory and write a snapshot.
+
+    Run again with the same arguments after an interruption to continue from the last checkpoint.
+    """
+    from .train import train as run_train
+
+    if resume is None and model is None:
+        model = "multinomial"
+    config = TrainConfig(
+        paths=paths, label=label, out=out,
+        model=ModelOptions(kind=model, alpha=alpha, binarize=binarize, fit_prior=fit_prior, norm=norm,
+                           var_smoothing=var_smoothing, min_categories=min_categories, half_life=half_life),
+        features=FeatureOptions(columns=_columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
+        batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
+        skip_invalid=skip_invalid, rejects=rejects)
+    try:
+        summary = run_train(config, progress=progress)
+    except USER_ERRORS as error:
+        _fail(error)
+    rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
+    if summary.resumed_from:
+        typer.echo(f"continued from file {summary.resumed_from.file_index}, row {summary.resumed_from.row}")
+    typer.echo(f"learned {summary.rows_learned:,} rows ({summary.rows_rejected:,} rejected in all) in "
+               f"{summary.seconds:.1f}s, {rate:,.0f} rows/s")
+    typer.echo(f"classes: {', '.join(str(c) for c in summary.model.classes_.tolist())}")
+    typer.echo(f"snapshot: {summary.snapshot}")
+    if summary.rows_rejected:
+        typer.echo(f"rejected rows: {config.rejects_dir}")
+
+
+@app.command()
+def predict(
+    snapshot: Path = typer.Argument(..., help="Snapshot written by worker train.", show_default=False),
+    paths: list[str] = PATHS,
+    out: Path = typer.Option(..., "--out", envvar=_env("PREDICTIONS"), help="Parquet file to write."),
+    proba: bool = typer.Option(False, "--proba", envvar=_env("PROBA"),
+                               help="Add a proba_<class> column per class."),
+    id_column: Optional[str] = typer.Option(None, "--id", envvar=_env("ID"),
+                                            help="Column passed through to identify each row."),
+    skip_invalid: bool = SKIP_INVALID,
+    batch_size: int = BATCH_SIZE,
+    progress: Optional[bool] = PROGRESS,
+) -> None:
+    """Predict a label for every row; one output row per input row."""
+    from .scoring import predict as run_predict
+
+    config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
+    try:
+        rows = run_predict(config, out, proba, id_column, progress=progress)
+    except USER_ERRORS as error:
+        _fail(error)
+    typer.echo(f"wrote {rows:,} predictions to {out}")
+
+
+@app.command()
+def evaluate(
+    snapshot: Path = typer.Argument(..., help="Snapshot written by worker train.", show_default=False),
+    paths: list[str] = PATHS,
+    label: Optional[str] = typer.Option(None, "--label", envvar=_env("LABEL"),
+                                        help="Label column [default: the one the model was trained on]."),
+    as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
+    skip_invalid: bool = SKIP_INVALID,
+    batch_size: int = BATCH_SIZE,
+    progress: Optional[bool] = PROGRESS,
+) -> None:
+    """Accuracy, macro-F1, log-loss, per-class precision/recall and the confusion matrix."""
+    from .scoring import evaluate as run_evaluate
+
+    config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
+    try:
+        report = run_evaluate(config, label, progress=progress)
+    except USER_ERRORS as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    typer.echo(f"rows:      {report['rows']:,}" + (f" ({report['rows_skipped']:,} skipped)"
+                                                   if report["rows_skipped"] else ""))
+    typer.echo(f"accuracy:  {report['accuracy']:.4f}")
+    typer.echo(f"macro-F1:  {report['macro_f1']:.4f}")
+    typer.echo(f"log-loss:  {report['log_loss']:.4f}")
+    typer.echo(f"{'class':<16}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}")
+    for row in report["classes"]:
+        typer.echo(f"{row['label']!s:<16}{row['precision']:>10.4f}{row['recall']:>10.4f}"
+                   f"{row['f1']:>10.4f}{row['support']:>10,}")
+    typer.echo("confusion matrix (rows: true, columns: predicted):")
+    width = max(6, *(len(str(label)) + 1 for label in report["labels"]))
+    typer.echo(" " * width + "".join(f"{label!s:>{width}}" for label in report["labels"]))
+    for label, counts in zip(report["labels"], report["confusion_matrix"]):
+        typer.echo(f"{label!s:>{width}}" + "".join(f"{c:>{width}}" for c in counts))
+
+
+@app.command()
+def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_default=False),
             as_json: bool = typer.Option(False, "--json", help="Print the header as JSON.")) -> None:
-    """Show a snapshot's kind, parameters, classes, examples seen and metadata (checksum verified)."""
+    """Kind, parameters, classes and counts, examples seen, features, source position, checksum."""
     try:
         header = read_header(snapshot)
         model = nbstream.load(snapshot)
     except nbstream.SnapshotError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=2) from None
+        _fail(error)
     if as_json:
-        header = {key: value for key, value in header.items() if key != "arrays"}
-        typer.echo(json.dumps(header, indent=2))
+        typer.echo(json.dumps({key: value for key, value in header.items() if key != "arrays"}, indent=2))
         return
+    meta = header["meta"]
     typer.echo(f"kind:           {header['kind']}")
-    typer.echo(f"format version: {nbstream.snapshot.FORMAT_VERSION} (checksum ok)")
+    typer.echo(f"format version: {FORMAT_VERSION} (checksum ok)")
     typer.echo(f"created:        {header['created_at']}")
-    typer.echo(f"examples seen:  {header['examples_seen']}")
-    typer.echo(f"features:       {header['n_features']}")
+    typer.echo(f"examples seen:  {header['examples_seen']:,}")
     typer.echo(f"parameters:     {model!r}")
+    if "features" in meta:
+        typer.echo(f"features:       {FeatureSpec.from_json(meta['features']).describe()}")
+        typer.echo(f"label column:   {meta.get('label')}")
+    else:
+        typer.echo(f"features:       {header['n_features']}")
+    source = meta.get("source")
+    if source and source.get("type") == "parquet":
+        position = source["position"]
+        state = "complete" if source["complete"] else f"at file {position['file_index']}, row {position['row']}"
+        typer.echo(f"source:         {len(source['files'])} Parquet file(s), {state}")
+        typer.echo(f"rows rejected:  {meta.get('rows_rejected', 0):,}")
+    elif source:
+        typer.echo(f"source:         {json.dumps(source)}")
     typer.echo(f"classes ({'open' if header['open_classes'] else 'fixed'}):")
     for label, count in zip(model.classes_.tolist(), model.class_count_.tolist()):
         typer.echo(f"  {label!s:<20} {count:,.6g}")
-    if header["meta"]:
-        typer.echo(f"metadata:       {json.dumps(header['meta'])}")
+    extra = {key: value for key, value in meta.items()
+             if key not in ("features", "label", "source", "run", "rows_read", "rows_rejected")}
+    if extra:
+        typer.echo(f"metadata:       {json.dumps(extra)}")
+
+
+@app.command()
+def merge(snapshots: list[Path] = typer.Argument(..., help="Snapshots trained on different shards.",
+                                                 show_default=False),
+          out: Path = typer.Option(..., "--out", envvar=_env("OUT"), help="Merged snapshot to write.")) -> None:
+    """Merge snapshots of the same kind and features into one model (exactly as if trained on all)."""
+    from .merge import merge_snapshots
+
+    try:
+        model = merge_snapshots(snapshots, out)
+    except USER_ERRORS as error:
+        _fail(error)
+    typer.echo(f"merged {len(snapshots)} snapshots: {model.n_examples_seen_:,} examples, "
+               f"{len(model.classes_)} classes -> {out}")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 MNIST_FILES = {
     "train_images": "train-images-idx3-ubyte.gz",
@@ -50,3 +51,26 @@ def load_mnist(directory) -> dict[str, np.ndarray]:
     if missing:
         raise FileNotFoundError(f"MNIST files missing from {directory}: {missing}.")
     return {key: read_idx(directory / name) for key, name in MNIST_FILES.items()}
+
+
+def read_sms_spam(path) -> tuple[list[str], list[str]]:
+    """The SMS Spam Collection: one ``label<TAB>text`` line per message (quotes are text)."""
+    labels, texts = [], []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            label, tab, text = line.partition("\t")
+            if not tab:
+                raise ValueError(f"{path}: line {number} has no TAB between label and text.")
+            labels.append(label)
+            texts.append(text)
+    return labels, texts
+
+
+def mnist_table(images: np.ndarray, labels: np.ndarray, first_id: int = 0) -> pa.Table:
+    """id int64, label int64, pixels fixed_size_list<uint8>[784]: MNIST as a table."""
+    pixels = pa.FixedSizeListArray.from_arrays(pa.array(images.reshape(-1), pa.uint8()), images.shape[1])
+    return pa.table({"id": pa.array(np.arange(first_id, first_id + len(labels)), pa.int64()),
+                     "label": pa.array(labels.astype(np.int64)), "pixels": pixels})

@@ -1,0 +1,135 @@
+"""`worker predict` and `worker evaluate`: a snapshot applied to Parquet files, batch by batch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import nbstream
+from nbstream.features import FeatureSpec, RowProblems, extract_labels
+from nbstream.snapshot import read_header
+
+from .config import ConfigError, ScoreConfig
+from .metrics import ConfusionCounts
+from .progress import RowProgress
+from .sources.parquet import Batch, count_rows, expand_paths, read_batches
+from .train import InvalidRowError
+
+
+@dataclass
+class Scored:
+    """One batch with its predictions; rows with problems have none (``problems.bad``)."""
+    batch: Batch
+    problems: RowProblems
+    proba: np.ndarray  # (n_good_rows, n_classes)
+
+
+def load_for_scoring(snapshot: Path):
+    model = nbstream.load(snapshot)
+    meta = read_header(snapshot)["meta"]
+    if "features" not in meta:
+        raise ConfigError(f"{snapshot} has no feature spec; it was not written by worker train.")
+    return model, FeatureSpec.from_json(meta["features"]), meta.get("label")
+
+
+def score_batches(config: ScoreConfig, model, spec: FeatureSpec, extra_columns: list[str],
+                  label: str | None = None, progress: bool | None = None) -> Iterator[tuple[Scored, np.ndarray | None]]:
+    """Predicted probabilities for every batch, and its labels when ``label`` is given."""
+    files = expand_paths(config.paths)
+    columns = list(dict.fromkeys(spec.columns + extra_columns + ([label] if label else [])))
+
+    def check(schema, path):
+        spec.check_schema(schema, path)
+        for name in columns:
+            if name not in schema.names:
+                raise ConfigError(f"{path}: column {name!r} not found; columns are {schema.names}.")
+
+    with RowProgress("scoring", count_rows(files), enabled=progress) as bar:
+        for batch in read_batches(files, columns, config.batch_size, check_schema=check):
+            X, problems = spec.extract(batch.data, learn=False)
+            y = extract_labels(batch.data, label, problems) if label else None
+            if problems.any() and not config.skip_invalid:
+                row, column, message = problems.first()
+                raise InvalidRowError(f"{batch.path}: row {batch.first_row + row}, column {column!r}: "
+                                      f"{message}. Use --skip-invalid to score the other rows.")
+            good = ~problems.bad
+            proba = model.predict_proba(X[good] if problems.any() else X) if good.any() else \
+                np.zeros((0, len(model.classes_)))
+            bar.advance(batch.data.num_rows)
+            yield Scored(batch, problems, proba), (None if y is None else y[good])
+
+
+def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | None,
+            progress: bool | None = None) -> int:
+    """Write one row per input row: id, prediction, optional probabilities and error. Returns rows."""
+    model, spec, _ = load_for_scoring(config.snapshot)
+    classes = model.classes_
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out.with_name(f".{out.name}.tmp")
+    writer, rows = None, 0
+    try:
+        for scored, _ in score_batches(config, model, spec, [id_column] if id_column else [], progress=progress):
+            table = _prediction_table(scored, classes, with_proba, id_column, config.skip_invalid)
+            if writer is None:
+                writer = pq.ParquetWriter(temporary, table.schema)
+            writer.write_table(table)
+            rows += table.num_rows
+        if writer is None:
+            raise ConfigError("the input holds no rows.")
+        writer.close()
+        os.replace(temporary, out)
+    finally:
+        if writer is not None:
+            writer.close()
+        temporary.unlink(missing_ok=True)
+    return rows
+
+
+def _prediction_table(scored: Scored, classes: np.ndarray, with_proba: bool, id_column: str | None,
+                      with_errors: bool) -> pa.Table:
+    good = ~scored.problems.bad
+    n = len(good)
+    columns: dict[str, pa.Array] = {}
+    if id_column:
+        columns[id_column] = scored.batch.data.column(id_column)
+    label_type = pa.string() if classes.dtype.kind in "US" else pa.from_numpy_dtype(classes.dtype)
+    predicted = classes[np.argmax(scored.proba, axis=1)] if len(scored.proba) else classes[:0]
+    columns["prediction"] = _spread(predicted, good, label_type)
+    if with_proba:
+        for i, label in enumerate(classes.tolist()):
+            columns[f"proba_{label}"] = _spread(scored.proba[:, i], good, pa.float64())
+    if with_errors:
+        columns["error"] = pa.array([None if ok else f"{column}: {message}" for ok, column, message in
+                                     zip(good, scored.problems.column, scored.problems.message)], pa.string())
+    return pa.table(columns)
+
+
+def _spread(values: np.ndarray, good: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """Values for the good rows, nulls for the others."""
+    if good.all():
+        return pa.array(values, arrow_type)
+    full = np.zeros(len(good), dtype=values.dtype if values.dtype.kind != "U" else object)
+    full[good] = values
+    return pa.array(full, arrow_type, mask=~good)
+
+
+def evaluate(config: ScoreConfig, label: str | None = None, progress: bool | None = None) -> dict:
+    """Accuracy, macro-F1, log-loss, per-class precision/recall/F1 and the confusion matrix."""
+    model, spec, trained_label = load_for_scoring(config.snapshot)
+    label = label or trained_label
+    if not label:
+        raise ConfigError("name the label column with --label.")
+    counts = ConfusionCounts(model.classes_)
+    skipped = 0
+    for scored, y in score_batches(config, model, spec, [], label=label, progress=progress):
+        counts.add(y, scored.proba)
+        skipped += int(scored.problems.bad.sum())
+    report = counts.report()
+    report["rows_skipped"] = skipped
+    return report

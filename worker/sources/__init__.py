@@ -1,0 +1,1 @@
+"""Where examples come from: each source yields record batches with their position."""
