@@ -37,3 +37,22 @@ def mnist() -> dict[str, np.ndarray]:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+SMS = REPO / "scripts" / "data" / "sms_spam"
+
+
+@pytest.fixture(scope="session")
+def mnist_parquet(mnist, tmp_path_factory) -> dict[str, Path]:
+    """MNIST as Parquet (id, label, pixels fixed_size_list<uint8>[784]), 10,000-row groups."""
+    import pyarrow.parquet as pq
+
+    from worker.datasets import mnist_table
+
+    folder = tmp_path_factory.mktemp("mnist")
+    paths = {}
+    for split, first_id in (("train", 0), ("test", 60_000)):
+        paths[split] = folder / f"{split}.parquet"
+        pq.write_table(mnist_table(mnist[f"{split}_images"], mnist[f"{split}_labels"], first_id),
+                       paths[split], row_group_size=10_000)
+    return paths
