@@ -3,7 +3,5 @@
 # Extra arguments go to pytest (e.g. scripts/test.sh -k snapshot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+scripts/setup.sh test
 exec .venv/bin/python -m pytest "$@"

@@ -103,7 +103,8 @@ def read_batches(files: list[str], columns: list[str], batch_size: int,
         if not row_groups:
             continue
         try:
-            for batch in fragment.subset(row_group_ids=row_groups).to_batches(columns=columns, batch_size=batch_size):
+            scan = fragment.subset(row_group_ids=row_groups)
+            for batch in scan.to_batches(columns=columns, batch_size=batch_size):
                 end = first_row + batch.num_rows
                 if end > skip:
                     if first_row < skip:  # the start lies inside this batch
