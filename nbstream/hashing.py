@@ -43,8 +43,9 @@ def tokenize(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
 def hash_tokens(tokens: pa.Array) -> np.ndarray:
     """A 64-bit hash of each (non-empty) token, shape (n_tokens,), uint64.
 
-    >>> hash_tokens(pa.array(["spam", "ham", "spam"])).tolist()[0] == hash_tokens(pa.array(["spam"]))[0]
-    True
+    >>> h = hash_tokens(pa.array(["spam", "ham", "spam"]))
+    >>> bool(h[0] == h[2]), bool(h[0] == h[1])
+    (True, False)
     """
     if len(tokens) == 0:
         return np.zeros(0, dtype=np.uint64)

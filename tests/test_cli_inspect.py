@@ -33,3 +33,16 @@ def test_inspect_json_and_corrupt_files(tmp_path):
     result = runner.invoke(app, ["inspect", str(path)])
     assert result.exit_code == 2
     assert "checksum mismatch" in result.output
+
+
+def test_inspect_shows_the_feature_spec_and_source_position(tmp_path):
+    from tests.conftest import SMS
+
+    out = tmp_path / "sms.nbs"
+    runner.invoke(app, ["train", str(SMS / "train.parquet"), "--label", "label", "--text", "text",
+                        "--out", str(out)])
+    result = runner.invoke(app, ["inspect", str(out)])
+    assert "features:       text column 'text': word 1-grams hashed into 2^20 features" in result.output
+    assert "label column:   label" in result.output
+    assert "source:         1 Parquet file(s), complete" in result.output
+    assert "examples seen:  4,459" in result.output

@@ -215,18 +215,19 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
     else:
         typer.echo(f"features:       {header['n_features']}")
     source = meta.get("source")
-    if source and source.get("type") == "parquet":
+    if isinstance(source, dict) and source.get("type") == "parquet":
         position = source["position"]
         state = "complete" if source["complete"] else f"at file {position['file_index']}, row {position['row']}"
         typer.echo(f"source:         {len(source['files'])} Parquet file(s), {state}")
         typer.echo(f"rows rejected:  {meta.get('rows_rejected', 0):,}")
-    elif source:
+    elif isinstance(source, dict):
         typer.echo(f"source:         {json.dumps(source)}")
     typer.echo(f"classes ({'open' if header['open_classes'] else 'fixed'}):")
     for label, count in zip(model.classes_.tolist(), model.class_count_.tolist()):
         typer.echo(f"  {label!s:<20} {count:,.6g}")
     extra = {key: value for key, value in meta.items()
-             if key not in ("features", "label", "source", "run", "rows_read", "rows_rejected")}
+             if key not in ("features", "label", "source", "run", "rows_read", "rows_rejected")
+             or (key == "source" and not isinstance(value, dict))}
     if extra:
         typer.echo(f"metadata:       {json.dumps(extra)}")
 
