@@ -7,6 +7,7 @@ Errors about the data or the settings print one line and exit with status 2.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -33,11 +34,17 @@ def _columns(value: Optional[str]) -> list[str]:
     return [c.strip() for c in value.split(",") if c.strip()] if value else []
 
 
-def _fail(error: Exception) -> None:
-    typer.echo(f"error: {error}", err=True)
-    raise typer.Exit(code=2)
+@contextmanager
+def _reported_errors():
+    """Errors about the data or the settings: one line on stderr, exit status 2."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
 
 
+SNAPSHOT = typer.Argument(..., help="Snapshot written by worker train.", show_default=False)
 PATHS = typer.Argument(..., help="Parquet files, directories or globs.", show_default=False)
 BATCH_SIZE = typer.Option(65_536, "--batch-size", min=1, envvar=_env("BATCH_SIZE"),
                           help="Rows per record batch; bounds memory.")
@@ -114,10 +121,8 @@ def train(
         features=FeatureOptions(columns=_columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
         batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
         skip_invalid=skip_invalid, rejects=rejects)
-    try:
+    with _reported_errors():
         summary = run_train(config, progress=progress)
-    except USER_ERRORS as error:
-        _fail(error)
     rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
     if summary.resumed_from:
         typer.echo(f"continued from file {summary.resumed_from.file_index}, row {summary.resumed_from.row}")
@@ -131,7 +136,7 @@ def train(
 
 @app.command()
 def predict(
-    snapshot: Path = typer.Argument(..., help="Snapshot written by worker train.", show_default=False),
+    snapshot: Path = SNAPSHOT,
     paths: list[str] = PATHS,
     out: Path = typer.Option(..., "--out", envvar=_env("PREDICTIONS"), help="Parquet file to write."),
     proba: bool = typer.Option(False, "--proba", envvar=_env("PROBA"),
@@ -146,16 +151,14 @@ def predict(
     from .scoring import predict as run_predict
 
     config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
-    try:
+    with _reported_errors():
         rows = run_predict(config, out, proba, id_column, progress=progress)
-    except USER_ERRORS as error:
-        _fail(error)
     typer.echo(f"wrote {rows:,} predictions to {out}")
 
 
 @app.command()
 def evaluate(
-    snapshot: Path = typer.Argument(..., help="Snapshot written by worker train.", show_default=False),
+    snapshot: Path = SNAPSHOT,
     paths: list[str] = PATHS,
     label: Optional[str] = typer.Option(None, "--label", envvar=_env("LABEL"),
                                         help="Label column [default: the one the model was trained on]."),
@@ -168,10 +171,8 @@ def evaluate(
     from .scoring import evaluate as run_evaluate
 
     config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
-    try:
+    with _reported_errors():
         report = run_evaluate(config, label, progress=progress)
-    except USER_ERRORS as error:
-        _fail(error)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
@@ -195,11 +196,9 @@ def evaluate(
 def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_default=False),
             as_json: bool = typer.Option(False, "--json", help="Print the header as JSON.")) -> None:
     """Kind, parameters, classes and counts, examples seen, features, source position, checksum."""
-    try:
+    with _reported_errors():
         header = read_header(snapshot)
         model = nbstream.load(snapshot)
-    except nbstream.SnapshotError as error:
-        _fail(error)
     if as_json:
         typer.echo(json.dumps({key: value for key, value in header.items() if key != "arrays"}, indent=2))
         return
@@ -239,10 +238,8 @@ def merge(snapshots: list[Path] = typer.Argument(..., help="Snapshots trained on
     """Merge snapshots of the same kind and features into one model (exactly as if trained on all)."""
     from .merge import merge_snapshots
 
-    try:
+    with _reported_errors():
         model = merge_snapshots(snapshots, out)
-    except USER_ERRORS as error:
-        _fail(error)
     typer.echo(f"merged {len(snapshots)} snapshots: {model.n_examples_seen_:,} examples, "
                f"{len(model.classes_)} classes -> {out}")
 
