@@ -162,14 +162,16 @@ class FeatureSpec:
             if not ok:
                 raise FeatureError(f"{source}: column {name!r} has type {arrow_type}; expected {expected}.")
 
-    def extract(self, batch: pa.RecordBatch, *, learn: bool, counts_only: bool = False):
+    def extract(self, batch: pa.RecordBatch, *, learn: bool, counts_only: bool = False,
+                problems: RowProblems | None = None):
         """Model input for a batch.
 
         learn : whether unknown categories get new codes (training) or the unseen code.
+        problems : problems already found in these rows (by a message decoder), if any.
         Returns (X, problems): X of shape (n_rows, n_features), a numpy array in the
         column's own dtype or a CSR matrix for text; problems: a RowProblems.
         """
-        problems = RowProblems(batch.num_rows)
+        problems = problems or RowProblems(batch.num_rows)
         for name in self.columns:
             column = batch.column(name)
             if column.null_count:

@@ -56,3 +56,19 @@ def mnist_parquet(mnist, tmp_path_factory) -> dict[str, Path]:
         pq.write_table(mnist_table(mnist[f"{split}_images"], mnist[f"{split}_labels"], first_id),
                        paths[split], row_group_size=10_000)
     return paths
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory) -> str:
+    """A real broker for the session (see tests/kafka_helpers.py for where it comes from)."""
+    from tests.kafka_helpers import kafka_broker
+
+    manager = kafka_broker(tmp_path_factory.mktemp("kafka"))
+    try:
+        bootstrap = manager.__enter__()
+    except Exception as error:  # noqa: BLE001 - any failure to start means no broker
+        if os.environ.get("CI"):
+            pytest.fail(f"no Kafka broker for the Kafka tests: {error}")
+        pytest.skip(f"no Kafka broker: {error}")
+    yield bootstrap
+    manager.__exit__(None, None, None)

@@ -17,7 +17,7 @@ import nbstream
 from nbstream.features import FeatureError, FeatureSpec
 from nbstream.snapshot import FORMAT_VERSION, read_header
 
-from .config import ConfigError, FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
+from .config import ConfigError, FeatureOptions, ModelOptions, ScoreConfig, ServeConfig, TrainConfig
 from .sources.parquet import SourceError
 
 app = typer.Typer(help="nbstream worker: streaming Naive Bayes over Parquet files and Kafka topics.",
@@ -242,6 +242,105 @@ def merge(snapshots: list[Path] = typer.Argument(..., help="Snapshots trained on
         model = merge_snapshots(snapshots, out)
     typer.echo(f"merged {len(snapshots)} snapshots: {model.n_examples_seen_:,} examples, "
                f"{len(model.classes_)} classes -> {out}")
+
+
+@app.command()
+def serve(
+    bootstrap: str = typer.Option(..., "--bootstrap", envvar=_env("BOOTSTRAP"), help="Kafka bootstrap HOST:PORT."),
+    input_topic: str = typer.Option(..., "--input", envvar=_env("INPUT"), help="Topic of examples (JSON)."),
+    output_topic: str = typer.Option(..., "--output", envvar=_env("OUTPUT"), help="Topic for predictions."),
+    group: str = typer.Option(..., "--group", envvar=_env("GROUP"), help="Consumer group id."),
+    snapshot_dir: Path = typer.Option(..., "--snapshot-dir", envvar=_env("SNAPSHOT_DIR"),
+                                      help="Folder of snapshots: the service's state."),
+    model: str = typer.Option("multinomial", "--model", envvar=_env("MODEL"),
+                              help="bernoulli, multinomial, complement, gaussian or categorical."),
+    text: bool = typer.Option(False, "--text", envvar=_env("TEXT"),
+                              help="Messages carry text (in --text-field), hashed into features."),
+    feature_names: Optional[str] = typer.Option(None, "--feature-names", envvar=_env("FEATURE_NAMES"),
+                                                help="Keys of a features object, comma-separated "
+                                                     "(default: features is a list of numbers)."),
+    hash_bits: int = typer.Option(20, "--hash-bits", min=1, max=31, envvar=_env("HASH_BITS")),
+    ngrams: int = typer.Option(1, "--ngrams", min=1, max=5, envvar=_env("NGRAMS")),
+    alpha: Optional[float] = typer.Option(None, "--alpha", min=0, envvar=_env("ALPHA")),
+    binarize: Optional[float] = typer.Option(None, "--binarize", envvar=_env("BINARIZE")),
+    fit_prior: Optional[bool] = typer.Option(None, "--fit-prior/--uniform-prior", envvar=_env("FIT_PRIOR")),
+    norm: Optional[bool] = typer.Option(None, "--norm/--no-norm", envvar=_env("NORM")),
+    var_smoothing: Optional[float] = typer.Option(None, "--var-smoothing", min=0, envvar=_env("VAR_SMOOTHING")),
+    min_categories: Optional[int] = typer.Option(None, "--min-categories", min=1, envvar=_env("MIN_CATEGORIES")),
+    half_life: Optional[float] = typer.Option(None, "--half-life", min=0, envvar=_env("HALF_LIFE")),
+    classes: Optional[str] = typer.Option(None, "--classes", envvar=_env("CLASSES"),
+                                          help="Fixed class set, comma-separated; other labels go to the "
+                                               "dead-letter topic (default: open, grows)."),
+    checkpoint_every: int = typer.Option(10_000, "--checkpoint-every", min=1, envvar=_env("CHECKPOINT_EVERY"),
+                                         help="Checkpoint after this many messages..."),
+    checkpoint_interval: float = typer.Option(30.0, "--checkpoint-interval", min=0.1,
+                                              envvar=_env("CHECKPOINT_INTERVAL"), help="...or seconds."),
+    start: str = typer.Option("earliest", "--start", envvar=_env("START"),
+                              help="Where a partition without saved state starts: earliest or latest."),
+    dead_letter_topic: Optional[str] = typer.Option(None, "--dlq", envvar=_env("DLQ"),
+                                                    help="Dead-letter topic [default: INPUT.dlq]."),
+    keep_snapshots: int = typer.Option(3, "--keep-snapshots", min=1, envvar=_env("KEEP_SNAPSHOTS")),
+    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", envvar=_env("METRICS_PORT"),
+                                               help="Serve /metrics, /healthz, /readyz on this port."),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", envvar=_env("METRICS_HOST")),
+    max_message_bytes: int = typer.Option(1_048_576, "--max-message-bytes", min=1, envvar=_env("MAX_MESSAGE_BYTES"),
+                                          help="Larger messages go to the dead-letter topic."),
+    instance_id: Optional[str] = typer.Option(None, "--instance-id", envvar=_env("INSTANCE_ID"),
+                                              help="Stable id of this worker in the group (static membership): "
+                                                   "a restart takes its partitions back at once."),
+    session_timeout: float = typer.Option(10.0, "--session-timeout", min=6, envvar=_env("SESSION_TIMEOUT"),
+                                          help="Seconds before the group gives a silent worker's partitions away."),
+    id_field: str = typer.Option("id", "--id-field", envvar=_env("ID_FIELD")),
+    features_field: str = typer.Option("features", "--features-field", envvar=_env("FEATURES_FIELD")),
+    text_field: str = typer.Option("text", "--text-field", envvar=_env("TEXT_FIELD")),
+    label_field: str = typer.Option("label", "--label-field", envvar=_env("LABEL_FIELD")),
+    json_logs: bool = typer.Option(False, "--json-logs", envvar=_env("JSON_LOGS"), help="Log lines as JSON."),
+) -> None:
+    """Serve predictions for a Kafka topic and learn from its labeled messages (prequential).
+
+    Every message gets a prediction on --output; labeled ones are then learned from. State is
+    checkpointed (producer flushed, snapshot with offsets written, offsets committed) every
+    --checkpoint-every messages or --checkpoint-interval seconds and at SIGTERM/SIGINT.
+    """
+    from .logs import configure_logging
+    from .serve import serve as run_serve
+
+    configure_logging(json_logs)
+    config = ServeConfig(
+        bootstrap=bootstrap, input=input_topic, output=output_topic, group=group, snapshot_dir=snapshot_dir,
+        model=ModelOptions(kind=model, alpha=alpha, binarize=binarize, fit_prior=fit_prior, norm=norm,
+                           var_smoothing=var_smoothing, min_categories=min_categories, half_life=half_life),
+        text=text, feature_names=_columns(feature_names), hash_bits=hash_bits, ngrams=ngrams,
+        classes=_columns(classes), dead_letter_topic=dead_letter_topic, checkpoint_every=checkpoint_every,
+        checkpoint_interval=checkpoint_interval, start=start, keep_snapshots=keep_snapshots,
+        metrics_port=metrics_port, metrics_host=metrics_host, max_message_bytes=max_message_bytes,
+        instance_id=instance_id, session_timeout=session_timeout,
+        id_field=id_field, features_field=features_field, text_field=text_field, label_field=label_field)
+    with _reported_errors():
+        if start not in ("earliest", "latest"):
+            raise ConfigError(f"--start must be earliest or latest; got {start!r}.")
+        run_serve(config)
+
+
+@app.command()
+def produce(
+    paths: list[str] = PATHS,
+    bootstrap: str = typer.Option(..., "--bootstrap", envvar=_env("BOOTSTRAP"), help="Kafka bootstrap HOST:PORT."),
+    topic: str = typer.Option(..., "--topic", envvar=_env("TOPIC"), help="Topic to write to."),
+    features: Optional[str] = typer.Option(None, "--features", help="A list column, sent as \"features\"."),
+    text: Optional[str] = typer.Option(None, "--text", help="A string column, sent as \"text\"."),
+    label: Optional[str] = typer.Option(None, "--label", help="Label column, sent as \"label\"."),
+    id_column: Optional[str] = typer.Option(None, "--id", help="Id column, sent as \"id\" and used as the key."),
+    rate: float = typer.Option(0.0, "--rate", min=0, help="Messages per second (0: as fast as possible)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Stop after this many messages."),
+) -> None:
+    """Send Parquet rows to a topic as JSON messages (for demos and benchmarks)."""
+    from .produce import produce as run_produce
+
+    with _reported_errors():
+        sent = run_produce(paths, bootstrap, topic, features=features, text=text, label=label,
+                           id_column=id_column, rate=rate, limit=limit)
+    typer.echo(f"sent {sent:,} messages to {topic}")
 
 
 def main() -> None:

@@ -102,3 +102,52 @@ class ScoreConfig:
     paths: list[str]
     batch_size: int = 65_536
     skip_invalid: bool = False
+
+
+@dataclass
+class ServeConfig:
+    """Everything `worker serve` needs; see its --help for each setting."""
+    bootstrap: str
+    input: str
+    output: str
+    group: str
+    snapshot_dir: Path
+    model: ModelOptions = field(default_factory=ModelOptions)
+    text: bool = False
+    feature_names: list[str] = field(default_factory=list)
+    hash_bits: int = 20
+    ngrams: int = 1
+    classes: list[str] = field(default_factory=list)
+    dead_letter_topic: str | None = None
+    checkpoint_every: int | None = 10_000
+    checkpoint_interval: float | None = 30.0
+    start: str = "earliest"
+    keep_snapshots: int = 3
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    max_message_bytes: int = 1_048_576
+    max_poll_records: int = 2_000
+    instance_id: str | None = None
+    session_timeout: float = 10.0
+    id_field: str = "id"
+    features_field: str = "features"
+    text_field: str = "text"
+    label_field: str = "label"
+
+    @property
+    def dlq(self) -> str:
+        return self.dead_letter_topic or f"{self.input}.dlq"
+
+    def feature_spec(self) -> FeatureSpec:
+        """The spec for a fresh model: text, named features (an object) or a list."""
+        if self.text:
+            if self.model.kind not in ("bernoulli", "multinomial", "complement"):
+                raise ConfigError(f"--text needs a bernoulli, multinomial or complement model; got {self.model.kind}.")
+            return FeatureSpec.text(self.text_field, self.hash_bits, self.ngrams)
+        if self.model.kind == "categorical":
+            if not self.feature_names:
+                raise ConfigError("--model categorical needs --feature-names: the keys of the features object.")
+            return FeatureSpec.categorical(self.feature_names)
+        if self.feature_names:
+            return FeatureSpec.numeric_columns(self.feature_names)
+        return FeatureSpec.vector(self.features_field)

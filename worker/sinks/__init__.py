@@ -1,0 +1,1 @@
+"""Where results go: predictions and dead letters."""
