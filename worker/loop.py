@@ -7,11 +7,11 @@ dead-letter topic with its error, and nothing else happens to it.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
 import numpy as np
+import orjson
 import pyarrow as pa
 
 from nbstream.features import FeatureSpec, RowProblems
@@ -112,7 +112,7 @@ class PrequentialLoop:
                      "probabilities": {} if proba is None else dict(zip(labels, proba[j].tolist())),
                      "model_version": version, "topic": record.topic, "partition": record.partition,
                      "offset": record.offset}
-            self.sink.prediction(record.key, json.dumps(value).encode())
+            self.sink.prediction(record.key, orjson.dumps(value))
         self.metrics.predictions.inc(len(predictions) if predictions is not None else int(good.sum()))
 
     def checkpoint(self) -> None:

@@ -13,10 +13,10 @@ problem of that message; the batch is still built, with a null in its place.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
+import orjson
 import pyarrow as pa
 
 from nbstream.features import FeatureSpec, RowProblems
@@ -52,8 +52,8 @@ def decode(values: list[bytes | None], spec: FeatureSpec, fmt: MessageFormat) ->
             errors[i] = f"message of {len(value)} bytes exceeds the limit of {fmt.max_bytes}"
             continue
         try:
-            message = json.loads(value)
-        except (UnicodeDecodeError, ValueError) as error:
+            message = orjson.loads(value)
+        except orjson.JSONDecodeError as error:
             errors[i] = f"malformed JSON: {error}"
             continue
         if not isinstance(message, dict):
@@ -96,15 +96,26 @@ def _take_features(message: dict, spec: FeatureSpec, fmt: MessageFormat, columns
 
 def _to_arrow(name: str, values: list, spec: FeatureSpec, problems: RowProblems) -> pa.Array:
     """One column for the whole batch; a value of the wrong type becomes a null and a problem."""
-    if spec.kind == "text":
-        arrow_type = pa.string()
-    elif spec.kind == "categorical":
-        values = [None if v is None else str(v) for v in values]
-        arrow_type = pa.string()
-    elif spec.kind == "vector":
-        arrow_type = pa.list_(pa.float64())
-    else:
-        arrow_type = pa.float64()
+    if spec.kind in ("text", "categorical"):
+        if spec.kind == "categorical":
+            values = [None if v is None else str(v) for v in values]
+        return _typed_array(name, values, pa.string(), problems)
+    try:  # let Arrow infer: JSON integers stay int64 (much faster than converting each to float)
+        array = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        array = None
+    numeric = pa.list_(pa.float64()) if spec.kind == "vector" else pa.float64()
+    if array is None or not _numeric(array.type.value_type if spec.kind == "vector" and pa.types.is_list(array.type)
+                                     else array.type):
+        return _typed_array(name, values, numeric, problems)
+    return array
+
+
+def _numeric(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_null(arrow_type)
+
+
+def _typed_array(name: str, values: list, arrow_type: pa.DataType, problems: RowProblems) -> pa.Array:
     try:
         return pa.array(values, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -116,7 +127,7 @@ def _to_arrow(name: str, values: list, spec: FeatureSpec, problems: RowProblems)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
                 cleaned.append(None)
                 bad[i] = True
-        problems.flag(bad, name, "non-numeric value")
+        problems.flag(bad, name, "non-numeric value" if arrow_type != pa.string() else "not a string")
         return pa.array(cleaned, type=arrow_type)
 
 
