@@ -232,3 +232,17 @@ def test_metrics_health_and_readiness_endpoints(kafka_bootstrap, tmp_path):
     assert 0.4 < accuracy <= 1.0  # three classes: chance is 1/3
     assert get("/nowhere")[0] is None  # 404 raises in urllib
     assert service.terminate() == 0
+
+
+def test_produce_loads_a_parquet_file_into_a_topic(kafka_bootstrap):
+    from tests.conftest import SMS
+
+    topic = new_topic(kafka_bootstrap, "produce")
+    result = subprocess.run([sys.executable, "-m", "worker", "produce", str(SMS / "test.parquet"), "--bootstrap",
+                             kafka_bootstrap, "--topic", topic, "--text", "text", "--label", "label", "--id", "id"],
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "sent 1,115 messages" in result.stdout
+    records = read_all(kafka_bootstrap, topic, expected=1_115)
+    first = json.loads(records[0].value)
+    assert set(first) == {"text", "label", "id"} and records[0].key == str(first["id"]).encode()

@@ -64,3 +64,16 @@ def test_checkpoint_policy_counts_rows_or_time():
     assert not by_time.record(1)
     time.sleep(0.06)
     assert by_time.record(0)
+
+
+def test_json_logs_are_one_object_per_line(capsys):
+    import logging
+
+    from worker.logs import configure_logging
+
+    configure_logging(json_lines=True)
+    logging.getLogger("worker.test").info("checkpoint %s", "snapshot-1")
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    entry = json.loads(line)
+    assert entry["message"] == "checkpoint snapshot-1" and entry["level"] == "INFO"
+    logging.getLogger().handlers[:] = []

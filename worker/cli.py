@@ -53,6 +53,23 @@ SKIP_INVALID = typer.Option(False, "--skip-invalid", envvar=_env("SKIP_INVALID")
 PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=_env("PROGRESS"),
                         help="Progress bar with rows/s (default: on when stderr is a terminal).")
 
+HASH_BITS = typer.Option(20, "--hash-bits", min=1, max=31, envvar=_env("HASH_BITS"),
+                         help="Text is hashed into 2**hash_bits features.")
+NGRAMS = typer.Option(1, "--ngrams", min=1, max=5, envvar=_env("NGRAMS"), help="Use word n-grams up to this length.")
+ALPHA = typer.Option(None, "--alpha", min=0, envvar=_env("ALPHA"), help="Additive smoothing (default: 1.0).")
+BINARIZE = typer.Option(None, "--binarize", envvar=_env("BINARIZE"),
+                        help="Bernoulli: features > this become 1 (default: 0.0).")
+FIT_PRIOR = typer.Option(None, "--fit-prior/--uniform-prior", envvar=_env("FIT_PRIOR"),
+                         help="Learn class priors, or use uniform ones (default: learn).")
+NORM = typer.Option(None, "--norm/--no-norm", envvar=_env("NORM"),
+                    help="Complement: normalise the weights (default: no).")
+VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=_env("VAR_SMOOTHING"),
+                             help="Gaussian: variance smoothing (default: 1e-9).")
+MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=_env("MIN_CATEGORIES"),
+                              help="Categorical: minimum categories per feature.")
+HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=_env("HALF_LIFE"),
+                         help="Forget: an example's weight halves every N newer examples.")
+
 
 @app.callback()
 def _commands() -> None:
@@ -66,31 +83,22 @@ def train(
     out: Path = typer.Option(..., "--out", envvar=_env("OUT"), help="Snapshot to write (and to continue from)."),
     model: Optional[str] = typer.Option(None, "--model", envvar=_env("MODEL"),
                                         help="bernoulli, multinomial, complement, gaussian or categorical "
-                                             "[default: multinomial]."),
+                                             "(default: multinomial)."),
     features: Optional[str] = typer.Option(None, "--features", envvar=_env("FEATURES"),
                                            help="Feature columns, comma-separated: one list column "
                                                 "(e.g. pixels), numeric columns, or string columns for "
                                                 "--model categorical."),
     text: Optional[str] = typer.Option(None, "--text", envvar=_env("TEXT"),
                                        help="A text column: lowercased word tokens, hashed."),
-    hash_bits: int = typer.Option(20, "--hash-bits", min=1, max=31, envvar=_env("HASH_BITS"),
-                                  help="Text is hashed into 2**hash_bits features."),
-    ngrams: int = typer.Option(1, "--ngrams", min=1, max=5, envvar=_env("NGRAMS"),
-                               help="Use word n-grams up to this length."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", min=0, envvar=_env("ALPHA"),
-                                          help="Additive smoothing [default: 1.0]."),
-    binarize: Optional[float] = typer.Option(None, "--binarize", envvar=_env("BINARIZE"),
-                                             help="Bernoulli: features > this become 1 [default: 0.0]."),
-    fit_prior: Optional[bool] = typer.Option(None, "--fit-prior/--uniform-prior", envvar=_env("FIT_PRIOR"),
-                                             help="Learn class priors, or use uniform ones [default: learn]."),
-    norm: Optional[bool] = typer.Option(None, "--norm/--no-norm", envvar=_env("NORM"),
-                                        help="Complement: normalise the weights [default: no]."),
-    var_smoothing: Optional[float] = typer.Option(None, "--var-smoothing", min=0, envvar=_env("VAR_SMOOTHING"),
-                                                  help="Gaussian: variance smoothing [default: 1e-9]."),
-    min_categories: Optional[int] = typer.Option(None, "--min-categories", min=1, envvar=_env("MIN_CATEGORIES"),
-                                                 help="Categorical: minimum categories per feature."),
-    half_life: Optional[float] = typer.Option(None, "--half-life", min=0, envvar=_env("HALF_LIFE"),
-                                              help="Forget: an example's weight halves every N newer examples."),
+    hash_bits: int = HASH_BITS,
+    ngrams: int = NGRAMS,
+    alpha: Optional[float] = ALPHA,
+    binarize: Optional[float] = BINARIZE,
+    fit_prior: Optional[bool] = FIT_PRIOR,
+    norm: Optional[bool] = NORM,
+    var_smoothing: Optional[float] = VAR_SMOOTHING,
+    min_categories: Optional[int] = MIN_CATEGORIES,
+    half_life: Optional[float] = HALF_LIFE,
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", min=1,
                                                    envvar=_env("CHECKPOINT_EVERY"),
                                                    help="Write the snapshot every N rows (the run can then "
@@ -101,7 +109,7 @@ def train(
                                help="Start over even if --out holds a checkpoint of this run."),
     rejects: Optional[Path] = typer.Option(None, "--rejects", envvar=_env("REJECTS"),
                                            help="Folder for rows set aside by --skip-invalid "
-                                                "[default: OUT.rejects]."),
+                                                "(default: OUT.rejects)."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: Optional[bool] = PROGRESS,
@@ -161,7 +169,7 @@ def evaluate(
     snapshot: Path = SNAPSHOT,
     paths: list[str] = PATHS,
     label: Optional[str] = typer.Option(None, "--label", envvar=_env("LABEL"),
-                                        help="Label column [default: the one the model was trained on]."),
+                                        help="Label column (default: the one the model was trained on)."),
     as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
@@ -259,15 +267,15 @@ def serve(
     feature_names: Optional[str] = typer.Option(None, "--feature-names", envvar=_env("FEATURE_NAMES"),
                                                 help="Keys of a features object, comma-separated "
                                                      "(default: features is a list of numbers)."),
-    hash_bits: int = typer.Option(20, "--hash-bits", min=1, max=31, envvar=_env("HASH_BITS")),
-    ngrams: int = typer.Option(1, "--ngrams", min=1, max=5, envvar=_env("NGRAMS")),
-    alpha: Optional[float] = typer.Option(None, "--alpha", min=0, envvar=_env("ALPHA")),
-    binarize: Optional[float] = typer.Option(None, "--binarize", envvar=_env("BINARIZE")),
-    fit_prior: Optional[bool] = typer.Option(None, "--fit-prior/--uniform-prior", envvar=_env("FIT_PRIOR")),
-    norm: Optional[bool] = typer.Option(None, "--norm/--no-norm", envvar=_env("NORM")),
-    var_smoothing: Optional[float] = typer.Option(None, "--var-smoothing", min=0, envvar=_env("VAR_SMOOTHING")),
-    min_categories: Optional[int] = typer.Option(None, "--min-categories", min=1, envvar=_env("MIN_CATEGORIES")),
-    half_life: Optional[float] = typer.Option(None, "--half-life", min=0, envvar=_env("HALF_LIFE")),
+    hash_bits: int = HASH_BITS,
+    ngrams: int = NGRAMS,
+    alpha: Optional[float] = ALPHA,
+    binarize: Optional[float] = BINARIZE,
+    fit_prior: Optional[bool] = FIT_PRIOR,
+    norm: Optional[bool] = NORM,
+    var_smoothing: Optional[float] = VAR_SMOOTHING,
+    min_categories: Optional[int] = MIN_CATEGORIES,
+    half_life: Optional[float] = HALF_LIFE,
     classes: Optional[str] = typer.Option(None, "--classes", envvar=_env("CLASSES"),
                                           help="Fixed class set, comma-separated; other labels go to the "
                                                "dead-letter topic (default: open, grows)."),
@@ -278,7 +286,7 @@ def serve(
     start: str = typer.Option("earliest", "--start", envvar=_env("START"),
                               help="Where a partition without saved state starts: earliest or latest."),
     dead_letter_topic: Optional[str] = typer.Option(None, "--dlq", envvar=_env("DLQ"),
-                                                    help="Dead-letter topic [default: INPUT.dlq]."),
+                                                    help="Dead-letter topic (default: INPUT.dlq)."),
     keep_snapshots: int = typer.Option(3, "--keep-snapshots", min=1, envvar=_env("KEEP_SNAPSHOTS")),
     metrics_port: Optional[int] = typer.Option(None, "--metrics-port", envvar=_env("METRICS_PORT"),
                                                help="Serve /metrics, /healthz, /readyz on this port."),
