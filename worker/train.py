@@ -53,8 +53,8 @@ def _initial_state(config: TrainConfig, files: list[str], signature: dict):
     if config.out.exists() and not config.fresh:
         header = read_header(config.out)
         if header["meta"].get("run") != signature:
-            raise ConfigError(f"{config.out} holds a snapshot of a different run; pass --fresh to "
-                              "overwrite it, or --resume it to keep training it on new data.")
+            raise ConfigError(f"{config.out} holds a snapshot of a different run; pass --fresh to overwrite "
+                              f"it, or --resume {config.out} with another --out to keep training it.")
         meta = header["meta"]
         return (nbstream.load(config.out), FeatureSpec.from_json(meta["features"]),
                 Position.from_json(meta["source"]["position"]), meta["rows_read"], meta["rows_rejected"])
