@@ -122,6 +122,11 @@ def load(path) -> NaiveBayes:
 
     Raises SnapshotError for a truncated, altered or foreign file.
     """
+    return load_with_header(path)[0]
+
+
+def load_with_header(path) -> tuple[NaiveBayes, dict]:
+    """The model and the verified header (with the caller's ``meta``), from one read."""
     header, payload = _read_verified(Path(path))
     try:
         arrays = {entry["name"]: _array_from(payload, entry) for entry in header["arrays"]}
@@ -135,7 +140,7 @@ def load(path) -> NaiveBayes:
         model._tables = _decode_tables(arrays)
     except (KeyError, TypeError, ValueError) as error:
         raise SnapshotError(f"{path}: snapshot content is inconsistent ({error!r}).") from None
-    return model
+    return model, header
 
 
 def _read_verified(path: Path) -> tuple[dict, memoryview]:

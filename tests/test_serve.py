@@ -14,7 +14,6 @@ import time
 import urllib.request
 
 import numpy as np
-import pytest
 
 import nbstream
 from tests.kafka_helpers import REPO, TopicWatcher, json_message, new_topic, read_all, send

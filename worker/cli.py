@@ -15,7 +15,7 @@ import typer
 
 import nbstream
 from nbstream.features import FeatureError, FeatureSpec
-from nbstream.snapshot import FORMAT_VERSION, read_header
+from nbstream.snapshot import FORMAT_VERSION, load_with_header
 
 from .config import ConfigError, FeatureOptions, ModelOptions, ScoreConfig, ServeConfig, TrainConfig
 from .sources.parquet import SourceError
@@ -205,8 +205,7 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
             as_json: bool = typer.Option(False, "--json", help="Print the header as JSON.")) -> None:
     """Kind, parameters, classes and counts, examples seen, features, source position, checksum."""
     with _reported_errors():
-        header = read_header(snapshot)
-        model = nbstream.load(snapshot)
+        model, header = load_with_header(snapshot)
     if as_json:
         typer.echo(json.dumps({key: value for key, value in header.items() if key != "arrays"}, indent=2))
         return

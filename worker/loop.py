@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from nbstream.features import FeatureSpec, RowProblems
+from nbstream.features import FeatureError, FeatureSpec, RowProblems, label_values
 from nbstream.validation import NotFittedError
 
 from .checkpoint import CheckpointPolicy
@@ -76,20 +76,12 @@ class PrequentialLoop:
             self.metrics.examples_seen.set(self.model.n_examples_seen_)
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
-        """(labeled mask, label values) for the batch; unusable labels become problems."""
-        labeled = labels.is_valid().to_numpy(zero_copy_only=False) if labels.null_count else \
-            np.ones(len(labels), dtype=bool)
-        if pa.types.is_null(labels.type):
-            return labeled, np.zeros(len(labels))
-        if pa.types.is_string(labels.type) or pa.types.is_large_string(labels.type):
-            y = np.asarray(labels.fill_null("").to_numpy(zero_copy_only=False), dtype=str)
-        elif pa.types.is_integer(labels.type) or pa.types.is_floating(labels.type) or pa.types.is_boolean(labels.type):
-            y = labels.fill_null(0).to_numpy(zero_copy_only=False)
-            if y.dtype.kind == "f":
-                problems.flag(np.isnan(y), "label", "NaN label")
-        else:
-            problems.flag(labeled, "label", f"labels must be strings or numbers; got {labels.type}")
-            return labeled & False, np.zeros(len(labels))
+        """(labeled mask, label values); a label outside a fixed class set is a problem."""
+        try:
+            labeled, y = label_values(labels, "label", problems)
+        except FeatureError as error:
+            problems.flag(np.ones(len(labels), dtype=bool), "label", str(error))
+            return np.zeros(len(labels), dtype=bool), np.zeros(len(labels))
         if self.classes is not None:
             problems.flag(labeled & ~np.isin(y, self.classes), "label",
                           f"label not among the classes {self.classes.tolist()}")

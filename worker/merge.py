@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbstream
 from nbstream.features import FeatureSpec
-from nbstream.snapshot import read_header
+from nbstream.snapshot import load_with_header
 
 from .config import ConfigError
 
@@ -15,20 +15,18 @@ def merge_snapshots(paths: list[Path], out: Path) -> nbstream.base.NaiveBayes:
     """Merge into the first snapshot's model; refused when kinds, parameters or features differ."""
     if len(paths) < 2:
         raise ConfigError("merge needs at least two snapshots.")
-    first = read_header(paths[0])
+    model, first = load_with_header(paths[0])
     if "features" not in first["meta"]:
         raise ConfigError(f"{paths[0]} has no feature spec; it was not written by worker train.")
-    model = nbstream.load(paths[0])
     spec = FeatureSpec.from_json(first["meta"]["features"])
     for path in paths[1:]:
-        header = read_header(path)
+        other, header = load_with_header(path)
         if header["kind"] != first["kind"]:
             raise ConfigError(f"cannot merge {path} ({header['kind']}) into {paths[0]} ({first['kind']}).")
         other_spec = FeatureSpec.from_json(header["meta"].get("features", {"kind": None, "columns": []}))
         if not spec.same_layout(other_spec):
             raise ConfigError(f"cannot merge {path}: its features ({other_spec.describe()}) differ from "
                               f"{paths[0]}'s ({spec.describe()}).")
-        other = nbstream.load(path)
         if spec.kind == "categorical":  # codes were given in each shard's order of appearance
             other.recode_categories(spec.align_categories(other_spec))
         try:

@@ -11,9 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import nbstream
 from nbstream.features import FeatureSpec, RowProblems, extract_labels
-from nbstream.snapshot import read_header
+from nbstream.snapshot import load_with_header
 
 from .config import ConfigError, ScoreConfig
 from .metrics import ConfusionCounts
@@ -31,8 +30,8 @@ class Scored:
 
 
 def load_for_scoring(snapshot: Path):
-    model = nbstream.load(snapshot)
-    meta = read_header(snapshot)["meta"]
+    model, header = load_with_header(snapshot)
+    meta = header["meta"]
     if "features" not in meta:
         raise ConfigError(f"{snapshot} has no feature spec; it was not written by worker train.")
     return model, FeatureSpec.from_json(meta["features"]), meta.get("label")
@@ -55,9 +54,7 @@ def score_batches(config: ScoreConfig, model, spec: FeatureSpec, extra_columns: 
             X, problems = spec.extract(batch.data, learn=False)
             y = extract_labels(batch.data, label, problems) if label else None
             if problems.any() and not config.skip_invalid:
-                row, column, message = problems.first()
-                raise InvalidRowError(f"{batch.path}: row {batch.first_row + row}, column {column!r}: "
-                                      f"{message}. Use --skip-invalid to score the other rows.")
+                raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to score the other rows.")
             good = ~problems.bad
             proba = model.predict_proba(X[good] if problems.any() else X) if good.any() else \
                 np.zeros((0, len(model.classes_)))
@@ -94,7 +91,6 @@ def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | N
 def _prediction_table(scored: Scored, classes: np.ndarray, with_proba: bool, id_column: str | None,
                       with_errors: bool) -> pa.Table:
     good = ~scored.problems.bad
-    n = len(good)
     columns: dict[str, pa.Array] = {}
     if id_column:
         columns[id_column] = scored.batch.data.column(id_column)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import nbstream
-from nbstream.snapshot import read_header
+from nbstream.snapshot import load_with_header
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"snapshot-(\d{10})\.nbs$")
@@ -33,7 +33,8 @@ class SnapshotStore:
         """(model, meta, path) of the newest intact snapshot, or None when there is none."""
         for _, path in reversed(self._numbered()):
             try:
-                return nbstream.load(path), read_header(path)["meta"], path
+                model, header = load_with_header(path)
+                return model, header["meta"], path
             except nbstream.SnapshotError as error:
                 log.warning("skipping unreadable snapshot %s: %s", path, error)
         return None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbstream
 from nbstream.features import FeatureSpec, extract_labels
-from nbstream.snapshot import read_header
+from nbstream.snapshot import load_with_header, read_header
 
 from .checkpoint import CheckpointPolicy
 from .config import ConfigError, TrainConfig
@@ -23,7 +23,12 @@ from .sources.parquet import Position, count_rows, expand_paths, open_file, read
 
 
 class InvalidRowError(ValueError):
-    """A row that cannot be learned from, named by file, row and column."""
+    """A row that cannot be used, named by file, row and column."""
+
+    @classmethod
+    def first_in(cls, batch, problems, advice: str) -> "InvalidRowError":
+        row, column, message = problems.first()
+        return cls(f"{batch.path}: row {batch.first_row + row}, column {column!r}: {message}. {advice}")
 
 
 @dataclass
@@ -51,12 +56,12 @@ def run_signature(config: TrainConfig, files: list[str]) -> dict:
 def _initial_state(config: TrainConfig, files: list[str], signature: dict):
     """(model, spec, start position, rows read, rows rejected) for this run."""
     if config.out.exists() and not config.fresh:
-        header = read_header(config.out)
+        model, header = load_with_header(config.out)
         if header["meta"].get("run") != signature:
             raise ConfigError(f"{config.out} holds a snapshot of a different run; pass --fresh to overwrite "
                               f"it, or --resume {config.out} with another --out to keep training it.")
         meta = header["meta"]
-        return (nbstream.load(config.out), FeatureSpec.from_json(meta["features"]),
+        return (model, FeatureSpec.from_json(meta["features"]),
                 Position.from_json(meta["source"]["position"]), meta["rows_read"], meta["rows_rejected"])
     if config.resume:
         if Path(config.resume).resolve() == Path(config.out).resolve():
@@ -65,13 +70,13 @@ def _initial_state(config: TrainConfig, files: list[str], signature: dict):
             raise ConfigError("--resume takes the features from the snapshot; drop --features/--text.")
         if any(value is not None for name, value in asdict(config.model).items() if name != "kind"):
             raise ConfigError("--resume keeps the snapshot's model parameters; drop the parameter options.")
-        header = read_header(config.resume)
+        model, header = load_with_header(config.resume)
         if config.model.kind and config.model.kind != header["kind"]:
             raise ConfigError(f"--model {config.model.kind} contradicts the {header['kind']} model in {config.resume}.")
         meta = header["meta"]
         if "features" not in meta:
             raise ConfigError(f"{config.resume} has no feature spec; it was not written by worker train.")
-        return nbstream.load(config.resume), FeatureSpec.from_json(meta["features"]), Position(), 0, 0
+        return model, FeatureSpec.from_json(meta["features"]), Position(), 0, 0
     schema = open_file(files[0]).physical_schema
     spec = config.features.spec_for(schema, config.model.kind, files[0])
     if config.label not in schema.names:
@@ -109,9 +114,7 @@ def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:
             y = extract_labels(batch.data, config.label, problems)
             if problems.any():
                 if not config.skip_invalid:
-                    row, column, message = problems.first()
-                    raise InvalidRowError(f"{batch.path}: row {batch.first_row + row}, column {column!r}: "
-                                          f"{message}. Use --skip-invalid to set such rows aside.")
+                    raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to set such rows aside.")
                 rejects.add(batch.data, batch.path, batch.first_row, problems)
                 keep = ~problems.bad
                 X, y = X[keep], y[keep]
