@@ -9,10 +9,12 @@ from .bernoulli import BernoulliNB
 from .categorical import CategoricalNB
 from .complement import ComplementNB
 from .gaussian import GaussianNB
+from .labels import LabelError, LabelTypeError
 from .multinomial import MultinomialNB
+from .registry import MODEL_KINDS, model_class
 from .snapshot import SnapshotError, load, save
 from .validation import NotFittedError
 
-__all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB",
-           "NotFittedError", "SnapshotError", "load", "save"]
+__all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB", "MODEL_KINDS",
+           "LabelError", "LabelTypeError", "NotFittedError", "SnapshotError", "load", "model_class", "save"]
 __version__ = "0.1.0"

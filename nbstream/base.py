@@ -33,9 +33,9 @@ class cached_table:
 class NaiveBayes:
     """Base class; see the five models for parameters and examples."""
 
-    kind: str = ""  # the name a snapshot records
+    kind: str = ""  # the name a snapshot records and the registry knows
+    requires_non_negative: bool = False  # features are counts: negative values are refused
     _accept_sparse = True
-    _counts_only = False  # features must be non-negative
 
     # ---- what each model supplies -------------------------------------------------------
     def _new_statistics(self, n_features: int):
@@ -53,7 +53,8 @@ class NaiveBayes:
         """log P(x, c) up to a constant, shape (n_samples, n_classes)."""
         raise NotImplementedError
 
-    def _check_params(self) -> None:
+    def check_params(self) -> None:
+        """Raise ValueError naming the first parameter whose value is invalid."""
         check_positive(self.half_life, "half_life", allow_none=True)
 
     # ---- learning ----------------------------------------------------------------------
@@ -73,13 +74,13 @@ class NaiveBayes:
         -------
         self
         """
-        self._check_params()
-        first_call = getattr(self, "_classes", None) is None
+        self.check_params()
+        first_call = not self.is_fitted
         X = check_X(X, n_features=None if first_call else self.n_features_in_,
                     accept_sparse=self._accept_sparse, model=type(self).__name__)
         y = check_labels(y, X.shape[0])
         weights = check_sample_weight(sample_weight, X.shape[0])
-        if self._counts_only:
+        if self.requires_non_negative:
             check_non_negative(X, type(self).__name__)
         X = self._prepare(X)
         if first_call:
@@ -136,9 +137,9 @@ class NaiveBayes:
                      if not _same_param(value, other.get_params()[name])]
         if differing:
             raise ValueError(f"cannot merge models whose parameters differ: {differing}.")
-        if getattr(other, "_classes", None) is None:
+        if not other.is_fitted:
             return self
-        if getattr(self, "_classes", None) is None:
+        if not self.is_fitted:
             self._start(ClassSet(other.classes_.copy(), other._classes.fixed), other.n_features_in_)
         elif other.n_features_in_ != self.n_features_in_:
             raise ValueError(f"cannot merge: this model has {self.n_features_in_} features, "
@@ -152,6 +153,14 @@ class NaiveBayes:
 
     # ---- fitted attributes -------------------------------------------------------------
     @property
+    def is_fitted(self) -> bool:
+        """Whether the model has learned from at least one batch (or merged a fitted model)."""
+        return getattr(self, "_classes", None) is not None
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return self.is_fitted
+
+    @property
     def classes_(self) -> np.ndarray:
         self._require_fitted()
         return self._classes.labels
@@ -162,14 +171,14 @@ class NaiveBayes:
         return self._stats.class_count
 
     def _require_fitted(self) -> None:
-        if getattr(self, "_classes", None) is None:
+        if not self.is_fitted:
             raise NotFittedError(f"This {type(self).__name__} has not seen any data yet; "
                                  "call fit or partial_fit first.")
 
     def _fresh_tables(self) -> dict[str, object]:
         self._require_fitted()
         if self._tables is None:
-            self._check_params()
+            self.check_params()
             self._tables = self._refresh()
         return self._tables
 
@@ -203,27 +212,29 @@ class NaiveBayes:
     _estimator_type = "classifier"
 
     @classmethod
-    def _param_names(cls) -> list[str]:
+    def param_names(cls) -> list[str]:
+        """The constructor's parameter names, in order."""
         return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
 
     def get_params(self, deep: bool = True) -> dict[str, object]:
-        return {name: getattr(self, name) for name in self._param_names()}
+        return {name: getattr(self, name) for name in self.param_names()}
 
     def set_params(self, **params) -> "NaiveBayes":
-        unknown = set(params) - set(self._param_names())
+        unknown = set(params) - set(self.param_names())
         if unknown:
             raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {type(self).__name__}; "
-                             f"valid: {self._param_names()}.")
+                             f"valid: {self.param_names()}.")
         for name, value in params.items():
             setattr(self, name, value)
         self._tables = None
         return self
 
     def __sklearn_tags__(self):
-        from sklearn.utils import ClassifierTags, Tags, TargetTags
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
 
         return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags())
+                    classifier_tags=ClassifierTags(),
+                    input_tags=InputTags(positive_only=self.requires_non_negative))
 
     def __repr__(self) -> str:
         defaults = inspect.signature(type(self).__init__).parameters

@@ -30,7 +30,7 @@ class ComplementNB(DiscreteNB):
     """
 
     kind = "complement"
-    _counts_only = True
+    requires_non_negative = True
     feature_all_ = cached_table()
 
     def __init__(self, *, alpha=1.0, force_alpha=True, fit_prior=True, class_prior=None,

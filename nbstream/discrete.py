@@ -33,8 +33,8 @@ class DiscreteNB(NaiveBayes):
         self._require_fitted()
         return self._stats.feature_count
 
-    def _check_params(self) -> None:
-        super()._check_params()
+    def check_params(self) -> None:
+        super().check_params()
         if isinstance(self.alpha, numbers.Real):
             if self.alpha < 0:
                 raise ValueError(f"alpha must be >= 0; got {self.alpha}.")

@@ -52,8 +52,8 @@ class GaussianNB(NaiveBayes):
     def _new_statistics(self, n_features: int):
         return GaussianMoments.empty(n_features)
 
-    def _check_params(self) -> None:
-        super()._check_params()
+    def check_params(self) -> None:
+        super().check_params()
         if not isinstance(self.var_smoothing, numbers.Real) or self.var_smoothing < 0:
             raise ValueError(f"var_smoothing must be a number >= 0; got {self.var_smoothing!r}.")
         if self.priors is not None:

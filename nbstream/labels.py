@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 
+class LabelError(ValueError):
+    """A label the class set refuses: outside a fixed set of classes."""
+
+
+class LabelTypeError(LabelError, TypeError):
+    """Labels that mix numbers and strings."""
+
+
 class ClassSet:
     """Maps labels to row indices of the statistics.
 
@@ -39,6 +47,15 @@ class ClassSet:
     def __len__(self) -> int:
         return len(self._position)
 
+    def known(self, y: np.ndarray) -> np.ndarray:
+        """Whether each label is already a class, shape (n_samples,) of bool.
+
+        >>> ClassSet.fixed_from(["a", "b"]).known(np.array(["b", "z", "a"])).tolist()
+        [True, False, True]
+        """
+        unique, inverse = np.unique(y, return_inverse=True)
+        return np.array([label in self._position for label in unique.tolist()], dtype=bool)[inverse.reshape(-1)]
+
     def index(self, y: np.ndarray) -> np.ndarray:
         """Row index of each label, shape (n_samples,); an open set learns new labels."""
         unique, first_seen, inverse = np.unique(y, return_index=True, return_inverse=True)
@@ -46,7 +63,7 @@ class ClassSet:
         if unknown:
             new_labels = unique[sorted(unknown, key=lambda i: first_seen[i])]
             if self.fixed:
-                raise ValueError(f"label(s) {new_labels.tolist()} not among the classes "
+                raise LabelError(f"label(s) {new_labels.tolist()} not among the classes "
                                  f"{self.labels.tolist()} given on the first partial_fit.")
             self.extend(new_labels)
         rows = np.array([self._position[label] for label in unique.tolist()], dtype=np.intp)
@@ -59,9 +76,9 @@ class ClassSet:
         if not len(added):
             return
         if self.fixed:
-            raise ValueError(f"label(s) {added.tolist()} not among the fixed classes {self.labels.tolist()}.")
+            raise LabelError(f"label(s) {added.tolist()} not among the fixed classes {self.labels.tolist()}.")
         if len(self.labels) and (self.labels.dtype.kind in "US") != (added.dtype.kind in "US"):
-            raise TypeError(f"labels mix numbers and strings: known {self.labels.tolist()}, "
+            raise LabelTypeError(f"labels mix numbers and strings: known {self.labels.tolist()}, "
                             f"new {added.tolist()}.")
         self.labels = np.concatenate([self.labels, added]) if len(self.labels) else added
         for label in added.tolist():

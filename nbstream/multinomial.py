@@ -28,7 +28,7 @@ class MultinomialNB(DiscreteNB):
     """
 
     kind = "multinomial"
-    _counts_only = True
+    requires_non_negative = True
 
     def __init__(self, *, alpha=1.0, force_alpha=True, fit_prior=True, class_prior=None,
                  half_life=None):

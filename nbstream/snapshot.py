@@ -26,16 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from .base import NaiveBayes
-from .bernoulli import BernoulliNB
-from .categorical import CategoricalNB
-from .complement import ComplementNB
-from .gaussian import GaussianNB
 from .labels import ClassSet
-from .multinomial import MultinomialNB
+from .registry import model_class
 
 FORMAT_VERSION = 1
 _MAGIC = b"NBSNAP\x00"
-_MODELS = {cls.kind: cls for cls in (BernoulliNB, MultinomialNB, ComplementNB, GaussianNB, CategoricalNB)}
 _ALLOWED_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "<i2", "<u2", "|i1", "|u1", "|b1"}
 
 
@@ -130,7 +125,7 @@ def load_with_header(path) -> tuple[NaiveBayes, dict]:
     header, payload = _read_verified(Path(path))
     try:
         arrays = {entry["name"]: _array_from(payload, entry) for entry in header["arrays"]}
-        model = _MODELS[header["kind"]]()
+        model = model_class(header["kind"])()
         model.set_params(**{name: _decode_value(value, arrays) for name, value in header["params"].items()})
         fixed = not header["open_classes"]
         model._start(ClassSet(_decode_value(header["classes"], arrays), fixed), header["n_features"])

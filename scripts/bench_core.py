@@ -12,6 +12,7 @@ load; read the ratios.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -21,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 import nbstream
-from worker.datasets import default_data_dir, load_mnist
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
 CHUNK = 10_000
 

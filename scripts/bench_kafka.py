@@ -35,7 +35,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from worker.datasets import default_data_dir, load_mnist  # noqa: E402
+from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
 BARE_CONSUMER = """
 import json, sys, time

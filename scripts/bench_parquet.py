@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from worker.datasets import default_data_dir, load_mnist, mnist_table  # noqa: E402
+from scripts.datasets import default_data_dir, load_mnist, mnist_table  # noqa: E402
 
 HAND_WRITTEN_PIXELS = """
 import sys, numpy as np, pyarrow.parquet as pq
@@ -89,7 +89,7 @@ def main() -> None:
                         help="folder holding mnist/ and sms_spam/ (default: $NBSTREAM_DATA_DIR or data/)")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from worker.datasets import read_sms_spam
+    from scripts.datasets import read_sms_spam
     import pyarrow as pa
 
     mnist = load_mnist(args.data_dir / "mnist")

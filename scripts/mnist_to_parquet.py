@@ -7,11 +7,13 @@ writes data/mnist/train.parquet (60,000 rows) and data/mnist/test.parquet (10,00
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from worker.datasets import load_mnist, mnist_table
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.datasets import load_mnist, mnist_table  # noqa: E402
 
 
 def main() -> None:

@@ -8,13 +8,15 @@ A deterministic split (a seeded permutation, 20% test) gives train.parquet and t
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from worker.datasets import read_sms_spam
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.datasets import read_sms_spam  # noqa: E402
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Shared fixtures: the real datasets, found through NBSTREAM_DATA_DIR or ../shared/data."""
+"""Shared fixtures: the real datasets (through NBSTREAM_DATA_DIR or ../shared/data) and the Kafka broker."""
 
 from __future__ import annotations
 
@@ -8,22 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from worker.datasets import load_mnist
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def data_dir() -> Path:
-    configured = os.environ.get("NBSTREAM_DATA_DIR")
-    return Path(configured) if configured else REPO.parent / "shared" / "data"
-
-
-def missing_data(what: str):
-    """Skip on a developer machine without the data; in CI missing data is a failure."""
-    message = f"{what} not found under {data_dir()} (set NBSTREAM_DATA_DIR; see README)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+from scripts.datasets import load_mnist, mnist_table
+from tests.helpers.paths import data_dir, missing_data
 
 
 @pytest.fixture(scope="session")
@@ -39,15 +25,10 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 
 
-SMS = REPO / "scripts" / "data" / "sms_spam"
-
-
 @pytest.fixture(scope="session")
 def mnist_parquet(mnist, tmp_path_factory) -> dict[str, Path]:
     """MNIST as Parquet (id, label, pixels fixed_size_list<uint8>[784]), 10,000-row groups."""
     import pyarrow.parquet as pq
-
-    from worker.datasets import mnist_table
 
     folder = tmp_path_factory.mktemp("mnist")
     paths = {}
@@ -60,8 +41,8 @@ def mnist_parquet(mnist, tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory) -> str:
-    """A real broker for the session (see tests/kafka_helpers.py for where it comes from)."""
-    from tests.kafka_helpers import kafka_broker
+    """A real broker for the session (see tests/helpers/kafka.py for where it comes from)."""
+    from tests.helpers.kafka import kafka_broker
 
     manager = kafka_broker(tmp_path_factory.mktemp("kafka"))
     try:

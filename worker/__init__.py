@@ -1,1 +1,12 @@
-"""The nbstream worker: I/O around the nbstream library (datasets, Parquet, Kafka, CLI)."""
+"""The nbstream worker: I/O around the nbstream library (Parquet, Kafka, the command line)."""
+
+
+def main() -> None:
+    """The ``worker`` command; says which extra to install when its dependencies are missing."""
+    try:
+        from .cli import main as run
+    except ModuleNotFoundError as error:
+        import sys
+
+        sys.exit(f"error: the worker needs {error.name!r}; install it with: pip install 'nbstream[worker]'")
+    run()

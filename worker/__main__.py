@@ -1,5 +1,5 @@
 """``python -m worker``: the same as the ``worker`` console script."""
 
-from worker.cli import main
+from worker import main
 
 main()

@@ -1,18 +1,41 @@
 """When to checkpoint, and the one order in which a checkpoint happens.
 
-Order (each step durable before the next):
-  1. flush what leaves the worker for this interval (rejected rows; for Kafka, the producer)
-  2. write the snapshot, which holds the source position reached (atomic rename)
-  3. acknowledge upstream (for Kafka, commit the offsets; Parquet has nothing to commit)
+``Checkpointer.commit`` is the only place the order is written, for train and serve alike:
 
-The snapshot is the source of truth: a restart resumes from the position it holds, so
-whatever a crash interrupts after step 2 is redone, never counted twice.
+  1. flush every output: what leaves the worker for this interval (rejected rows,
+     predictions, dead letters) is written and confirmed
+  2. write the state, which holds the source position reached (a snapshot, renamed into
+     place atomically)
+  3. acknowledge upstream (Kafka: commit the offsets; Parquet has nothing to acknowledge)
+
+The state is the source of truth: a restart resumes from the position it holds, so
+whatever a crash interrupts after step 1 is redone, never counted twice, and nothing is
+acknowledged that did not leave first.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class Output(Protocol):
+    """Somewhere records leave the worker (predictions, dead letters, rejected rows)."""
+
+    def flush(self) -> None:
+        """Return once everything sent so far is durable; raise if any of it failed."""
+
+
+class State(Protocol):
+    def write(self) -> bool:
+        """Write the state with the position reached; False when there is nothing to write yet."""
+
+
+class Upstream(Protocol):
+    def acknowledge(self) -> None:
+        """Tell the source the position the written state holds."""
 
 
 @dataclass
@@ -39,3 +62,28 @@ class CheckpointPolicy:
     def reset(self) -> None:
         self._rows = 0
         self._since = time.monotonic()
+
+
+class Checkpointer:
+    """Commits the outputs, the state and the upstream position, in that order, when due."""
+
+    def __init__(self, policy: CheckpointPolicy, outputs: Sequence[Output], state: State,
+                 upstream: Upstream | None = None):
+        self.policy = policy
+        self.outputs = list(outputs)
+        self.state = state
+        self.upstream = upstream
+
+    def record(self, rows: int) -> bool:
+        """Count rows just processed and commit when a checkpoint is due; True if one was written."""
+        return self.commit() if self.policy.record(rows) else False
+
+    def commit(self) -> bool:
+        """1. flush the outputs, 2. write the state, 3. acknowledge upstream. True if state was written."""
+        for output in self.outputs:  # 1
+            output.flush()
+        written = self.state.write()  # 2
+        if written and self.upstream is not None:  # 3
+            self.upstream.acknowledge()
+        self.policy.reset()
+        return written

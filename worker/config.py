@@ -1,23 +1,19 @@
-"""Typed settings for the batch commands: which model, which features, which data."""
+"""Typed settings: which model, which features, which data, and how the service runs.
+
+The command line builds these; the commands take nothing else.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-
 import nbstream
-from nbstream.base import NaiveBayes
-from nbstream.features import FeatureSpec
+from nbstream.arrow import FeatureSpec
 
-MODELS = {"bernoulli": nbstream.BernoulliNB, "multinomial": nbstream.MultinomialNB,
-          "complement": nbstream.ComplementNB, "gaussian": nbstream.GaussianNB,
-          "categorical": nbstream.CategoricalNB}
+from .errors import ConfigError
 
-
-class ConfigError(ValueError):
-    """Settings that contradict each other or the data."""
+TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 
 
 @dataclass
@@ -33,47 +29,53 @@ class ModelOptions:
     half_life: float | None = None
 
     def parameters(self) -> dict:
-        if self.kind not in MODELS:
-            raise ConfigError(f"unknown model {self.kind!r}; choose one of {sorted(MODELS)}.")
-        accepted = MODELS[self.kind]._param_names()
+        """The parameters given, checked against what the kind accepts."""
+        try:
+            accepted = nbstream.model_class(self.kind).param_names()
+        except ValueError:
+            raise ConfigError(f"unknown model {self.kind!r}; choose one of {sorted(nbstream.MODEL_KINDS)}.") from None
         given = {name: value for name, value in asdict(self).items() if name != "kind" and value is not None}
         unused = sorted(set(given) - set(accepted))
         if unused:
             raise ConfigError(f"the {self.kind} model takes no {', '.join('--' + n.replace('_', '-') for n in unused)}.")
         return given
 
-    def build(self) -> NaiveBayes:
-        return MODELS[self.kind](**self.parameters())
+    def build(self) -> nbstream.base.NaiveBayes:
+        """A fresh model with these parameters, checked before any data is read."""
+        parameters = self.parameters()
+        model = nbstream.model_class(self.kind)(**parameters)
+        try:
+            model.check_params()
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        return model
 
 
 @dataclass
 class FeatureOptions:
-    """Where the features are: numeric/list/categorical columns, or one text column."""
+    """Where the features are: numeric, list or categorical columns, or one text column."""
     columns: list[str] = field(default_factory=list)
     text: str | None = None
     hash_bits: int = 20
     ngrams: int = 1
 
-    def spec_for(self, schema: pa.Schema, model_kind: str, source: str) -> FeatureSpec:
-        """The feature spec these options give on data with this schema."""
+    def spec(self, model_kind: str, *, list_column: bool) -> FeatureSpec:
+        """The feature spec these options declare, for both Parquet and Kafka.
+
+        list_column : whether a single feature column holds lists of numbers (from the
+            Parquet schema; for Kafka messages, whether "features" is a list).
+        """
         if bool(self.columns) == bool(self.text):
             raise ConfigError("give either --features COL[,COL...] or --text COL (exactly one).")
         if self.text:
-            if model_kind not in ("bernoulli", "multinomial", "complement"):
+            if model_kind not in TEXT_MODELS:
                 raise ConfigError(f"--text needs a bernoulli, multinomial or complement model; got {model_kind}.")
-            spec = FeatureSpec.text(self.text, self.hash_bits, self.ngrams)
-        elif model_kind == "categorical":
-            spec = FeatureSpec.categorical(self.columns)
-        elif len(self.columns) == 1 and self.columns[0] in schema.names and _is_list(schema.field(self.columns[0]).type):
-            spec = FeatureSpec.vector(self.columns[0])
-        else:
-            spec = FeatureSpec.numeric_columns(self.columns)
-        spec.check_schema(schema, source)
-        return spec
-
-
-def _is_list(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type)
+            return FeatureSpec.text(self.text, self.hash_bits, self.ngrams)
+        if model_kind == "categorical":
+            return FeatureSpec.categorical(self.columns)
+        if len(self.columns) == 1 and list_column:
+            return FeatureSpec.vector(self.columns[0])
+        return FeatureSpec.numeric_columns(self.columns)
 
 
 @dataclass
@@ -105,6 +107,17 @@ class ScoreConfig:
 
 
 @dataclass
+class MessageFields:
+    """Field names of a JSON message, and the size above which a message is refused."""
+    id: str = "id"
+    features: str = "features"
+    text: str = "text"
+    label: str = "label"
+    feature_names: list[str] = field(default_factory=list)  # keys of a features object
+    max_bytes: int = 1_048_576
+
+
+@dataclass
 class ServeConfig:
     """Everything `worker serve` needs; see its --help for each setting."""
     bootstrap: str
@@ -113,8 +126,8 @@ class ServeConfig:
     group: str
     snapshot_dir: Path
     model: ModelOptions = field(default_factory=ModelOptions)
+    fields: MessageFields = field(default_factory=MessageFields)
     text: bool = False
-    feature_names: list[str] = field(default_factory=list)
     hash_bits: int = 20
     ngrams: int = 1
     classes: list[str] = field(default_factory=list)
@@ -125,14 +138,9 @@ class ServeConfig:
     keep_snapshots: int = 3
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
-    max_message_bytes: int = 1_048_576
     max_poll_records: int = 2_000
     instance_id: str | None = None
     session_timeout: float = 10.0
-    id_field: str = "id"
-    features_field: str = "features"
-    text_field: str = "text"
-    label_field: str = "label"
 
     @property
     def dlq(self) -> str:
@@ -140,14 +148,10 @@ class ServeConfig:
 
     def feature_spec(self) -> FeatureSpec:
         """The spec for a fresh model: text, named features (an object) or a list."""
-        if self.text:
-            if self.model.kind not in ("bernoulli", "multinomial", "complement"):
-                raise ConfigError(f"--text needs a bernoulli, multinomial or complement model; got {self.model.kind}.")
-            return FeatureSpec.text(self.text_field, self.hash_bits, self.ngrams)
-        if self.model.kind == "categorical":
-            if not self.feature_names:
-                raise ConfigError("--model categorical needs --feature-names: the keys of the features object.")
-            return FeatureSpec.categorical(self.feature_names)
-        if self.feature_names:
-            return FeatureSpec.numeric_columns(self.feature_names)
-        return FeatureSpec.vector(self.features_field)
+        names = self.fields.feature_names
+        if self.model.kind == "categorical" and not names and not self.text:
+            raise ConfigError("--model categorical needs --feature-names: the keys of the features object.")
+        options = FeatureOptions(columns=[] if self.text else (names or [self.fields.features]),
+                                 text=self.fields.text if self.text else None,
+                                 hash_bits=self.hash_bits, ngrams=self.ngrams)
+        return options.spec(self.model.kind, list_column=not names)

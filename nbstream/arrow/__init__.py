@@ -1,0 +1,20 @@
+"""Arrow record batches to model input: feature specs, their encoders, labels and row problems.
+
+Needs pyarrow (``pip install nbstream[arrow]``); the estimators themselves do not.
+
+>>> import pyarrow as pa
+>>> encoder = FeatureSpec.categorical(["colour"]).encoder()
+>>> X, problems = encoder.encode(pa.record_batch({"colour": ["red", "blue", "red"]}), learn=True)
+>>> X[:, 0].tolist(), encoder.categories
+([0, 1, 0], [{'red': 0, 'blue': 1}])
+"""
+
+from .categorical import UNSEEN_CATEGORY, CategoricalEncoder
+from .labels import extract_labels, label_values
+from .numeric import NumericColumnsEncoder, VectorEncoder
+from .problems import FeatureError, RowProblems
+from .spec import FeatureEncoder, FeatureSpec
+from .text import TextEncoder
+
+__all__ = ["CategoricalEncoder", "FeatureEncoder", "FeatureError", "FeatureSpec", "NumericColumnsEncoder",
+           "RowProblems", "TextEncoder", "UNSEEN_CATEGORY", "VectorEncoder", "extract_labels", "label_values"]

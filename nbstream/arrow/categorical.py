@@ -1,0 +1,66 @@
+"""Categorical features: string, integer or boolean columns mapped to stable category codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrays import is_string_type, numpy_values
+from .spec import FeatureEncoder
+
+UNSEEN_CATEGORY = np.iinfo(np.int32).max  # a code no model has a table entry for
+
+
+class CategoricalEncoder(FeatureEncoder):
+    """Each column's values get codes 0, 1, 2, ... in order of first appearance while
+    learning; a value never learned gets ``UNSEEN_CATEGORY``.
+
+    categories : one {value: code} mapping per column (values as strings)
+    """
+
+    kind = "categorical"
+    expected = "a string, integer or boolean column"
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.categories: list[dict[str, int]] = [{} for _ in spec.columns]
+
+    def accepts(self, arrow_type: pa.DataType) -> bool:
+        return (is_string_type(arrow_type) or pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type)
+                or pa.types.is_dictionary(arrow_type))
+
+    def _learned_json(self) -> dict:
+        return {"categories": [list(mapping) for mapping in self.categories]}  # code = position
+
+    def _restore(self, data: dict) -> None:
+        self.categories = [{value: code for code, value in enumerate(values)}
+                           for values in data.get("categories", [])]
+
+    def describe(self) -> str:
+        sizes = ", ".join(f"{c} ({len(m)})" for c, m in zip(self.columns, self.categories))
+        return f"categorical columns (categories seen): {sizes}"
+
+    def _encode(self, batch, problems, *, learn, counts_only):
+        codes = np.empty((batch.num_rows, len(self.columns)), dtype=np.int64)
+        for i, (name, mapping) in enumerate(zip(self.columns, self.categories)):
+            column = batch.column(name)
+            encoded = column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+            lookup = np.empty(len(encoded.dictionary), dtype=np.int64)
+            for j, value in enumerate(encoded.dictionary.to_pylist()):  # distinct values only
+                key = str(value)
+                if key not in mapping and learn:
+                    mapping[key] = len(mapping)
+                lookup[j] = mapping.get(key, UNSEEN_CATEGORY)
+            codes[:, i] = lookup[numpy_values(encoded.indices).astype(np.int64)]
+        return codes
+
+    def align(self, other: "CategoricalEncoder") -> list[np.ndarray]:
+        """Extend this encoder's categories with the other's; for each column, where each of
+        the other's codes sits here (to re-map a model trained with ``other``)."""
+        where = []
+        for mine, theirs in zip(self.categories, other.categories):
+            for value in theirs:
+                mine.setdefault(value, len(mine))
+            where.append(np.array([mine[value] for value in theirs], dtype=np.int64))
+        return where

@@ -1,0 +1,35 @@
+"""Label columns: Arrow arrays to numpy labels, with missing or unusable labels flagged per row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrays import is_numeric_type, is_string_type, numpy_values
+from .problems import FeatureError, RowProblems
+
+
+def label_values(labels: pa.Array, column: str, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
+    """(labeled, y): which rows carry a label, and the labels as numpy (strings as str,
+    numbers as numbers; placeholders where unlabeled). A NaN label is flagged as a problem."""
+    labeled = labels.is_valid().to_numpy(zero_copy_only=False) if labels.null_count else \
+        np.ones(len(labels), dtype=bool)
+    if pa.types.is_null(labels.type):
+        return labeled, np.zeros(len(labels))
+    if is_string_type(labels.type) or pa.types.is_dictionary(labels.type):
+        return labeled, np.asarray(pc.fill_null(labels.cast(pa.string()), "").to_numpy(zero_copy_only=False),
+                                   dtype=str)
+    if not is_numeric_type(labels.type):
+        raise FeatureError(f"label column {column!r} has type {labels.type}; expected strings or numbers.")
+    y = numpy_values(labels)
+    if y.dtype.kind == "f":
+        problems.flag(np.isnan(y), column, "NaN label")
+    return labeled, y
+
+
+def extract_labels(batch: pa.RecordBatch, column: str, problems: RowProblems) -> np.ndarray:
+    """The label column of a batch where every row needs a label: nulls are flagged."""
+    labeled, y = label_values(batch.column(column), column, problems)
+    problems.flag(~labeled, column, "null label")
+    return y

@@ -1,0 +1,95 @@
+"""Numeric features: one list column of numbers (``vector``), or numeric columns (``columns``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .arrays import is_list_type, is_numeric_type, numpy_values
+from .problems import RowProblems
+from .spec import FeatureEncoder
+
+
+def _flag_values(X: np.ndarray, column: str, counts_only: bool, problems: RowProblems) -> None:
+    if X.dtype.kind == "f":
+        problems.flag(~np.isfinite(X).all(axis=1), column, "NaN or infinite value")
+    if counts_only and X.dtype.kind in "if":
+        problems.flag((X < 0).any(axis=1), column, "negative value (this model needs counts)")
+
+
+class VectorEncoder(FeatureEncoder):
+    """One list or fixed-size-list column of numbers, read in its own dtype (MNIST's uint8
+    pixels stay uint8). The width is learned from the first good row and then required."""
+
+    kind = "vector"
+    expected = "a list of numbers"
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.width: int | None = None
+
+    @property
+    def n_features(self) -> int | None:
+        return self.width
+
+    def accepts(self, arrow_type: pa.DataType) -> bool:
+        return is_list_type(arrow_type) and is_numeric_type(arrow_type.value_type)
+
+    def _restore(self, data: dict) -> None:
+        self.width = data.get("n_features")
+
+    def describe(self) -> str:
+        return f"list column {self.columns[0]!r} of {self.width} numbers"
+
+    def _encode(self, batch, problems, *, learn, counts_only):
+        name = self.columns[0]
+        column = batch.column(name)
+        n = len(column)
+        if pa.types.is_fixed_size_list(column.type):
+            width = column.type.list_size
+            offsets = np.arange(n + 1, dtype=np.int64) * width + column.offset * width
+        else:
+            offsets = column.offsets.to_numpy().astype(np.int64)
+        values = column.values
+        lengths = np.diff(offsets)
+        if self.width is None:
+            valid = ~problems.bad
+            if not valid.any():
+                return np.zeros((n, 0))
+            self.width = int(lengths[np.argmax(valid)])
+        width = self.width
+        wrong = lengths != width
+        if wrong.any():
+            problems.flag(wrong, name, np.char.add(np.char.add("list has ", lengths.astype(str)),
+                                                   f" values; expected {width}"))
+        if values.null_count:
+            nulls_before = np.concatenate([[0], np.cumsum(values.is_null().to_numpy(zero_copy_only=False))])
+            problems.flag(nulls_before[offsets[1:]] > nulls_before[offsets[:-1]], name, "null inside the list")
+        flat = numpy_values(values)
+        if not problems.bad.any() and offsets[-1] - offsets[0] == n * width:
+            X = flat[offsets[0]:offsets[-1]].reshape(n, width)
+        else:
+            X = np.zeros((n, width), dtype=flat.dtype)
+            good = ~problems.bad
+            X[good] = flat[offsets[:-1][good, None] + np.arange(width)]
+        _flag_values(X, name, counts_only, problems)
+        return X
+
+
+class NumericColumnsEncoder(FeatureEncoder):
+    """Several numeric columns, one feature each."""
+
+    kind = "columns"
+    expected = "a numeric column"
+
+    def accepts(self, arrow_type: pa.DataType) -> bool:
+        return is_numeric_type(arrow_type)
+
+    def describe(self) -> str:
+        return f"numeric columns {self.columns}"
+
+    def _encode(self, batch, problems, *, learn, counts_only):
+        X = np.column_stack([numpy_values(batch.column(name)) for name in self.columns])
+        for i, name in enumerate(self.columns):
+            _flag_values(X[:, i:i + 1], name, counts_only, problems)
+        return X

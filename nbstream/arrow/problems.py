@@ -1,0 +1,59 @@
+"""What can be wrong with input data: a schema that does not fit, or rows that cannot be used."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class FeatureError(ValueError):
+    """The data does not have the columns or types the feature spec needs."""
+
+
+class RowProblems:
+    """The first problem found in each row of a batch, if any.
+
+    bad : (n_rows,) bool    column, message : (n_rows,) object (None where the row is good)
+    """
+
+    def __init__(self, n_rows: int):
+        self.bad = np.zeros(n_rows, dtype=bool)
+        self.column = np.empty(n_rows, dtype=object)
+        self.message = np.empty(n_rows, dtype=object)
+
+    def flag(self, rows: np.ndarray, column: str, message) -> None:
+        """Record ``message`` (a string, or an array of one string per row of the batch)
+        for the flagged rows that have no problem yet."""
+        new = rows & ~self.bad
+        if new.any():
+            self.column[new] = column
+            self.message[new] = message if isinstance(message, str) else np.asarray(message, dtype=object)[new]
+            self.bad |= new
+
+    def any(self) -> bool:
+        return bool(self.bad.any())
+
+    @property
+    def good(self) -> np.ndarray:
+        """(n_rows,) bool: the rows without a problem."""
+        return ~self.bad
+
+    def select_good(self, values):
+        """The good rows of ``values`` (an array or CSR matrix with one row per batch row),
+        without a copy when every row is good.
+
+        >>> problems = RowProblems(3)
+        >>> problems.flag(np.array([False, True, False]), "x", "null value")
+        >>> problems.select_good(np.array([10, 11, 12])).tolist()
+        [10, 12]
+        """
+        return values[~self.bad] if self.bad.any() else values
+
+    def first(self) -> tuple[int, str, str]:
+        """(row, column, message) of the first bad row."""
+        row = int(np.argmax(self.bad))
+        return row, self.column[row], self.message[row]
+
+    def __iter__(self):
+        """(row, column, message) of every bad row, in row order."""
+        for row in np.flatnonzero(self.bad):
+            yield int(row), str(self.column[row]), str(self.message[row])

@@ -1,0 +1,39 @@
+"""Text features: one string column, lowercased word tokens hashed into 2**hash_bits counts."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .arrays import is_string_type
+from .hashing import HASH_SCHEME, hashed_counts
+from .problems import FeatureError
+from .spec import FeatureEncoder
+
+
+class TextEncoder(FeatureEncoder):
+    """Word n-gram counts of a string column as a CSR matrix; nothing is learned."""
+
+    kind = "text"
+    expected = "a string column"
+
+    @property
+    def n_features(self) -> int:
+        return 1 << self.spec.hash_bits
+
+    def accepts(self, arrow_type: pa.DataType) -> bool:
+        return is_string_type(arrow_type)
+
+    def _learned_json(self) -> dict:
+        return {"hash_bits": self.spec.hash_bits, "ngram_max": self.spec.ngram_max, "hash_scheme": HASH_SCHEME}
+
+    def _restore(self, data: dict) -> None:
+        if data.get("hash_scheme") != HASH_SCHEME:
+            raise FeatureError(f"text features were hashed with {data.get('hash_scheme')!r}; "
+                               f"this version hashes with {HASH_SCHEME!r}.")
+
+    def describe(self) -> str:
+        return (f"text column {self.columns[0]!r}: word {self.spec.ngram_max}-grams hashed into "
+                f"2^{self.spec.hash_bits} features")
+
+    def _encode(self, batch, problems, *, learn, counts_only):
+        return hashed_counts(batch.column(self.columns[0]), self.spec.hash_bits, self.spec.ngram_max)

@@ -1,0 +1,1 @@
+"""Helpers shared by the test suites: paths and data, the CLI, the Kafka broker."""

@@ -1,0 +1,246 @@
+"""`worker serve` against a real Apache Kafka broker, as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+
+import nbstream
+from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all, send
+from tests.helpers.cli import run_worker, worker_env
+from worker.service.state import SnapshotStore
+
+CLASSES = ["ham", "eggs", "spam"]
+
+
+class Service:
+    """One `worker serve` process; its log goes to a file in the test's folder."""
+
+    def __init__(self, bootstrap, topic, tmp_path, *extra, group=None):
+        self.bootstrap, self.topic = bootstrap, topic
+        self.output = f"{topic}.predictions"
+        self.snapshots = tmp_path / "snapshots"
+        self.group = group or f"{topic}-group"
+        self.log = tmp_path / "serve.log"
+        self.extra = [str(e) for e in extra]
+        self.process = None
+
+    def start(self):
+        command = [sys.executable, "-m", "worker", "serve", "--bootstrap", self.bootstrap, "--input", self.topic,
+                   "--output", self.output, "--group", self.group, "--snapshot-dir", str(self.snapshots),
+                   "--instance-id", "worker-1",
+                   "--checkpoint-every", "200", "--checkpoint-interval", "0.5", *self.extra]
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, env=worker_env())
+        return self
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def terminate(self, timeout=60) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+    def checkpoints(self) -> int:
+        return len(list(self.snapshots.glob("snapshot-*.nbs"))) and \
+            int(max(self.snapshots.glob("snapshot-*.nbs")).stem.split("-")[1])
+
+    def state(self):
+        model, meta, _ = SnapshotStore(self.snapshots).latest()
+        return model, meta.to_json()
+
+
+def labeled_messages(n, rng, start_id=0):
+    """n JSON messages with 6 count features whose rates depend on the class."""
+    labels = rng.choice(CLASSES, size=n)
+    rates = 1 + np.searchsorted(CLASSES, labels)[:, None] * np.arange(1, 7) / 3
+    X = rng.poisson(rates)
+    values = [json_message(features=row.tolist(), label=label, id=start_id + i)
+              for i, (row, label) in enumerate(zip(X, labels))]
+    return values, X, labels
+
+
+def wait_for(condition, timeout=90.0, every=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(every)
+    return False
+
+
+def covered(records):
+    """(partition, offset) of every input message that has a prediction."""
+    return {(p["partition"], p["offset"]) for p in (json.loads(r.value) for r in records)}
+
+
+def assert_equal_statistics(model, X, labels):
+    offline = nbstream.MultinomialNB().fit(X, labels)
+    order = np.argsort(model.classes_)
+    assert model.classes_[order].tolist() == offline.classes_.tolist()
+    np.testing.assert_array_equal(model.class_count_[order], offline.class_count_)
+    np.testing.assert_array_equal(model.feature_count_[order], offline.feature_count_)
+    assert model.n_examples_seen_ == len(labels)
+
+
+def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_bootstrap, tmp_path):
+    rng = np.random.default_rng(7)
+    chooser = random.Random(7)
+    topic = new_topic(kafka_bootstrap, "exactly-once", partitions=3)
+    service = Service(kafka_bootstrap, topic, tmp_path)
+    all_X, all_labels, sent = [], [], 0
+    for phase in range(3):
+        values, X, labels = labeled_messages(4_000, rng, start_id=sent)
+        send(kafka_bootstrap, topic, values, partition_of=lambda i, first=sent: (first + i) % 3)
+        all_X.append(X), all_labels.append(labels)
+        sent += len(values)
+        before = service.checkpoints() if service.snapshots.exists() else 0
+        service.start()
+        assert wait_for(lambda: service.checkpoints() > before, timeout=60)  # it is working
+        time.sleep(chooser.uniform(0.0, 1.0))
+        service.kill()
+    service.start()
+    everything = {(p, o) for p in range(3) for o in range(sent // 3)}
+    watcher = TopicWatcher(kafka_bootstrap, service.output)
+    assert watcher.wait_until(lambda records: covered(records) >= everything), service.log.read_text()[-3000:]
+    watcher.close()
+    assert service.terminate() == 0
+    model, meta = service.state()
+    assert meta["source"]["offsets"] == {"0": sent // 3, "1": sent // 3, "2": sent // 3}
+    assert_equal_statistics(model, np.concatenate(all_X), np.concatenate(all_labels))
+
+
+def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_running(kafka_bootstrap, tmp_path):
+    rng = np.random.default_rng(11)
+    topic = new_topic(kafka_bootstrap, "dead-letters")
+    good, X, labels = labeled_messages(2_000, rng)
+    malformed = [b"{not json", b"[1, 2, 3]", json_message(features=[1, 2, 3], label="ham"),
+                 json_message(features=[1, "two", 3, 4, 5, 6], label="ham"), json_message(features="1,2,3"),
+                 json_message(features=[1, 2, 3, 4, 5, -6], label="spam"), b"\xff\xfe",
+                 json_message(features=[0] * 6, label="ham", padding="x" * 3_000)]
+    bad = [malformed[i % len(malformed)] for i in range(1_000)]
+    values, is_bad = [], []
+    for i in range(3_000):
+        take_bad = i % 3 == 1
+        values.append(bad.pop() if take_bad else good.pop(0))
+        is_bad.append(take_bad)
+    send(kafka_bootstrap, topic, values)
+    service = Service(kafka_bootstrap, topic, tmp_path, "--max-message-bytes", 2_000, "--metrics-port", 0).start()
+    dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=1_000, timeout=90)
+    predictions = read_all(kafka_bootstrap, service.output, expected=2_000, timeout=90)
+    assert service.process.poll() is None, "the service stopped"
+    assert len(dead) == 1_000
+    bad_offsets = {i for i, b in enumerate(is_bad) if b}
+    assert {int(dict(r.headers)["source.offset"]) for r in dead} == bad_offsets
+    errors = {dict(r.headers)["error"].decode().split(":")[0] for r in dead}
+    assert {"malformed JSON", "expected a JSON object; got list", "list has 3 values; expected 6",
+            "non-numeric value", "field 'features' must be a list of numbers",
+            "negative value (this model needs counts)"} <= errors
+    assert any(re.fullmatch(r"message of \d+ bytes exceeds the limit of 2000", e) for e in errors)
+    assert all(dict(r.headers)["source.topic"].decode() == topic for r in dead)
+    assert {json.loads(r.value)["offset"] for r in predictions} == set(range(3_000)) - bad_offsets
+    assert service.terminate() == 0
+    model, _ = service.state()
+    assert_equal_statistics(model, X, labels)
+
+
+def test_sigterm_leaves_a_snapshot_from_which_a_restart_continues_without_gap_or_double_count(
+        kafka_bootstrap, tmp_path):
+    rng = np.random.default_rng(5)
+    topic = new_topic(kafka_bootstrap, "sigterm")
+    first, X1, y1 = labeled_messages(1_500, rng)
+    send(kafka_bootstrap, topic, first)
+    service = Service(kafka_bootstrap, topic, tmp_path, "--checkpoint-interval", 3600).start()
+    assert len(read_all(kafka_bootstrap, service.output, expected=1_500)) == 1_500
+    assert service.terminate() == 0
+    model, meta = service.state()
+    assert meta["source"]["offsets"] == {"0": 1_500}
+    assert_equal_statistics(model, X1, y1)
+    second, X2, y2 = labeled_messages(1_000, rng, start_id=1_500)
+    send(kafka_bootstrap, topic, second)
+    service.start()
+    predictions = read_all(kafka_bootstrap, service.output, expected=2_500)
+    assert service.terminate() == 0
+    offsets = [json.loads(r.value)["offset"] for r in predictions]
+    assert sorted(offsets) == list(range(2_500))  # each message predicted exactly once
+    model, _ = service.state()
+    assert_equal_statistics(model, np.concatenate([X1, X2]), np.concatenate([y1, y2]))
+
+
+def test_predictions_carry_id_probabilities_version_and_source(kafka_bootstrap, tmp_path):
+    topic = new_topic(kafka_bootstrap, "predictions")
+    send(kafka_bootstrap, topic, [json_message(text="win a free prize now", label="spam", id="a"),
+                                  json_message(text="see you at lunch", label="ham", id="b"),
+                                  json_message(text="free prize", id="c")])
+    service = Service(kafka_bootstrap, topic, tmp_path, "--text", "--classes", "ham,spam",
+                      "--metrics-port", 0).start()
+    records = read_all(kafka_bootstrap, service.output, expected=3)
+    by_id = {json.loads(r.value)["id"]: (r, json.loads(r.value)) for r in records}
+    record, first = by_id["a"]
+    assert record.key == b"0"  # keyed like the input
+    assert first["prediction"] is None and first["model_version"] == 0  # nothing learned yet
+    _, third = by_id["c"]
+    if third["model_version"] == 0:  # all three arrived in one batch: predicted before learning
+        assert third["prediction"] is None
+    else:
+        assert third["prediction"] == "spam" and set(third["probabilities"]) == {"ham", "spam"}
+    assert {(v["topic"], v["partition"], v["offset"]) for _, v in by_id.values()} == \
+        {(topic, 0, 0), (topic, 0, 1), (topic, 0, 2)}
+    assert service.terminate() == 0
+
+
+def test_metrics_health_and_readiness_endpoints(kafka_bootstrap, tmp_path):
+    topic = new_topic(kafka_bootstrap, "metrics")
+    rng = np.random.default_rng(2)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    service = Service(kafka_bootstrap, topic, tmp_path, "--metrics-port", port).start()
+    watcher = TopicWatcher(kafka_bootstrap, service.output)
+    for round_ in range(2):  # the second round is predicted by a model that learned the first
+        values, _, _ = labeled_messages(300, rng, start_id=300 * round_)
+        send(kafka_bootstrap, topic, values)
+        assert watcher.wait_until(lambda records: len(records) >= 300 * (round_ + 1))
+    watcher.close()
+
+    def get(path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except OSError:
+            return None, ""
+
+    assert wait_for(lambda: get("/readyz")[0] == 200, timeout=30)
+    assert get("/healthz")[0] == 200
+    status, text = get("/metrics")
+    assert status == 200
+    assert "nbstream_messages_total 600.0" in text
+    assert "nbstream_examples_learned_total 600.0" in text
+    accuracy = float(next(line.split()[1] for line in text.splitlines()
+                          if line.startswith("nbstream_prequential_accuracy")))
+    assert 0.4 < accuracy <= 1.0  # three classes: chance is 1/3
+    assert get("/nowhere")[0] is None  # 404 raises in urllib
+    assert service.terminate() == 0
+
+
+def test_produce_loads_a_parquet_file_into_a_topic(kafka_bootstrap):
+    from tests.helpers.paths import SMS
+
+    topic = new_topic(kafka_bootstrap, "produce")
+    result = run_worker("produce", SMS / "test.parquet", "--bootstrap", kafka_bootstrap, "--topic", topic,
+                        "--text", "text", "--label", "label", "--id", "id", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "sent 1,115 messages" in result.stdout
+    records = read_all(kafka_bootstrap, topic, expected=1_115)
+    first = json.loads(records[0].value)
+    assert set(first) == {"text", "label", "id"} and records[0].key == str(first["id"]).encode()

@@ -1,0 +1,86 @@
+"""Feature specs and their encoders: Arrow batches to model input, with row problems named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from sklearn.feature_extraction.text import CountVectorizer
+
+from nbstream.arrow import UNSEEN_CATEGORY, FeatureEncoder, FeatureError, FeatureSpec, RowProblems, extract_labels
+from nbstream.arrow.hashing import hash_tokens, hashed_counts
+
+
+def test_fixed_size_lists_are_read_without_copying_or_converting():
+    pixels = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(12, dtype=np.uint8)), 4)
+    X, problems = FeatureSpec.vector("px").encoder().encode(pa.record_batch({"px": pixels}), learn=True)
+    assert X.dtype == np.uint8 and X.shape == (3, 4)
+    assert X[2].tolist() == [8, 9, 10, 11]
+    assert not problems.any()
+
+
+def test_ragged_lists_nulls_and_nan_are_flagged_per_row():
+    values = pa.array([[1.0, 2.0], [3.0], None, [np.nan, 1.0], [4.0, None], [5.0, 6.0]], pa.list_(pa.float64()))
+    encoder = FeatureSpec.vector("v").encoder()
+    X, problems = encoder.encode(pa.record_batch({"v": values}), learn=True)
+    assert encoder.n_features == 2
+    assert problems.bad.tolist() == [False, True, True, True, True, False]
+    assert problems.message[1] == "list has 1 values; expected 2"
+    assert problems.message[2] == "null value"
+    assert problems.message[3] == "NaN or infinite value"
+    assert problems.message[4] == "null inside the list"
+    assert X[5].tolist() == [5.0, 6.0]
+
+
+def test_negative_counts_are_flagged_for_count_models():
+    batch = pa.record_batch({"a": pa.array([1, -1, 2]), "b": pa.array([0, 0, 3])})
+    _, problems = FeatureSpec.numeric_columns(["a", "b"]).encoder().encode(batch, learn=True, counts_only=True)
+    assert problems.bad.tolist() == [False, True, False]
+    assert problems.column[1] == "a"
+
+
+def test_schema_errors_name_the_file_and_column():
+    schema = pa.schema([("text", pa.int64()), ("label", pa.string())])
+    with pytest.raises(FeatureError, match=r"data.parquet: column 'body' not found"):
+        FeatureSpec.text("body").encoder().check_schema(schema, "data.parquet")
+    with pytest.raises(FeatureError, match=r"column 'text' has type int64; expected a string column"):
+        FeatureSpec.text("text").encoder().check_schema(schema, "data.parquet")
+
+
+def test_categories_keep_stable_codes_and_unseen_values_get_the_unseen_code():
+    encoder = FeatureSpec.categorical(["colour"]).encoder()
+    first, _ = encoder.encode(pa.record_batch({"colour": ["red", "blue", "red"]}), learn=True)
+    second, _ = encoder.encode(pa.record_batch({"colour": ["green", "blue"]}), learn=True)
+    assert first[:, 0].tolist() == [0, 1, 0] and second[:, 0].tolist() == [2, 1]
+    predicted, _ = encoder.encode(pa.record_batch({"colour": ["purple", "red"]}), learn=False)
+    assert predicted[:, 0].tolist() == [UNSEEN_CATEGORY, 0]
+    restored = FeatureEncoder.from_json(encoder.to_json())
+    assert restored.categories == [{"red": 0, "blue": 1, "green": 2}]
+
+
+def test_labels_nulls_are_flagged():
+    problems = RowProblems(3)
+    y = extract_labels(pa.record_batch({"y": pa.array(["a", None, "b"])}), "y", problems)
+    assert y.tolist() == ["a", "", "b"] and problems.message[1] == "null label"
+
+
+def test_text_tokens_match_scikit_learns_default_analyzer():
+    texts = ["Free entry in 2 a wkly comp!!", "Héllo wörld, hello again_x", "", "a b c", "Spam spam SPAM!"]
+    ours = hashed_counts(pa.array(texts), n_bits=20)
+    theirs = CountVectorizer().fit_transform(texts)
+    np.testing.assert_array_equal(np.asarray(ours.sum(axis=1)).ravel(), np.asarray(theirs.sum(axis=1)).ravel())
+    assert ours[1].nnz == 4  # "héllo" and "hello" are two tokens, as in scikit-learn
+    assert ours[4].max() == 3
+
+
+def test_hashes_are_stable_and_ngrams_count_neighbours_within_a_row():
+    a = hash_tokens(pa.array(["spam", "ham"]))
+    b = hash_tokens(pa.array(["x", "ham", "spam"]).slice(1))
+    assert a.tolist() == b[::-1].tolist()
+    bigrams = hashed_counts(pa.array(["one two three", "four five"]), n_bits=16, ngram_max=2)
+    assert np.asarray(bigrams.sum(axis=1)).ravel().tolist() == [5, 3]  # 3 + 2 and 2 + 1
+
+
+def test_text_spec_validates_its_settings():
+    with pytest.raises(ValueError, match="hash_bits must be between 1 and 31"):
+        FeatureSpec.text("t", hash_bits=40)

@@ -1,0 +1,70 @@
+"""In-memory stand-ins for the loop's source, sinks and state; every call is logged in order."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+@dataclass
+class FakeRecord:
+    value: bytes | None
+    offset: int
+    partition: int = 0
+    topic: str = "in"
+    key: bytes | None = None
+
+
+def records(messages: list, first_offset: int = 0) -> list[FakeRecord]:
+    """Records holding the given dicts as JSON (bytes and None are taken as they are)."""
+    return [FakeRecord(m if m is None or isinstance(m, bytes) else json.dumps(m).encode(), first_offset + i,
+                       key=str(first_offset + i).encode())
+            for i, m in enumerate(messages)]
+
+
+class Journal(list):
+    """The order in which the fakes were called."""
+
+
+class FakeSource:
+    """Hands out the queued batches one poll at a time, then empty polls."""
+
+    def __init__(self, journal: Journal, batches: list[list[FakeRecord]]):
+        self.journal, self.batches = journal, list(batches)
+        self.assigned = {("in", 0)}
+
+    def poll(self, timeout_ms: int) -> list[FakeRecord]:
+        return self.batches.pop(0) if self.batches else []
+
+    def acknowledge(self) -> None:
+        self.journal.append("acknowledge")
+
+
+class FakeSink:
+    """Prediction and reject sink at once, as the Kafka producer is."""
+
+    def __init__(self, journal: Journal):
+        self.journal = journal
+        self.predictions: list[dict] = []
+        self.rejected: list[tuple[int, str, str]] = []  # (offset, column, message)
+        self.count = 0
+
+    def prediction(self, key, value: bytes) -> None:
+        self.predictions.append(json.loads(value))
+
+    def reject(self, rows, problems) -> None:
+        for row, column, message in problems:
+            self.rejected.append((rows[row].offset, column, message))
+            self.count += 1
+
+    def flush(self) -> None:
+        self.journal.append("flush")
+
+
+class FakeState:
+    def __init__(self, journal: Journal, written: bool = True):
+        self.journal, self.written = journal, written
+
+    def write(self) -> bool:
+        self.journal.append("write")
+        return self.written

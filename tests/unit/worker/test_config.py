@@ -1,0 +1,51 @@
+"""Typed settings: one feature-spec builder for Parquet and Kafka; model options checked up front."""
+
+from __future__ import annotations
+
+import pytest
+
+import nbstream
+from nbstream.arrow import FeatureSpec
+from worker.config import FeatureOptions, MessageFields, ModelOptions, ServeConfig
+from worker.errors import ConfigError
+
+
+@pytest.mark.parametrize("options, kind, list_column, expected", [
+    (FeatureOptions(text="body", hash_bits=8, ngrams=2), "multinomial", False, FeatureSpec.text("body", 8, 2)),
+    (FeatureOptions(columns=["pixels"]), "bernoulli", True, FeatureSpec.vector("pixels")),
+    (FeatureOptions(columns=["age"]), "gaussian", False, FeatureSpec.numeric_columns(["age"])),
+    (FeatureOptions(columns=["a", "b"]), "gaussian", False, FeatureSpec.numeric_columns(["a", "b"])),
+    (FeatureOptions(columns=["colour"]), "categorical", False, FeatureSpec.categorical(["colour"])),
+])
+def test_the_feature_options_declare_one_spec(options, kind, list_column, expected):
+    assert options.spec(kind, list_column=list_column) == expected
+
+
+def test_feature_options_that_contradict_are_refused():
+    with pytest.raises(ConfigError, match="exactly one"):
+        FeatureOptions(columns=["a"], text="t").spec("multinomial", list_column=False)
+    with pytest.raises(ConfigError, match="--text needs a bernoulli, multinomial or complement model; got gaussian"):
+        FeatureOptions(text="t").spec("gaussian", list_column=False)
+
+
+def test_the_service_uses_the_same_builder_for_its_messages():
+    def spec(**settings):
+        fields = MessageFields(feature_names=settings.pop("names", []))
+        return ServeConfig("b", "in", "out", "g", "state", fields=fields, **settings).feature_spec()
+
+    assert spec() == FeatureSpec.vector("features")
+    assert spec(names=["age", "income"]) == FeatureSpec.numeric_columns(["age", "income"])
+    assert spec(text=True, hash_bits=10) == FeatureSpec.text("text", 10)
+    assert spec(names=["colour"], model=ModelOptions("categorical")) == FeatureSpec.categorical(["colour"])
+    with pytest.raises(ConfigError, match="--model categorical needs --feature-names"):
+        spec(model=ModelOptions("categorical"))
+
+
+def test_model_options_are_checked_before_any_data():
+    assert isinstance(ModelOptions("bernoulli", alpha=0.5).build(), nbstream.BernoulliNB)
+    with pytest.raises(ConfigError, match="unknown model 'bernouli'"):
+        ModelOptions("bernouli").build()
+    with pytest.raises(ConfigError, match="the multinomial model takes no --norm"):
+        ModelOptions("multinomial", norm=True).build()
+    with pytest.raises(ConfigError, match="half_life must be a positive number"):
+        ModelOptions("multinomial", half_life=0.0).build()

@@ -1,0 +1,1 @@
+"""The batch commands over Parquet: train, predict and evaluate, merge."""

@@ -1,0 +1,110 @@
+"""`worker predict` and `worker evaluate`: a snapshot applied to Parquet files, batch by batch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from nbstream.arrow import FeatureEncoder, RowProblems, extract_labels
+
+from ..config import ScoreConfig
+from ..errors import ConfigError, InvalidRowError
+from ..io.parquet.predictions import PredictionWriter
+from ..io.parquet.source import Batch, count_rows, expand_paths, read_batches
+from ..snapshot_meta import read_snapshot
+from .evaluation import ConfusionCounts
+from .progress import RowProgress
+
+
+@dataclass
+class Scored:
+    """One batch with its predictions; rows with problems have none (``problems.bad``)."""
+    batch: Batch
+    problems: RowProblems
+    proba: np.ndarray  # (n_good_rows, n_classes)
+    labels: np.ndarray | None  # (n_good_rows,) when a label column was asked for
+
+
+def score_batches(config: ScoreConfig, model, features: FeatureEncoder, extra_columns: list[str],
+                  label: str | None = None, progress: bool | None = None) -> Iterator[Scored]:
+    """Predicted probabilities for every batch, and its labels when ``label`` is given."""
+    files = expand_paths(config.paths)
+    columns = list(dict.fromkeys(features.columns + extra_columns + ([label] if label else [])))
+
+    def check(schema, path):
+        features.check_schema(schema, path)
+        for name in columns:
+            if name not in schema.names:
+                raise ConfigError(f"{path}: column {name!r} not found; columns are {schema.names}.")
+
+    with RowProgress("scoring", count_rows(files), enabled=progress) as bar:
+        for batch in read_batches(files, columns, config.batch_size, check_schema=check):
+            X, problems = features.encode(batch.data, learn=False)
+            y = extract_labels(batch.data, label, problems) if label else None
+            if problems.any() and not config.skip_invalid:
+                raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to score the other rows.")
+            good_X = problems.select_good(X)
+            proba = model.predict_proba(good_X) if good_X.shape[0] else np.zeros((0, len(model.classes_)))
+            bar.advance(batch.data.num_rows)
+            yield Scored(batch, problems, proba, None if y is None else problems.select_good(y))
+
+
+def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | None,
+            progress: bool | None = None) -> int:
+    """Write one row per input row: id, prediction, optional probabilities and error. Returns rows."""
+    model, meta = read_snapshot(config.snapshot)
+    with PredictionWriter(out) as writer:
+        for scored in score_batches(config, model, meta.features, [id_column] if id_column else [],
+                                    progress=progress):
+            writer.write(_prediction_table(scored, model.classes_, with_proba, id_column, config.skip_invalid))
+        if not writer.rows:
+            raise ConfigError("the input holds no rows.")
+        writer.commit()
+    return writer.rows
+
+
+def _prediction_table(scored: Scored, classes: np.ndarray, with_proba: bool, id_column: str | None,
+                      with_errors: bool) -> pa.Table:
+    good = scored.problems.good
+    columns: dict[str, pa.Array] = {}
+    if id_column:
+        columns[id_column] = scored.batch.data.column(id_column)
+    label_type = pa.string() if classes.dtype.kind in "US" else pa.from_numpy_dtype(classes.dtype)
+    predicted = classes[np.argmax(scored.proba, axis=1)] if len(scored.proba) else classes[:0]
+    columns["prediction"] = _spread(predicted, good, label_type)
+    if with_proba:
+        for i, label in enumerate(classes.tolist()):
+            columns[f"proba_{label}"] = _spread(scored.proba[:, i], good, pa.float64())
+    if with_errors:
+        columns["error"] = pa.array([None if ok else f"{column}: {message}" for ok, column, message in
+                                     zip(good, scored.problems.column, scored.problems.message)], pa.string())
+    return pa.table(columns)
+
+
+def _spread(values: np.ndarray, good: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """Values for the good rows, nulls for the others."""
+    if good.all():
+        return pa.array(values, arrow_type)
+    full = np.zeros(len(good), dtype=values.dtype if values.dtype.kind != "U" else object)
+    full[good] = values
+    return pa.array(full, arrow_type, mask=~good)
+
+
+def evaluate(config: ScoreConfig, label: str | None = None, progress: bool | None = None) -> dict:
+    """Accuracy, macro-F1, log-loss, per-class precision/recall/F1 and the confusion matrix."""
+    model, meta = read_snapshot(config.snapshot)
+    label = label or meta.label
+    if not label:
+        raise ConfigError("name the label column with --label.")
+    counts = ConfusionCounts(model.classes_)
+    skipped = 0
+    for scored in score_batches(config, model, meta.features, [], label=label, progress=progress):
+        counts.add(scored.labels, scored.proba)
+        skipped += int(scored.problems.bad.sum())
+    report = counts.report()
+    report["rows_skipped"] = skipped
+    return report

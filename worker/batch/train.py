@@ -1,0 +1,146 @@
+"""`worker train`: learn from Parquet files in bounded memory, checkpointing the position.
+
+A checkpointed snapshot at --out records the files, the position reached and a signature
+of the run's settings. The same command run again continues from that position (no row is
+counted twice); a different command refuses to overwrite it unless --fresh.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import nbstream
+from nbstream.arrow import FeatureEncoder, extract_labels
+from nbstream.arrow.arrays import is_list_type
+from nbstream.snapshot import read_header
+
+from ..checkpoint import CheckpointPolicy, Checkpointer
+from ..config import TrainConfig
+from ..errors import ConfigError, InvalidRowError
+from ..io.parquet.rejects import ParquetRejects
+from ..io.parquet.source import Batch, Position, count_rows, expand_paths, open_file, read_batches
+from ..snapshot_meta import ParquetProgress, SnapshotMeta, read_snapshot, write_snapshot
+from .progress import RowProgress
+
+
+@dataclass
+class TrainSummary:
+    rows_read: int
+    rows_learned: int
+    rows_rejected: int
+    seconds: float
+    resumed_from: Position | None
+    snapshot: Path
+    model: nbstream.base.NaiveBayes
+    features: FeatureEncoder
+
+
+def run_signature(config: TrainConfig, files: list[str]) -> dict:
+    """What must match for a restart to continue a checkpointed run."""
+    base = None
+    if config.resume:
+        header = read_header(config.resume)
+        base = {"path": str(Path(config.resume).resolve()), "created_at": header["created_at"]}
+    return {"files": [str(Path(f).resolve()) for f in files], "label": config.label,
+            "model": asdict(config.model), "features": asdict(config.features), "resume": base}
+
+
+class TrainRun:
+    """The state of one training run: model, features, position and counters. Its ``write``
+    is the checkpoint's state step: the snapshot at --out, holding the position reached."""
+
+    def __init__(self, config: TrainConfig, signature: dict, model, features: FeatureEncoder,
+                 start: Position = Position(), rows_read: int = 0, rows_rejected: int = 0):
+        self.config, self.signature = config, signature
+        self.model, self.features = model, features
+        self.start = self.position = start
+        self.rows_read = rows_read
+        self.complete = False
+        self.rejects = ParquetRejects(config.rejects_dir, count=rows_rejected)
+
+    def advance(self, batch: Batch) -> None:
+        self.rows_read += batch.data.num_rows
+        self.position = batch.end
+
+    def finish(self, n_files: int) -> None:
+        self.position, self.complete = Position(n_files, 0), True
+
+    def write(self) -> bool:
+        meta = SnapshotMeta(features=self.features, label=self.config.label, run=self.signature,
+                            rows_read=self.rows_read, rows_rejected=self.rejects.count,
+                            source=ParquetProgress(self.signature["files"], self.position, self.complete))
+        write_snapshot(self.model, self.config.out, meta)
+        return True
+
+
+def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> TrainRun:
+    """Continue the checkpointed run at --out, keep training --resume's model, or start fresh."""
+    if config.out.exists() and not config.fresh:
+        model, meta = read_snapshot(config.out)
+        if meta.run != signature:
+            raise ConfigError(f"{config.out} holds a snapshot of a different run; pass --fresh to overwrite "
+                              f"it, or --resume {config.out} with another --out to keep training it.")
+        return TrainRun(config, signature, model, meta.features, meta.source.position, meta.rows_read,
+                        meta.rows_rejected)
+    if config.resume:
+        if Path(config.resume).resolve() == Path(config.out).resolve():
+            raise ConfigError("--out must differ from --resume: the base snapshot identifies the run.")
+        if config.features.columns or config.features.text:
+            raise ConfigError("--resume takes the features from the snapshot; drop --features/--text.")
+        if any(value is not None for name, value in asdict(config.model).items() if name != "kind"):
+            raise ConfigError("--resume keeps the snapshot's model parameters; drop the parameter options.")
+        model, meta = read_snapshot(config.resume)
+        if config.model.kind and config.model.kind != model.kind:
+            raise ConfigError(f"--model {config.model.kind} contradicts the {model.kind} model in {config.resume}.")
+        return TrainRun(config, signature, model, meta.features)
+    schema = open_file(files[0]).physical_schema
+    columns = config.features.columns
+    list_column = len(columns) == 1 and columns[0] in schema.names and is_list_type(schema.field(columns[0]).type)
+    encoder = config.features.spec(config.model.kind, list_column=list_column).encoder()
+    encoder.check_schema(schema, files[0])
+    if config.label not in schema.names:
+        raise ConfigError(f"{files[0]}: label column {config.label!r} not found; columns are {schema.names}.")
+    return TrainRun(config, signature, config.model.build(), encoder)
+
+
+def _learn(model, X, y, batch: Batch, label: str) -> None:
+    try:
+        model.partial_fit(X, y)
+    except nbstream.LabelError as error:
+        raise InvalidRowError(f"{batch.path}: rows {batch.first_row} to {batch.end.row - 1}, "
+                              f"column {label!r}: {error}") from None
+
+
+def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:
+    files = expand_paths(config.paths)
+    signature = run_signature(config, files)
+    run = _initial_run(config, files, signature)
+    model, encoder = run.model, run.features
+    checkpointer = Checkpointer(CheckpointPolicy(every_rows=config.checkpoint_every), [run.rejects], run)
+    started = time.monotonic()
+    learned_before = model.n_examples_seen_ if model.is_fitted else 0
+    columns = list(dict.fromkeys(encoder.columns + [config.label]))
+    with RowProgress("training", count_rows(files), done=run.rows_read, enabled=progress) as bar:
+        for batch in read_batches(files, columns, config.batch_size, run.start, check_schema=encoder.check_schema):
+            X, problems = encoder.encode(batch.data, learn=True, counts_only=model.requires_non_negative)
+            y = extract_labels(batch.data, config.label, problems)
+            if problems.any():
+                if not config.skip_invalid:
+                    raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to set such rows aside.")
+                run.rejects.reject(batch, problems)
+                X, y = problems.select_good(X), problems.select_good(y)
+            if len(y):
+                _learn(model, X, y, batch, config.label)
+            run.advance(batch)
+            bar.advance(batch.data.num_rows)
+            checkpointer.record(batch.data.num_rows)
+    if not model.is_fitted:
+        raise ConfigError("no valid labeled rows to learn from.")
+    run.finish(len(files))
+    checkpointer.commit()
+    return TrainSummary(rows_read=run.rows_read, rows_learned=model.n_examples_seen_ - learned_before,
+                        rows_rejected=run.rejects.count, seconds=time.monotonic() - started,
+                        resumed_from=run.start if run.start != Position() else None, snapshot=config.out,
+                        model=model, features=encoder)

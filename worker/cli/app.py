@@ -1,0 +1,37 @@
+"""The ``worker`` Typer application and the one place errors are reported.
+
+A ``UserError`` (and the library's errors about user input: an unreadable snapshot, data
+that does not fit the feature spec) prints one line and exits with status 2. Anything else
+is a bug and surfaces as one, with its traceback.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import typer
+
+import nbstream
+from nbstream.arrow import FeatureError
+
+from ..errors import UserError
+
+app = typer.Typer(help="nbstream worker: streaming Naive Bayes over Parquet files and Kafka topics.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
+
+USER_ERRORS = (UserError, FeatureError, nbstream.SnapshotError)
+
+
+@app.callback()
+def _commands() -> None:
+    """Train, evaluate and serve streaming Naive Bayes models; see each command's --help."""
+
+
+@contextmanager
+def reported_errors():
+    """Errors about the data or the settings: one line on stderr, exit status 2."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None

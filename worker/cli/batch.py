@@ -1,0 +1,189 @@
+"""The batch commands over Parquet: train, predict, evaluate, inspect, merge.
+
+Each command builds a config from its options, delegates, and prints the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from nbstream.snapshot import FORMAT_VERSION, load_with_header
+
+from ..config import FeatureOptions, ScoreConfig, TrainConfig
+from ..snapshot_meta import ParquetProgress, SnapshotMeta
+from .app import app, reported_errors
+from .options import (ALPHA, BATCH_SIZE, BINARIZE, FIT_PRIOR, HALF_LIFE, HASH_BITS, MIN_CATEGORIES, NGRAMS, NORM,
+                      PATHS, PROGRESS, SKIP_INVALID, SNAPSHOT, VAR_SMOOTHING, columns, env, model_options)
+
+
+@app.command()
+def train(
+    paths: list[str] = PATHS,
+    label: str = typer.Option(..., "--label", envvar=env("LABEL"), help="Column holding the class label."),
+    out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write (and to continue from)."),
+    model: Optional[str] = typer.Option(None, "--model", envvar=env("MODEL"),
+                                        help="bernoulli, multinomial, complement, gaussian or categorical "
+                                             "(default: multinomial)."),
+    features: Optional[str] = typer.Option(None, "--features", envvar=env("FEATURES"),
+                                           help="Feature columns, comma-separated: one list column "
+                                                "(e.g. pixels), numeric columns, or string columns for "
+                                                "--model categorical."),
+    text: Optional[str] = typer.Option(None, "--text", envvar=env("TEXT"),
+                                       help="A text column: lowercased word tokens, hashed."),
+    hash_bits: int = HASH_BITS,
+    ngrams: int = NGRAMS,
+    alpha: Optional[float] = ALPHA,
+    binarize: Optional[float] = BINARIZE,
+    fit_prior: Optional[bool] = FIT_PRIOR,
+    norm: Optional[bool] = NORM,
+    var_smoothing: Optional[float] = VAR_SMOOTHING,
+    min_categories: Optional[int] = MIN_CATEGORIES,
+    half_life: Optional[float] = HALF_LIFE,
+    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", min=1,
+                                                   envvar=env("CHECKPOINT_EVERY"),
+                                                   help="Write the snapshot every N rows (the run can then "
+                                                        "be restarted where it stopped)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", envvar=env("RESUME"),
+                                          help="Keep training this snapshot's model on new data."),
+    fresh: bool = typer.Option(False, "--fresh", envvar=env("FRESH"),
+                               help="Start over even if --out holds a checkpoint of this run."),
+    rejects: Optional[Path] = typer.Option(None, "--rejects", envvar=env("REJECTS"),
+                                           help="Folder for rows set aside by --skip-invalid "
+                                                "(default: OUT.rejects)."),
+    skip_invalid: bool = SKIP_INVALID,
+    batch_size: int = BATCH_SIZE,
+    progress: Optional[bool] = PROGRESS,
+) -> None:
+    """Learn a model from Parquet files in bounded memory and write a snapshot.
+
+    Run again with the same arguments after an interruption to continue from the last checkpoint.
+    """
+    from ..batch.train import train as run_train
+
+    if resume is None and model is None:
+        model = "multinomial"
+    config = TrainConfig(
+        paths=paths, label=label, out=out,
+        model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
+        features=FeatureOptions(columns=columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
+        batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
+        skip_invalid=skip_invalid, rejects=rejects)
+    with reported_errors():
+        summary = run_train(config, progress=progress)
+    rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
+    if summary.resumed_from:
+        typer.echo(f"continued from file {summary.resumed_from.file_index}, row {summary.resumed_from.row}")
+    typer.echo(f"learned {summary.rows_learned:,} rows ({summary.rows_rejected:,} rejected in all) in "
+               f"{summary.seconds:.1f}s, {rate:,.0f} rows/s")
+    typer.echo(f"classes: {', '.join(str(c) for c in summary.model.classes_.tolist())}")
+    typer.echo(f"snapshot: {summary.snapshot}")
+    if summary.rows_rejected:
+        typer.echo(f"rejected rows: {config.rejects_dir}")
+
+
+@app.command()
+def predict(
+    snapshot: Path = SNAPSHOT,
+    paths: list[str] = PATHS,
+    out: Path = typer.Option(..., "--out", envvar=env("PREDICTIONS"), help="Parquet file to write."),
+    proba: bool = typer.Option(False, "--proba", envvar=env("PROBA"),
+                               help="Add a proba_<class> column per class."),
+    id_column: Optional[str] = typer.Option(None, "--id", envvar=env("ID"),
+                                            help="Column passed through to identify each row."),
+    skip_invalid: bool = SKIP_INVALID,
+    batch_size: int = BATCH_SIZE,
+    progress: Optional[bool] = PROGRESS,
+) -> None:
+    """Predict a label for every row; one output row per input row."""
+    from ..batch.score import predict as run_predict
+
+    config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
+    with reported_errors():
+        rows = run_predict(config, out, proba, id_column, progress=progress)
+    typer.echo(f"wrote {rows:,} predictions to {out}")
+
+
+@app.command()
+def evaluate(
+    snapshot: Path = SNAPSHOT,
+    paths: list[str] = PATHS,
+    label: Optional[str] = typer.Option(None, "--label", envvar=env("LABEL"),
+                                        help="Label column (default: the one the model was trained on)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
+    skip_invalid: bool = SKIP_INVALID,
+    batch_size: int = BATCH_SIZE,
+    progress: Optional[bool] = PROGRESS,
+) -> None:
+    """Accuracy, macro-F1, log-loss, per-class precision/recall and the confusion matrix."""
+    from ..batch.score import evaluate as run_evaluate
+
+    config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
+    with reported_errors():
+        report = run_evaluate(config, label, progress=progress)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    typer.echo(f"rows:      {report['rows']:,}" + (f" ({report['rows_skipped']:,} skipped)"
+                                                   if report["rows_skipped"] else ""))
+    typer.echo(f"accuracy:  {report['accuracy']:.4f}")
+    typer.echo(f"macro-F1:  {report['macro_f1']:.4f}")
+    typer.echo(f"log-loss:  {report['log_loss']:.4f}")
+    typer.echo(f"{'class':<16}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}")
+    for row in report["classes"]:
+        typer.echo(f"{row['label']!s:<16}{row['precision']:>10.4f}{row['recall']:>10.4f}"
+                   f"{row['f1']:>10.4f}{row['support']:>10,}")
+    typer.echo("confusion matrix (rows: true, columns: predicted):")
+    width = max(6, *(len(str(label)) + 1 for label in report["labels"]))
+    typer.echo(" " * width + "".join(f"{label!s:>{width}}" for label in report["labels"]))
+    for label, counts in zip(report["labels"], report["confusion_matrix"]):
+        typer.echo(f"{label!s:>{width}}" + "".join(f"{c:>{width}}" for c in counts))
+
+
+@app.command()
+def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_default=False),
+            as_json: bool = typer.Option(False, "--json", help="Print the header as JSON.")) -> None:
+    """Kind, parameters, classes and counts, examples seen, features, source position, checksum."""
+    with reported_errors():
+        model, header = load_with_header(snapshot)
+        meta = SnapshotMeta.from_json(header["meta"], snapshot) if "features" in header["meta"] else None
+    if as_json:
+        typer.echo(json.dumps({key: value for key, value in header.items() if key != "arrays"}, indent=2))
+        return
+    typer.echo(f"kind:           {header['kind']}")
+    typer.echo(f"format version: {FORMAT_VERSION} (checksum ok)")
+    typer.echo(f"created:        {header['created_at']}")
+    typer.echo(f"examples seen:  {header['examples_seen']:,}")
+    typer.echo(f"parameters:     {model!r}")
+    if meta is None:
+        typer.echo(f"features:       {header['n_features']}")
+        extra = header["meta"]
+    else:
+        typer.echo(f"features:       {meta.features.describe()}")
+        typer.echo(f"label column:   {meta.label}")
+        if meta.source is not None:
+            typer.echo(f"source:         {meta.source.describe()}")
+        if isinstance(meta.source, ParquetProgress):
+            typer.echo(f"rows rejected:  {meta.rows_rejected:,}")
+        extra = meta.extra
+    typer.echo(f"classes ({'open' if header['open_classes'] else 'fixed'}):")
+    for label, count in zip(model.classes_.tolist(), model.class_count_.tolist()):
+        typer.echo(f"  {label!s:<20} {count:,.6g}")
+    if extra:
+        typer.echo(f"metadata:       {json.dumps(extra)}")
+
+
+@app.command()
+def merge(snapshots: list[Path] = typer.Argument(..., help="Snapshots trained on different shards.",
+                                                 show_default=False),
+          out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Merged snapshot to write.")) -> None:
+    """Merge snapshots of the same kind and features into one model (exactly as if trained on all)."""
+    from ..batch.merge import merge_snapshots
+
+    with reported_errors():
+        model = merge_snapshots(snapshots, out)
+    typer.echo(f"merged {len(snapshots)} snapshots: {model.n_examples_seen_:,} examples, "
+               f"{len(model.classes_)} classes -> {out}")

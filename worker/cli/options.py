@@ -1,0 +1,53 @@
+"""Option definitions shared by several commands, and small parsing helpers.
+
+Every option can also come from an environment variable NBSTREAM_<OPTION> (shown in --help).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from ..config import ModelOptions
+
+
+def env(name: str) -> str:
+    return f"NBSTREAM_{name}"
+
+
+def columns(value: Optional[str]) -> list[str]:
+    """A comma-separated list of names, blanks dropped."""
+    return [c.strip() for c in value.split(",") if c.strip()] if value else []
+
+
+SNAPSHOT = typer.Argument(..., help="Snapshot written by worker train.", show_default=False)
+PATHS = typer.Argument(..., help="Parquet files, directories or globs.", show_default=False)
+BATCH_SIZE = typer.Option(65_536, "--batch-size", min=1, envvar=env("BATCH_SIZE"),
+                          help="Rows per record batch; bounds memory.")
+SKIP_INVALID = typer.Option(False, "--skip-invalid", envvar=env("SKIP_INVALID"),
+                            help="Set bad rows aside (counted, written out) instead of stopping.")
+PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=env("PROGRESS"),
+                        help="Progress bar with rows/s (default: on when stderr is a terminal).")
+
+HASH_BITS = typer.Option(20, "--hash-bits", min=1, max=31, envvar=env("HASH_BITS"),
+                         help="Text is hashed into 2**hash_bits features.")
+NGRAMS = typer.Option(1, "--ngrams", min=1, max=5, envvar=env("NGRAMS"), help="Use word n-grams up to this length.")
+ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).")
+BINARIZE = typer.Option(None, "--binarize", envvar=env("BINARIZE"),
+                        help="Bernoulli: features > this become 1 (default: 0.0).")
+FIT_PRIOR = typer.Option(None, "--fit-prior/--uniform-prior", envvar=env("FIT_PRIOR"),
+                         help="Learn class priors, or use uniform ones (default: learn).")
+NORM = typer.Option(None, "--norm/--no-norm", envvar=env("NORM"),
+                    help="Complement: normalise the weights (default: no).")
+VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=env("VAR_SMOOTHING"),
+                             help="Gaussian: variance smoothing (default: 1e-9).")
+MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_CATEGORIES"),
+                              help="Categorical: minimum categories per feature.")
+HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
+                         help="Forget: an example's weight halves every N newer examples.")
+
+
+def model_options(kind, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life) -> ModelOptions:
+    return ModelOptions(kind=kind, alpha=alpha, binarize=binarize, fit_prior=fit_prior, norm=norm,
+                        var_smoothing=var_smoothing, min_categories=min_categories, half_life=half_life)

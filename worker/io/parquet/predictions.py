@@ -1,0 +1,44 @@
+"""A Parquet file of predictions, written in parts and renamed into place only when complete."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+class PredictionWriter:
+    """Write tables of one schema to ``path`` atomically: a reader never sees half a file.
+
+    Use as a context manager; ``commit()`` renames the finished file into place, and leaving
+    without it removes the temporary file.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.rows = 0
+        self._temporary = self.path.with_name(f".{self.path.name}.tmp")
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> "PredictionWriter":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._temporary, table.schema)
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def commit(self) -> None:
+        """Close the file and rename it into place (at least one table must have been written)."""
+        self._writer.close()
+        self._writer = None
+        os.replace(self._temporary, self.path)
+
+    def __exit__(self, *exc) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._temporary.unlink(missing_ok=True)

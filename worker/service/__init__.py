@@ -1,0 +1,1 @@
+"""The Kafka service: serve wiring, the prequential loop, its state, observability; produce for demos."""

@@ -1,0 +1,69 @@
+"""The service's state on disk: numbered snapshots in one folder, the last K kept.
+
+The newest snapshot that reads back intact is the state; a corrupt one (a crash while the
+disk lied, a truncated copy) is reported and the one before it used. ``ServiceState`` is
+the checkpoint's state step: the model, its features and the next offset of every partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import nbstream
+from nbstream.arrow import FeatureEncoder
+
+from ..errors import ConfigError
+from ..snapshot_meta import KafkaOffsets, SnapshotMeta, read_snapshot, write_snapshot
+
+log = logging.getLogger(__name__)
+_NAME = re.compile(r"snapshot-(\d{10})\.nbs$")
+
+
+class SnapshotStore:
+    def __init__(self, directory: Path, keep: int = 3):
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1; got {keep}.")
+        self.directory = Path(directory)
+        self.keep = keep
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _numbered(self) -> list[tuple[int, Path]]:
+        found = [(int(m.group(1)), path) for path in self.directory.iterdir() if (m := _NAME.match(path.name))]
+        return sorted(found)
+
+    def latest(self) -> tuple[nbstream.base.NaiveBayes, SnapshotMeta, Path] | None:
+        """(model, meta, path) of the newest intact snapshot, or None when there is none."""
+        for _, path in reversed(self._numbered()):
+            try:
+                model, meta = read_snapshot(path)
+                return model, meta, path
+            except (nbstream.SnapshotError, ConfigError) as error:
+                log.warning("skipping unreadable snapshot %s: %s", path, error)
+        return None
+
+    def save(self, model, meta: SnapshotMeta) -> Path:
+        numbered = self._numbered()
+        number = numbered[-1][0] + 1 if numbered else 1
+        path = write_snapshot(model, self.directory / f"snapshot-{number:010d}.nbs", meta)
+        for _, old in self._numbered()[:-self.keep]:
+            old.unlink(missing_ok=True)
+        return path
+
+
+class ServiceState:
+    """What a checkpoint of `worker serve` writes: the model, its features and the source's
+    next offset per partition, as one snapshot in the store."""
+
+    def __init__(self, store: SnapshotStore, model, features: FeatureEncoder, source, topic: str):
+        self.store, self.model, self.features = store, model, features
+        self.source, self.topic = source, topic
+
+    def write(self) -> bool:
+        if not self.model.is_fitted:  # nothing learned yet: no snapshot to write
+            return False
+        offsets = {p.partition: o for p, o in self.source.positions.items() if p.topic == self.topic}
+        path = self.store.save(self.model, SnapshotMeta(self.features, source=KafkaOffsets(self.topic, offsets)))
+        log.info("checkpoint %s at offsets %s", path.name, offsets)
+        return True

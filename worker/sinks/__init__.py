@@ -1,1 +1,0 @@
-"""Where results go: predictions and dead letters."""

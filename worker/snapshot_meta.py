@@ -1,0 +1,138 @@
+"""What a worker snapshot records besides the model: features, label, source position, run, counters.
+
+Every worker command writes and reads its metadata through ``SnapshotMeta``; the JSON it
+produces is the ``meta`` of the snapshot header::
+
+    {"features": {...},                     the feature encoder (spec and what it learned)
+     "label": "label",                      the label column (train, merge)
+     "source": {"type": "parquet", "files": [...], "position": {"file_index": 0, "row": 0},
+                "complete": false}          or {"type": "kafka", "topic": T, "offsets": {"0": 17}}
+                                            or {"type": "merge", "snapshots": [...]}
+     "run": {...},                          train: what a restart must match to continue
+     "rows_read": 0, "rows_rejected": 0}    train: counters
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbstream
+from nbstream.arrow import FeatureEncoder, FeatureError
+from nbstream.base import NaiveBayes
+from nbstream.snapshot import load_with_header
+
+from .errors import ConfigError
+from .io.parquet.source import Position
+
+
+@dataclass(frozen=True)
+class ParquetProgress:
+    """How far a train run got through its files."""
+    files: list[str]
+    position: Position
+    complete: bool
+
+    def to_json(self) -> dict:
+        return {"type": "parquet", "files": self.files, "position": self.position.to_json(),
+                "complete": self.complete}
+
+    def describe(self) -> str:
+        position = self.position
+        state = "complete" if self.complete else f"at file {position.file_index}, row {position.row}"
+        return f"{len(self.files)} Parquet file(s), {state}"
+
+
+@dataclass(frozen=True)
+class KafkaOffsets:
+    """The next offset to process of each partition of a topic."""
+    topic: str
+    offsets: dict[int, int]
+
+    def to_json(self) -> dict:
+        return {"type": "kafka", "topic": self.topic,
+                "offsets": {str(partition): offset for partition, offset in sorted(self.offsets.items())}}
+
+    def describe(self) -> str:
+        return json.dumps(self.to_json())
+
+
+@dataclass(frozen=True)
+class MergedFrom:
+    """The snapshots a merged model was made of."""
+    snapshots: list[str]
+
+    def to_json(self) -> dict:
+        return {"type": "merge", "snapshots": self.snapshots}
+
+    def describe(self) -> str:
+        return json.dumps(self.to_json())
+
+
+Source = ParquetProgress | KafkaOffsets | MergedFrom
+
+
+def _source_from_json(data) -> Source | None:
+    if not isinstance(data, dict):
+        return None
+    if data.get("type") == "parquet":
+        return ParquetProgress(list(data["files"]), Position.from_json(data["position"]), bool(data["complete"]))
+    if data.get("type") == "kafka":
+        return KafkaOffsets(data["topic"], {int(p): int(o) for p, o in data["offsets"].items()})
+    if data.get("type") == "merge":
+        return MergedFrom(list(data["snapshots"]))
+    return None
+
+
+_KNOWN_KEYS = ("features", "label", "source", "run", "rows_read", "rows_rejected")
+
+
+@dataclass
+class SnapshotMeta:
+    """The worker's metadata of one snapshot; ``extra`` keeps keys it does not know."""
+    features: FeatureEncoder
+    label: str | None = None
+    source: Source | None = None
+    run: dict | None = None
+    rows_read: int = 0
+    rows_rejected: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        data: dict = {"features": self.features.to_json()}
+        if self.label is not None:
+            data["label"] = self.label
+        if self.source is not None:
+            data["source"] = self.source.to_json()
+        if self.run is not None:
+            data.update(run=self.run, rows_read=self.rows_read, rows_rejected=self.rows_rejected)
+        return {**self.extra, **data}
+
+    @classmethod
+    def from_json(cls, meta: dict, path) -> "SnapshotMeta":
+        """Raise ConfigError when the snapshot was not written by a worker command."""
+        if not isinstance(meta, dict) or "features" not in meta:
+            raise ConfigError(f"{path} has no feature spec; it was not written by worker train.")
+        try:
+            source = _source_from_json(meta.get("source"))
+            return cls(features=FeatureEncoder.from_json(meta["features"]), label=meta.get("label"), source=source,
+                       run=meta.get("run"), rows_read=int(meta.get("rows_read", 0)),
+                       rows_rejected=int(meta.get("rows_rejected", 0)),
+                       extra={key: value for key, value in meta.items()
+                              if key not in _KNOWN_KEYS or (key == "source" and source is None)})
+        except FeatureError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise nbstream.SnapshotError(f"{path}: worker metadata is inconsistent ({error!r}).") from None
+
+
+def read_snapshot(path) -> tuple[NaiveBayes, SnapshotMeta]:
+    """A snapshot written by a worker command: the model and its metadata, from one read."""
+    model, header = load_with_header(path)
+    return model, SnapshotMeta.from_json(header["meta"], path)
+
+
+def write_snapshot(model: NaiveBayes, path, meta: SnapshotMeta) -> Path:
+    """Write the model and its metadata atomically (see ``nbstream.save``)."""
+    return nbstream.save(model, path, meta=meta.to_json())

@@ -1,1 +1,0 @@
-"""Where examples come from: each source yields record batches with their position."""
