@@ -124,6 +124,11 @@ class NaiveBayes:
         decay = 0.5 ** (ages / self.half_life)
         return decay if weights is None else weights * decay
 
+    def differing_params(self, other: "NaiveBayes") -> list[str]:
+        """Names of the parameters whose values differ from another model's of the same kind."""
+        theirs = other.get_params()
+        return [name for name, value in self.get_params().items() if not _same_param(value, theirs.get(name))]
+
     def merge(self, other: "NaiveBayes") -> "NaiveBayes":
         """Add another model's statistics into this one and return this one.
 
@@ -133,8 +138,7 @@ class NaiveBayes:
         """
         if type(other) is not type(self):
             raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}.")
-        differing = [name for name, value in self.get_params().items()
-                     if not _same_param(value, other.get_params()[name])]
+        differing = self.differing_params(other)
         if differing:
             raise ValueError(f"cannot merge models whose parameters differ: {differing}.")
         if not other.is_fitted:

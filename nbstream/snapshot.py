@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import struct
@@ -43,6 +44,24 @@ def save(model: NaiveBayes, path, meta: dict | None = None) -> Path:
 
     meta : JSON-serialisable dict stored as is (the worker keeps source positions there).
     """
+    header_bytes, arrays = _serialise(model, meta, tables=True)
+    return _write_atomically(Path(path), header_bytes, arrays)
+
+
+def dumps(model: NaiveBayes, meta: dict | None = None, *, tables: bool = True) -> bytes:
+    """The snapshot of ``model`` as bytes (the same format as ``save`` writes).
+
+    tables : store the smoothed tables too (then a loaded model predicts bit-identically
+        without recomputing them); without them the snapshot holds only the statistics and
+        the tables are recomputed on first use.
+    """
+    header_bytes, arrays = _serialise(model, meta, tables=tables)
+    buffer = io.BytesIO()
+    _write_body(buffer, header_bytes, arrays)
+    return buffer.getvalue()
+
+
+def _serialise(model: NaiveBayes, meta: dict | None, *, tables: bool) -> tuple[bytes, dict[str, np.ndarray]]:
     model._require_fitted()
     arrays: dict[str, np.ndarray] = {}
     header = {
@@ -58,8 +77,9 @@ def save(model: NaiveBayes, path, meta: dict | None = None) -> Path:
     }
     for name, array in model._stats.arrays().items():
         arrays[f"stats.{name}"] = array
-    for name, value in model._fresh_tables().items():
-        _encode_value(value if isinstance(value, list) else np.asarray(value), f"table.{name}", arrays)
+    if tables:
+        for name, value in model._fresh_tables().items():
+            _encode_value(value if isinstance(value, list) else np.asarray(value), f"table.{name}", arrays)
     header["arrays"] = []
     offset = 0
     for name, array in arrays.items():
@@ -69,29 +89,34 @@ def save(model: NaiveBayes, path, meta: dict | None = None) -> Path:
                                  "offset": offset})
         offset += -(-array.nbytes // 8) * 8
     try:
-        header_bytes = json.dumps(header, allow_nan=False).encode()
+        return json.dumps(header, allow_nan=False).encode(), arrays
     except (TypeError, ValueError) as error:
         raise TypeError(f"snapshot metadata must be JSON-serialisable: {error}") from None
-    return _write_atomically(Path(path), header_bytes, arrays)
+
+
+def _write_body(out, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> None:
+    """Magic and version, header, arrays, then the SHA-256 of all of it."""
+    digest = hashlib.sha256()
+
+    def write(chunk: bytes | memoryview) -> None:
+        digest.update(chunk)
+        out.write(chunk)
+
+    write(_MAGIC + bytes([FORMAT_VERSION]))
+    write(struct.pack("<Q", len(header_bytes)))
+    write(header_bytes)
+    for array in arrays.values():
+        write(memoryview(array.reshape(-1).view(np.uint8)))
+        write(b"\x00" * (-array.nbytes % 8))
+    out.write(digest.digest())
 
 
 def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
-    digest = hashlib.sha256()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            def write(chunk: bytes | memoryview) -> None:
-                digest.update(chunk)
-                out.write(chunk)
-
-            write(_MAGIC + bytes([FORMAT_VERSION]))
-            write(struct.pack("<Q", len(header_bytes)))
-            write(header_bytes)
-            for array in arrays.values():
-                write(memoryview(array.reshape(-1).view(np.uint8)))
-                write(b"\x00" * (-array.nbytes % 8))
-            out.write(digest.digest())
+            _write_body(out, header_bytes, arrays)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp_name, path)
@@ -122,7 +147,15 @@ def load(path) -> NaiveBayes:
 
 def load_with_header(path) -> tuple[NaiveBayes, dict]:
     """The model and the verified header (with the caller's ``meta``), from one read."""
-    header, payload = _read_verified(Path(path))
+    return _model_from(*_read_verified(Path(path)), path)
+
+
+def loads(data: bytes, source: str = "snapshot") -> tuple[NaiveBayes, dict]:
+    """The model and header of a snapshot held in memory (see ``dumps``); ``source`` names it in errors."""
+    return _model_from(*_verified(data, source), source)
+
+
+def _model_from(header: dict, payload: memoryview, source) -> tuple[NaiveBayes, dict]:
     try:
         arrays = {entry["name"]: _array_from(payload, entry) for entry in header["arrays"]}
         model = model_class(header["kind"])()
@@ -132,9 +165,9 @@ def load_with_header(path) -> tuple[NaiveBayes, dict]:
         stats = {name.removeprefix("stats."): a for name, a in arrays.items() if name.startswith("stats.")}
         model._stats = type(model._stats).from_arrays(stats)
         model.n_examples_seen_ = header["examples_seen"]
-        model._tables = _decode_tables(arrays)
+        model._tables = _decode_tables(arrays) or None
     except (KeyError, TypeError, ValueError) as error:
-        raise SnapshotError(f"{path}: snapshot content is inconsistent ({error!r}).") from None
+        raise SnapshotError(f"{source}: snapshot content is inconsistent ({error!r}).") from None
     return model, header
 
 
@@ -143,16 +176,20 @@ def _read_verified(path: Path) -> tuple[dict, memoryview]:
         data = path.read_bytes()
     except OSError as error:
         raise SnapshotError(f"{path}: cannot read snapshot ({error.strerror}).") from None
+    return _verified(data, path)
+
+
+def _verified(data: bytes, source) -> tuple[dict, memoryview]:
     prefix = len(_MAGIC) + 1 + 8
     if len(data) < prefix + 32 or not data.startswith(_MAGIC):
-        raise SnapshotError(f"{path}: not an nbstream snapshot (bad magic or too short).")
+        raise SnapshotError(f"{source}: not an nbstream snapshot (bad magic or too short).")
     version = data[len(_MAGIC)]
     if version != FORMAT_VERSION:
-        raise SnapshotError(f"{path}: snapshot format version {version}; this nbstream reads "
+        raise SnapshotError(f"{source}: snapshot format version {version}; this nbstream reads "
                             f"version {FORMAT_VERSION}.")
     body, checksum = data[:-32], data[-32:]
     if hashlib.sha256(body).digest() != checksum:
-        raise SnapshotError(f"{path}: checksum mismatch: the file is truncated or was altered.")
+        raise SnapshotError(f"{source}: checksum mismatch: the file is truncated or was altered.")
     (header_length,) = struct.unpack_from("<Q", body, len(_MAGIC) + 1)
     header = json.loads(body[prefix:prefix + header_length])
     return header, memoryview(body)[prefix + header_length:]

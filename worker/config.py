@@ -12,6 +12,8 @@ import nbstream
 from nbstream.arrow import FeatureSpec
 
 from .errors import ConfigError
+from .io.kafka.settings import KafkaSettings
+from .io.kafka.state_topic import state_topic_name
 
 TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 
@@ -117,23 +119,29 @@ class MessageFields:
     max_bytes: int = 1_048_576
 
 
+GUARANTEES = ("exactly-once", "at-least-once")
+
+
 @dataclass
 class ServeConfig:
     """Everything `worker serve` needs; see its --help for each setting."""
-    bootstrap: str
+    kafka: KafkaSettings
     input: str
     output: str
     group: str
-    snapshot_dir: Path
+    snapshot_dir: Path | None = None
     model: ModelOptions = field(default_factory=ModelOptions)
     fields: MessageFields = field(default_factory=MessageFields)
     text: bool = False
     hash_bits: int = 20
     ngrams: int = 1
-    classes: list[str] = field(default_factory=list)
+    classes: list = field(default_factory=list)
     dead_letter_topic: str | None = None
+    state_topic: str | None = None
+    guarantee: str = "exactly-once"
     checkpoint_every: int | None = 10_000
-    checkpoint_interval: float | None = 30.0
+    checkpoint_interval: float | None = 5.0
+    transaction_timeout: float = 60.0
     start: str = "earliest"
     keep_snapshots: int = 3
     metrics_port: int | None = None
@@ -141,10 +149,34 @@ class ServeConfig:
     max_poll_records: int = 2_000
     instance_id: str | None = None
     session_timeout: float = 10.0
+    learn: bool = True
+    init_model: Path | None = None
+
+    def __post_init__(self):
+        if self.guarantee not in GUARANTEES:
+            raise ConfigError(f"--guarantee must be one of {', '.join(GUARANTEES)}; got {self.guarantee!r}.")
+        if self.start not in ("earliest", "latest"):
+            raise ConfigError(f"--start must be earliest or latest; got {self.start!r}.")
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.guarantee == "exactly-once"
+
+    @property
+    def commit_interval(self) -> float | None:
+        """Seconds between commits: --checkpoint-interval, but under exactly-once at most half the
+        transaction timeout, so that the broker never aborts a transaction that is still working."""
+        if not self.exactly_once:
+            return self.checkpoint_interval
+        return min(self.checkpoint_interval or self.transaction_timeout, self.transaction_timeout / 2)
 
     @property
     def dlq(self) -> str:
         return self.dead_letter_topic or f"{self.input}.dlq"
+
+    @property
+    def states(self) -> str:
+        return self.state_topic or state_topic_name(self.group, self.input)
 
     def feature_spec(self) -> FeatureSpec:
         """The spec for a fresh model: text, named features (an object) or a list."""
@@ -155,3 +187,17 @@ class ServeConfig:
                                  text=self.fields.text if self.text else None,
                                  hash_bits=self.hash_bits, ngrams=self.ngrams)
         return options.spec(self.model.kind, list_column=not names)
+
+
+def parse_classes(values: list[str]) -> list:
+    """Class labels given on the command line: integers if all are, else numbers if all are, else text.
+
+    >>> parse_classes(["0", "1"]), parse_classes(["0.5", "1"]), parse_classes(["ham", "spam"])
+    ([0, 1], [0.5, 1.0], ['ham', 'spam'])
+    """
+    for convert in (int, float):
+        try:
+            return [convert(value) for value in values]
+        except ValueError:
+            continue
+    return list(values)

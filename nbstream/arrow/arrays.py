@@ -21,6 +21,8 @@ def is_string_type(arrow_type: pa.DataType) -> bool:
 
 def numpy_values(array: pa.Array) -> np.ndarray:
     """Values of a numeric Arrow array in their own dtype, nulls as 0 (flag them first)."""
+    if pa.types.is_null(array.type):
+        return np.zeros(len(array))
     if array.null_count:
         array = pc.fill_null(array, False if pa.types.is_boolean(array.type) else 0)
     return array.to_numpy(zero_copy_only=False)

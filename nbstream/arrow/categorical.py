@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import is_string_type, numpy_values
+from .arrays import is_string_type
 from .spec import FeatureEncoder
 
 UNSEEN_CATEGORY = np.iinfo(np.int32).max  # a code no model has a table entry for
@@ -46,13 +46,16 @@ class CategoricalEncoder(FeatureEncoder):
         for i, (name, mapping) in enumerate(zip(self.columns, self.categories)):
             column = batch.column(name)
             encoded = column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
-            lookup = np.empty(len(encoded.dictionary), dtype=np.int64)
-            for j, value in enumerate(encoded.dictionary.to_pylist()):  # distinct values only
+            # One code per distinct value, plus the unseen code that null rows (flagged already) point to.
+            lookup = np.full(len(encoded.dictionary) + 1, UNSEEN_CATEGORY, dtype=np.int64)
+            for j, value in enumerate(encoded.dictionary.to_pylist()):
                 key = str(value)
                 if key not in mapping and learn:
                     mapping[key] = len(mapping)
                 lookup[j] = mapping.get(key, UNSEEN_CATEGORY)
-            codes[:, i] = lookup[numpy_values(encoded.indices).astype(np.int64)]
+            indices = pc.fill_null(encoded.indices, len(encoded.dictionary)) if encoded.indices.null_count \
+                else encoded.indices
+            codes[:, i] = lookup[indices.to_numpy(zero_copy_only=False).astype(np.int64)]
         return codes
 
     def align(self, other: "CategoricalEncoder") -> list[np.ndarray]:

@@ -5,11 +5,13 @@ Every option can also come from an environment variable NBSTREAM_<OPTION> (shown
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import typer
 
 from ..config import ModelOptions
+from ..io.kafka.settings import KafkaSettings, settings_from
 
 
 def env(name: str) -> str:
@@ -51,3 +53,35 @@ HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
 def model_options(kind, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life) -> ModelOptions:
     return ModelOptions(kind=kind, alpha=alpha, binarize=binarize, fit_prior=fit_prior, norm=norm,
                         var_smoothing=var_smoothing, min_categories=min_categories, half_life=half_life)
+
+
+# ---- Kafka connection (serve, produce, export) ----------------------------------------------
+BOOTSTRAP = typer.Option(None, "--bootstrap", envvar=env("BOOTSTRAP"),
+                         help="Kafka bootstrap servers HOST:PORT[,HOST:PORT...] (or bootstrap.servers in "
+                              "--kafka-config).")
+KAFKA_CLIENT = typer.Option("kafka-python", "--kafka-client", envvar=env("KAFKA_CLIENT"),
+                            help="kafka-python, or confluent (librdkafka, faster; pip install "
+                                 "'nbstream[confluent]').")
+SECURITY_PROTOCOL = typer.Option(None, "--security-protocol", envvar=env("SECURITY_PROTOCOL"),
+                                 help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.")
+SASL_MECHANISM = typer.Option(None, "--sasl-mechanism", envvar=env("SASL_MECHANISM"),
+                              help="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.")
+SASL_USERNAME = typer.Option(None, "--sasl-username", envvar=env("SASL_USERNAME"), help="SASL user name.")
+SASL_PASSWORD_FILE = typer.Option(None, "--sasl-password-file", envvar=env("SASL_PASSWORD_FILE"),
+                                  help="File holding the SASL password; or set NBSTREAM_SASL_PASSWORD. "
+                                       "There is no password flag.")
+SSL_CAFILE = typer.Option(None, "--ssl-cafile", envvar=env("SSL_CAFILE"),
+                          help="PEM file of the CA certificates that sign the brokers' certificates.")
+SSL_CERTFILE = typer.Option(None, "--ssl-certfile", envvar=env("SSL_CERTFILE"),
+                            help="PEM client certificate (mutual TLS).")
+SSL_KEYFILE = typer.Option(None, "--ssl-keyfile", envvar=env("SSL_KEYFILE"), help="PEM key of the client certificate.")
+KAFKA_CONFIG = typer.Option(None, "--kafka-config", envvar=env("KAFKA_CONFIG"),
+                            help="A Java-style client.properties file for any other client property.")
+
+
+def kafka_settings(bootstrap, client, security_protocol, sasl_mechanism, sasl_username, sasl_password_file,
+                   ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config) -> KafkaSettings:
+    """Connection settings from the options above and NBSTREAM_SASL_PASSWORD (raises ConfigError)."""
+    return settings_from(bootstrap, client, security_protocol, sasl_mechanism, sasl_username,
+                         os.environ.get("NBSTREAM_SASL_PASSWORD"), sasl_password_file, ssl_cafile, ssl_certfile,
+                         ssl_keyfile, kafka_config)

@@ -1,4 +1,4 @@
-"""The Kafka commands: serve (the prequential service) and produce (Parquet rows into a topic).
+"""The Kafka commands: serve (the prequential service), export (its model as a file), produce (rows in).
 
 Each command builds a config from its options, delegates, and prints the outcome.
 """
@@ -10,21 +10,34 @@ from typing import Optional
 
 import typer
 
-from ..config import MessageFields, ServeConfig
-from ..errors import ConfigError
+from ..config import MessageFields, ServeConfig, parse_classes
+from ..errors import UserError
 from .app import app, reported_errors
-from .options import (ALPHA, BINARIZE, FIT_PRIOR, HALF_LIFE, HASH_BITS, MIN_CATEGORIES, NGRAMS, NORM, PATHS,
-                      VAR_SMOOTHING, columns, env, model_options)
+from .options import (ALPHA, BINARIZE, BOOTSTRAP, FIT_PRIOR, HALF_LIFE, HASH_BITS, KAFKA_CLIENT, KAFKA_CONFIG,
+                      MIN_CATEGORIES, NGRAMS, NORM, PATHS, SASL_MECHANISM, SASL_PASSWORD_FILE, SASL_USERNAME,
+                      SECURITY_PROTOCOL, SSL_CAFILE, SSL_CERTFILE, SSL_KEYFILE, VAR_SMOOTHING, columns, env,
+                      kafka_settings, model_options)
 
 
 @app.command()
 def serve(
-    bootstrap: str = typer.Option(..., "--bootstrap", envvar=env("BOOTSTRAP"), help="Kafka bootstrap HOST:PORT."),
     input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="Topic of examples (JSON)."),
     output_topic: str = typer.Option(..., "--output", envvar=env("OUTPUT"), help="Topic for predictions."),
-    group: str = typer.Option(..., "--group", envvar=env("GROUP"), help="Consumer group id."),
-    snapshot_dir: Path = typer.Option(..., "--snapshot-dir", envvar=env("SNAPSHOT_DIR"),
-                                      help="Folder of snapshots: the service's state."),
+    group: str = typer.Option(..., "--group", envvar=env("GROUP"),
+                              help="Consumer group id: every replica of one service uses the same."),
+    bootstrap: Optional[str] = BOOTSTRAP,
+    kafka_client: str = KAFKA_CLIENT,
+    guarantee: str = typer.Option("exactly-once", "--guarantee", envvar=env("GUARANTEE"),
+                                  help="exactly-once: predictions, dead letters, state and offsets commit in one "
+                                       "Kafka transaction; at-least-once: a crash may repeat predictions."),
+    snapshot_dir: Optional[Path] = typer.Option(None, "--snapshot-dir", envvar=env("SNAPSHOT_DIR"),
+                                                help="Keep a local copy of the group's model here after each "
+                                                     "commit (also: a first start from such a copy)."),
+    init_model: Optional[Path] = typer.Option(None, "--init-model", envvar=env("INIT_MODEL"),
+                                              help="Start a new group from this worker train snapshot (its "
+                                                   "model and features) and keep learning."),
+    learn: bool = typer.Option(True, "--learn/--no-learn", envvar=env("LEARN"),
+                               help="Learn from labeled messages, or only predict (labels ignored)."),
     model: str = typer.Option("multinomial", "--model", envvar=env("MODEL"),
                               help="bernoulli, multinomial, complement, gaussian or categorical."),
     text: bool = typer.Option(False, "--text", envvar=env("TEXT"),
@@ -42,75 +55,151 @@ def serve(
     min_categories: Optional[int] = MIN_CATEGORIES,
     half_life: Optional[float] = HALF_LIFE,
     classes: Optional[str] = typer.Option(None, "--classes", envvar=env("CLASSES"),
-                                          help="Fixed class set, comma-separated; other labels go to the "
-                                               "dead-letter topic (default: open, grows)."),
+                                          help="Fixed class set, comma-separated (numbers if all are); other "
+                                               "labels go to the dead-letter topic (default: open, grows)."),
     checkpoint_every: int = typer.Option(10_000, "--checkpoint-every", min=1, envvar=env("CHECKPOINT_EVERY"),
-                                         help="Checkpoint after this many messages..."),
-    checkpoint_interval: float = typer.Option(30.0, "--checkpoint-interval", min=0.1,
-                                              envvar=env("CHECKPOINT_INTERVAL"), help="...or seconds."),
+                                         help="Commit after this many messages..."),
+    checkpoint_interval: float = typer.Option(5.0, "--checkpoint-interval", min=0.1,
+                                              envvar=env("CHECKPOINT_INTERVAL"),
+                                              help="...or seconds (under exactly-once, how long predictions "
+                                                   "wait to become visible)."),
+    transaction_timeout: float = typer.Option(60.0, "--transaction-timeout", min=1,
+                                              envvar=env("TRANSACTION_TIMEOUT"),
+                                              help="Seconds before the broker aborts a transaction left open "
+                                                   "by a replica that died."),
     start: str = typer.Option("earliest", "--start", envvar=env("START"),
                               help="Where a partition without saved state starts: earliest or latest."),
     dead_letter_topic: Optional[str] = typer.Option(None, "--dlq", envvar=env("DLQ"),
                                                     help="Dead-letter topic (default: INPUT.dlq)."),
+    state_topic: Optional[str] = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
+                                              help="Compacted topic of the partitions' states "
+                                                   "(default: INPUT.GROUP.nbstream-state)."),
     keep_snapshots: int = typer.Option(3, "--keep-snapshots", min=1, envvar=env("KEEP_SNAPSHOTS")),
     metrics_port: Optional[int] = typer.Option(None, "--metrics-port", envvar=env("METRICS_PORT"),
                                                help="Serve /metrics, /healthz, /readyz on this port."),
-    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", envvar=env("METRICS_HOST")),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", envvar=env("METRICS_HOST"),
+                                     help="Address for the endpoints (0.0.0.0 in a container)."),
     max_message_bytes: int = typer.Option(1_048_576, "--max-message-bytes", min=1, envvar=env("MAX_MESSAGE_BYTES"),
                                           help="Larger messages go to the dead-letter topic."),
     instance_id: Optional[str] = typer.Option(None, "--instance-id", envvar=env("INSTANCE_ID"),
-                                              help="Stable id of this worker in the group (static membership): "
-                                                   "a restart takes its partitions back at once."),
+                                              help="Stable id of this replica in the group (static membership; "
+                                                   "also names its transactions): a restart takes its "
+                                                   "partitions back at once."),
     session_timeout: float = typer.Option(10.0, "--session-timeout", min=6, envvar=env("SESSION_TIMEOUT"),
-                                          help="Seconds before the group gives a silent worker's partitions away."),
+                                          help="Seconds before the group gives a silent replica's partitions away."),
     id_field: str = typer.Option("id", "--id-field", envvar=env("ID_FIELD")),
     features_field: str = typer.Option("features", "--features-field", envvar=env("FEATURES_FIELD")),
     text_field: str = typer.Option("text", "--text-field", envvar=env("TEXT_FIELD")),
     label_field: str = typer.Option("label", "--label-field", envvar=env("LABEL_FIELD")),
     json_logs: bool = typer.Option(False, "--json-logs", envvar=env("JSON_LOGS"), help="Log lines as JSON."),
+    security_protocol: Optional[str] = SECURITY_PROTOCOL,
+    sasl_mechanism: Optional[str] = SASL_MECHANISM,
+    sasl_username: Optional[str] = SASL_USERNAME,
+    sasl_password_file: Optional[Path] = SASL_PASSWORD_FILE,
+    ssl_cafile: Optional[Path] = SSL_CAFILE,
+    ssl_certfile: Optional[Path] = SSL_CERTFILE,
+    ssl_keyfile: Optional[Path] = SSL_KEYFILE,
+    kafka_config: Optional[Path] = KAFKA_CONFIG,
 ) -> None:
     """Serve predictions for a Kafka topic and learn from its labeled messages (prequential).
 
-    Every message gets a prediction on --output; labeled ones are then learned from. State is
-    checkpointed (producer flushed, snapshot with offsets written, offsets committed) every
-    --checkpoint-every messages or --checkpoint-interval seconds and at SIGTERM/SIGINT.
+    Every message gets a prediction on --output; labeled ones are then learned from. Run several
+    replicas with the same --group to scale out: each partition's state lives in the state topic,
+    and every replica predicts with the merge of all of them. Each commit (every
+    --checkpoint-every messages or --checkpoint-interval seconds, before partitions move, and at
+    SIGTERM/SIGINT) writes predictions, dead letters, partition states and offsets together.
     """
     from ..service.logs import configure_logging
     from ..service.serve import serve as run_serve
 
     configure_logging(json_logs)
-    config = ServeConfig(
-        bootstrap=bootstrap, input=input_topic, output=output_topic, group=group, snapshot_dir=snapshot_dir,
-        model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
-        fields=MessageFields(id=id_field, features=features_field, text=text_field, label=label_field,
-                             feature_names=columns(feature_names), max_bytes=max_message_bytes),
-        text=text, hash_bits=hash_bits, ngrams=ngrams,
-        classes=columns(classes), dead_letter_topic=dead_letter_topic, checkpoint_every=checkpoint_every,
-        checkpoint_interval=checkpoint_interval, start=start, keep_snapshots=keep_snapshots,
-        metrics_port=metrics_port, metrics_host=metrics_host,
-        instance_id=instance_id, session_timeout=session_timeout)
     with reported_errors():
-        if start not in ("earliest", "latest"):
-            raise ConfigError(f"--start must be earliest or latest; got {start!r}.")
+        config = ServeConfig(
+            kafka=kafka_settings(bootstrap, kafka_client, security_protocol, sasl_mechanism, sasl_username,
+                                 sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config),
+            input=input_topic, output=output_topic, group=group, snapshot_dir=snapshot_dir,
+            model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
+            fields=MessageFields(id=id_field, features=features_field, text=text_field, label=label_field,
+                                 feature_names=columns(feature_names), max_bytes=max_message_bytes),
+            text=text, hash_bits=hash_bits, ngrams=ngrams, classes=parse_classes(columns(classes)),
+            dead_letter_topic=dead_letter_topic, state_topic=state_topic, guarantee=guarantee,
+            checkpoint_every=checkpoint_every, checkpoint_interval=checkpoint_interval,
+            transaction_timeout=transaction_timeout, start=start, keep_snapshots=keep_snapshots,
+            metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
+            session_timeout=session_timeout, learn=learn, init_model=init_model)
         run_serve(config)
+
+
+@app.command()
+def export(
+    input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="The topic the group serves."),
+    group: str = typer.Option(..., "--group", envvar=env("GROUP"), help="The group whose model to export."),
+    out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write."),
+    bootstrap: Optional[str] = BOOTSTRAP,
+    kafka_client: str = KAFKA_CLIENT,
+    state_topic: Optional[str] = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
+                                              help="The group's state topic (default: INPUT.GROUP.nbstream-state)."),
+    security_protocol: Optional[str] = SECURITY_PROTOCOL,
+    sasl_mechanism: Optional[str] = SASL_MECHANISM,
+    sasl_username: Optional[str] = SASL_USERNAME,
+    sasl_password_file: Optional[Path] = SASL_PASSWORD_FILE,
+    ssl_cafile: Optional[Path] = SSL_CAFILE,
+    ssl_certfile: Optional[Path] = SSL_CERTFILE,
+    ssl_keyfile: Optional[Path] = SSL_KEYFILE,
+    kafka_config: Optional[Path] = KAFKA_CONFIG,
+) -> None:
+    """Write a serving group's current model (every partition's committed state, merged) as a snapshot."""
+    from ..io.kafka.client import KafkaFailure, connect
+    from ..io.kafka.state_topic import state_topic_name
+    from ..service.export import export as run_export
+
+    with reported_errors():
+        settings = kafka_settings(bootstrap, kafka_client, security_protocol, sasl_mechanism, sasl_username,
+                                  sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config)
+        try:
+            model, offsets = run_export(connect(settings), input_topic, state_topic or state_topic_name(group, input_topic),
+                                        out)
+        except KafkaFailure as failure:
+            raise UserError(f"cannot read the state from Kafka at {settings.bootstrap}: {failure}") from None
+    typer.echo(f"exported {model.n_examples_seen_:,} examples, {len(model.classes_)} classes, offsets "
+               f"{dict(sorted(offsets.items()))} -> {out}")
 
 
 @app.command()
 def produce(
     paths: list[str] = PATHS,
-    bootstrap: str = typer.Option(..., "--bootstrap", envvar=env("BOOTSTRAP"), help="Kafka bootstrap HOST:PORT."),
     topic: str = typer.Option(..., "--topic", envvar=env("TOPIC"), help="Topic to write to."),
+    bootstrap: Optional[str] = BOOTSTRAP,
+    kafka_client: str = KAFKA_CLIENT,
     features: Optional[str] = typer.Option(None, "--features", help="A list column, sent as \"features\"."),
     text: Optional[str] = typer.Option(None, "--text", help="A string column, sent as \"text\"."),
     label: Optional[str] = typer.Option(None, "--label", help="Label column, sent as \"label\"."),
     id_column: Optional[str] = typer.Option(None, "--id", help="Id column, sent as \"id\" and used as the key."),
     rate: float = typer.Option(0.0, "--rate", min=0, help="Messages per second (0: as fast as possible)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Stop after this many messages."),
+    security_protocol: Optional[str] = SECURITY_PROTOCOL,
+    sasl_mechanism: Optional[str] = SASL_MECHANISM,
+    sasl_username: Optional[str] = SASL_USERNAME,
+    sasl_password_file: Optional[Path] = SASL_PASSWORD_FILE,
+    ssl_cafile: Optional[Path] = SSL_CAFILE,
+    ssl_certfile: Optional[Path] = SSL_CERTFILE,
+    ssl_keyfile: Optional[Path] = SSL_KEYFILE,
+    kafka_config: Optional[Path] = KAFKA_CONFIG,
 ) -> None:
-    """Send Parquet rows to a topic as JSON messages (for demos and benchmarks)."""
+    """Send Parquet rows to a topic as JSON messages (for demos and benchmarks); every one is confirmed."""
+    from ..io.kafka.client import KafkaFailure, connect
     from ..service.produce import produce as run_produce
 
     with reported_errors():
-        sent = run_produce(paths, bootstrap, topic, features=features, text=text, label=label,
-                           id_column=id_column, rate=rate, limit=limit)
-    typer.echo(f"sent {sent:,} messages to {topic}")
+        settings = kafka_settings(bootstrap, kafka_client, security_protocol, sasl_mechanism, sasl_username,
+                                  sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config)
+        try:
+            result = run_produce(connect(settings), paths, topic, features=features, text=text, label=label,
+                                 id_column=id_column, rate=rate, limit=limit)
+        except KafkaFailure as failure:
+            raise UserError(f"Kafka at {settings.bootstrap}: {failure}") from None
+    if result.failed:
+        typer.echo(f"error: {result.failed:,} of {result.sent:,} messages were not delivered to {topic} "
+                   f"(first: {result.error})", err=True)
+        raise typer.Exit(code=1)
+    typer.echo(f"sent {result.sent:,} messages to {topic}")

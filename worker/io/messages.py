@@ -1,4 +1,4 @@
-"""Kafka message values (JSON objects) to Arrow batches for the feature spec.
+"""Kafka message values (JSON objects) to Arrow batches for the feature encoder.
 
 A message is one example::
 
@@ -6,9 +6,11 @@ A message is one example::
     {"id": "m-2", "features": {"age": 31, "income": 5.2}, "label": 1}  named features
     {"id": "m-3", "text": "WINNER!! claim your prize", "label": "spam"}  text
 
-Field names are configurable; ``label`` and ``id`` are optional. Anything that cannot be
-read (not JSON, not an object, a feature of the wrong type, too large) is recorded as a
-problem of that message; the batch is still built, with a null in its place.
+Field names are configurable; ``label`` and ``id`` are optional. Nothing about a message's
+content raises: anything that cannot be read (not JSON, not an object, a null or empty
+value, too large, a feature of the wrong type, a label that is not a string or a number or
+not of the model's label kind) is recorded as that message's problem, and the batch is
+still built with typed columns and a null in its place, even when every message is bad.
 """
 
 from __future__ import annotations
@@ -23,46 +25,82 @@ from nbstream.arrow import FeatureSpec, RowProblems
 
 from ..config import MessageFields
 
+STRING, NUMBER = "string", "number"  # the two kinds of label
+
 
 @dataclass
 class Decoded:
     """One example per message, in message order."""
-    batch: pa.RecordBatch  # the spec's columns plus "label"
+    batch: pa.RecordBatch  # the spec's columns plus "label" (strings, or numbers)
     ids: list
     problems: RowProblems
+    label_kind: str | None  # the kind of the labels read (None: no label in the batch)
 
 
-def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields) -> Decoded:
-    """One example per message; the batch has the spec's columns plus "label"."""
+def label_kind_of(value) -> str | None:
+    """STRING or NUMBER for a usable label, None for anything else (booleans included)."""
+    if isinstance(value, str):
+        return STRING
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return NUMBER
+    return None
+
+
+def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
+           label_kind: str | None = None) -> Decoded:
+    """Decode a poll's message values.
+
+    label_kind : the kind of label the model learns (STRING or NUMBER), or None while it has
+        learned none: then the batch's first usable label decides.
+    """
     n = len(values)
     errors: list[str | None] = [None] * n
     ids, labels = [None] * n, [None] * n
     columns: dict[str, list] = {name: [None] * n for name in spec.columns}
     for i, value in enumerate(values):
-        if value is None:
-            errors[i] = "empty message"
-            continue
-        if len(value) > fields.max_bytes:
-            errors[i] = f"message of {len(value)} bytes exceeds the limit of {fields.max_bytes}"
-            continue
-        try:
-            message = orjson.loads(value)
-        except orjson.JSONDecodeError as error:
-            errors[i] = f"malformed JSON: {error}"
-            continue
-        if not isinstance(message, dict):
-            errors[i] = f"expected a JSON object; got {type(message).__name__}"
+        message, errors[i] = _parse(value, fields.max_bytes)
+        if message is None:
             continue
         ids[i] = message.get(fields.id)
-        labels[i] = message.get(fields.label)
         errors[i] = _take_features(message, spec, fields, columns, i)
+        label = message.get(fields.label)
+        if errors[i] is None and label is not None:
+            kind = label_kind_of(label)
+            if kind is None:
+                errors[i] = f"label must be a string or a number; got {_json_type(label)}"
+            elif label_kind is not None and kind != label_kind:
+                errors[i] = f"label {label!r} is a {kind}; the model's labels are {label_kind}s"
+            else:
+                label_kind = kind
+                labels[i] = label
     problems = RowProblems(n)
-    bad = np.array([e is not None for e in errors])
+    bad = np.array([e is not None for e in errors], dtype=bool)
     if bad.any():
         problems.flag(bad, "message", np.array(errors, dtype=object))
-    arrays = {name: _to_arrow(name, column, spec, problems) for name, column in columns.items()}
-    arrays["label"] = _labels_to_arrow(labels)
-    return Decoded(pa.record_batch(arrays), ids, problems)
+    arrays = {name: _column(name, column, spec, problems) for name, column in columns.items()}
+    arrays["label"] = _label_column([None if b else label for b, label in zip(bad, labels)], label_kind, problems)
+    return Decoded(pa.record_batch(arrays), ids, problems, label_kind if any(v is not None for v in labels) else None)
+
+
+def _parse(value: bytes | None, max_bytes: int) -> tuple[dict | None, str | None]:
+    """(message, None) or (None, the problem)."""
+    if value is None:
+        return None, "empty message (null value)"
+    if not value:
+        return None, "empty message"
+    if len(value) > max_bytes:
+        return None, f"message of {len(value)} bytes exceeds the limit of {max_bytes}"
+    try:
+        message = orjson.loads(value)
+    except orjson.JSONDecodeError as error:
+        return None, f"malformed JSON: {error}"
+    if not isinstance(message, dict):
+        return None, f"expected a JSON object; got {type(message).__name__}"
+    return message, None
+
+
+def _json_type(value) -> str:
+    return {bool: "a boolean", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
 def _take_features(message: dict, spec: FeatureSpec, fields: MessageFields, columns: dict, i: int) -> str | None:
@@ -70,7 +108,7 @@ def _take_features(message: dict, spec: FeatureSpec, fields: MessageFields, colu
         text = message.get(fields.text)
         if not isinstance(text, str):
             return f"field {fields.text!r} must be a string"
-        columns[fields.text][i] = text
+        columns[spec.columns[0]][i] = text
         return None
     features = message.get(fields.features)
     if spec.kind == "vector":
@@ -88,28 +126,29 @@ def _take_features(message: dict, spec: FeatureSpec, fields: MessageFields, colu
     return None
 
 
-def _to_arrow(name: str, values: list, spec: FeatureSpec, problems: RowProblems) -> pa.Array:
-    """One column for the whole batch; a value of the wrong type becomes a null and a problem."""
+def _column(name: str, values: list, spec: FeatureSpec, problems: RowProblems) -> pa.Array:
+    """One column of the spec's type for the whole batch; a value of the wrong type becomes a
+    null and a problem of its row."""
     if spec.kind in ("text", "categorical"):
         if spec.kind == "categorical":
             values = [None if v is None else str(v) for v in values]
-        return _typed_array(name, values, pa.string(), problems)
+        return _typed(name, values, pa.string(), problems)
+    numeric = pa.list_(pa.float64()) if spec.kind == "vector" else pa.float64()
     try:  # let Arrow infer: JSON integers stay int64 (much faster than converting each to float)
         array = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        array = None
-    numeric = pa.list_(pa.float64()) if spec.kind == "vector" else pa.float64()
-    if array is None or not _numeric(array.type.value_type if spec.kind == "vector" and pa.types.is_list(array.type)
-                                     else array.type):
-        return _typed_array(name, values, numeric, problems)
+        return _typed(name, values, numeric, problems)
+    inferred = array.type.value_type if spec.kind == "vector" and pa.types.is_list(array.type) else array.type
+    if spec.kind == "vector" and not pa.types.is_list(array.type) or not _numeric(inferred):
+        return _typed(name, values, numeric, problems)
     return array
 
 
 def _numeric(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_null(arrow_type)
+    return pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
 
 
-def _typed_array(name: str, values: list, arrow_type: pa.DataType, problems: RowProblems) -> pa.Array:
+def _typed(name: str, values: list, arrow_type: pa.DataType, problems: RowProblems) -> pa.Array:
     try:
         return pa.array(values, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -125,8 +164,20 @@ def _typed_array(name: str, values: list, arrow_type: pa.DataType, problems: Row
         return pa.array(cleaned, type=arrow_type)
 
 
-def _labels_to_arrow(labels: list) -> pa.Array:
+def _label_column(labels: list, kind: str | None, problems: RowProblems) -> pa.Array:
+    """Strings, or numbers (int64 when all are integers, else float64); nulls where unlabeled."""
+    if kind == STRING:
+        return pa.array(labels, pa.string())
+    if kind is None:
+        return pa.nulls(len(labels), pa.string())
     try:
-        return pa.array(labels)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # numbers and strings mixed: compare as text
-        return pa.array([None if label is None else str(label) for label in labels], pa.string())
+        return pa.array(labels, pa.int64() if all(isinstance(v, int) for v in labels if v is not None)
+                        else pa.float64())
+    except (pa.ArrowInvalid, OverflowError):  # an integer beyond 64 bits
+        cleaned = []
+        for i, label in enumerate(labels):
+            fits = label is None or isinstance(label, float) or -2**63 <= label < 2**63
+            cleaned.append(label if fits else None)
+            if not fits:
+                problems.flag(np.arange(len(labels)) == i, "label", "label is an integer beyond 64 bits")
+        return _label_column(cleaned, kind, problems)

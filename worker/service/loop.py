@@ -1,82 +1,67 @@
-"""The run loop of `worker serve`: read a batch -> predict -> emit -> learn -> maybe checkpoint.
+"""The prequential loop of `worker serve`: decode -> predict -> emit -> learn, batch by batch.
 
-Prequential evaluation: every message is predicted by the model as it was before the
-batch, then the labeled ones are learned from. A message that cannot be used goes to the
-reject sink (the dead-letter topic) with its error, and nothing else happens to it.
+Every message is predicted by the group's global model as it was before the batch, then the
+labeled ones are learned into the state of the partition they came from (and into the global
+model). A message that cannot be used goes to the reject sink (the dead-letter topic) with its
+error, and nothing else happens to it; either way its offset is passed.
 
-The loop sees its source, sinks and checkpointer only through their interfaces, so it runs
-in unit tests on in-memory fakes.
+The loop sees its sinks only through their interfaces, so it runs in unit tests on fakes.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import orjson
 import pyarrow as pa
 
-from nbstream.arrow import FeatureEncoder, FeatureError, RowProblems, label_values
+from nbstream.arrow import FeatureError, RowProblems, label_values
 from nbstream.labels import ClassSet
 
-from ..checkpoint import Checkpointer
 from ..config import MessageFields
-from ..io.interfaces import PredictionSink, RecordSource, RejectSink
+from ..io.interfaces import PredictionSink, RejectSink
 from ..io.messages import decode
 from .observability import ServiceMetrics
+from .partitions import GroupState
 
 
 class PrequentialLoop:
-    """classes: a fixed class set (labels outside it are rejected), or None for an open one."""
+    """learn : learn from labeled messages (False: predict only, labels ignored).
+    poisoned : {(topic, partition, offset): error} of inputs whose output the broker refused."""
 
-    def __init__(self, model, features: FeatureEncoder, fields: MessageFields, source: RecordSource,
-                 predictions: PredictionSink, rejects: RejectSink, checkpointer: Checkpointer,
-                 metrics: ServiceMetrics, classes=None):
-        self.model, self.features, self.fields = model, features, fields
-        self.source, self.predictions, self.rejects = source, predictions, rejects
-        self.checkpointer, self.metrics = checkpointer, metrics
+    def __init__(self, fields: MessageFields, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
+                 metrics: ServiceMetrics, *, learn: bool = True, poisoned: dict | None = None):
+        self.fields, self.group = fields, group
+        self.predictions, self.rejects, self.metrics = predictions, rejects, metrics
+        self.learn = learn
+        self.poisoned = poisoned if poisoned is not None else {}
+        classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
-    def run(self, should_stop, poll_timeout_ms: int = 500) -> None:
-        """Poll and process until should_stop() is true, then write a final checkpoint."""
-        while not should_stop():
-            records = self.source.poll(poll_timeout_ms)
-            self.metrics.heartbeat = time.monotonic()
-            self.metrics.ready = bool(self.source.assigned)
-            if records:
-                self.process(records)
-            if self.checkpointer.record(len(records)):
-                self._checkpointed()
-        if self.checkpointer.commit():
-            self._checkpointed()
-
     def process(self, records: list) -> None:
-        decoded = decode([r.value for r in records], self.features.spec, self.fields)
-        X, problems = self.features.encode(decoded.batch, learn=True, counts_only=self.model.requires_non_negative,
-                                           problems=decoded.problems)
+        model = self.group.global_model
+        if model.stale:
+            model.rebuild(self.group.states())
+        decoded = decode([r.value for r in records], model.encoder.spec, self.fields,
+                         label_kind=model.label_kind() if self.learn else None)
+        X, problems = model.encoder.encode(decoded.batch, learn=not model.categorical,
+                                           counts_only=model.model.requires_non_negative, problems=decoded.problems)
         labeled, y = self._labels(decoded.batch.column("label"), problems)
+        self._flag_poisoned(records, problems)
         self.rejects.reject(records, problems)
         self.metrics.dead_letters.inc(int(problems.bad.sum()))
         self.metrics.messages.inc(len(records))
         good = problems.good
-        if not good.any():
-            return
-        X_good = problems.select_good(X)
-        predicted, proba = self._predict(X_good)
-        self._emit(records, decoded.ids, good, predicted, proba)
-        learn = labeled[good]
-        if learn.any():
-            y_good = problems.select_good(y)[learn]
-            if predicted is not None:
-                self.metrics.judged(int((predicted[learn] == y_good).sum()), int(learn.sum()))
-            first = not self.model.is_fitted
-            self.model.partial_fit(X_good[learn] if not learn.all() else X_good, y_good,
-                                   classes=self.classes.labels if first and self.classes else None)
-            self.metrics.learned.inc(int(learn.sum()))
-            self.metrics.examples_seen.set(self.model.n_examples_seen_)
+        if good.any():
+            predicted, proba = model.predict(problems.select_good(X))
+            self._emit(records, decoded.ids, good, predicted, proba)
+            if self.learn:
+                self._learn(records, decoded.batch, X, y, labeled & good, good, predicted)
+        self._advance(records)
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
         """(labeled mask, label values); a label outside a fixed class set is a problem."""
+        if not self.learn:
+            return np.zeros(len(labels), dtype=bool), np.zeros(len(labels))
         try:
             labeled, y = label_values(labels, "label", problems)
         except FeatureError as error:
@@ -87,15 +72,17 @@ class PrequentialLoop:
                           f"label not among the classes {self.classes.labels.tolist()}")
         return labeled, y
 
-    def _predict(self, X):
-        if not self.model.is_fitted:
-            return None, None
-        proba = self.model.predict_proba(X)
-        return self.model.classes_[np.argmax(proba, axis=1)], proba
+    def _flag_poisoned(self, records: list, problems: RowProblems) -> None:
+        if not self.poisoned:
+            return
+        errors = [self.poisoned.get((r.topic, r.partition, r.offset)) for r in records]
+        if any(errors):
+            problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 
     def _emit(self, records, ids, good, predicted, proba) -> None:
-        version = int(self.model.n_examples_seen_) if self.model.is_fitted else 0
-        labels = [str(c) for c in self.model.classes_.tolist()] if predicted is not None else []
+        model = self.group.global_model.model
+        version = int(model.n_examples_seen_) if model.is_fitted else 0
+        labels = [str(c) for c in model.classes_.tolist()] if predicted is not None else []
         predictions = predicted.tolist() if predicted is not None else None
         for j, i in enumerate(np.flatnonzero(good)):
             record = records[i]
@@ -103,9 +90,47 @@ class PrequentialLoop:
                      "probabilities": {} if proba is None else dict(zip(labels, proba[j].tolist())),
                      "model_version": version, "topic": record.topic, "partition": record.partition,
                      "offset": record.offset}
-            self.predictions.prediction(record.key, orjson.dumps(value))
+            self.predictions.prediction(record, orjson.dumps(value))
         self.metrics.predictions.inc(int(good.sum()))
 
-    def _checkpointed(self) -> None:
-        self.metrics.checkpoints.inc()
-        self.metrics.last_checkpoint.set(time.time())
+    def _learn(self, records, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray, predicted) -> None:
+        """Learn the rows in ``learn`` into their partitions' states and the global model, judging
+        each against its prediction first."""
+        if not learn.any():
+            return
+        model = self.group.global_model
+        partitions = np.fromiter((r.partition for r in records), dtype=np.int64, count=len(records))
+        right = np.zeros(len(records), dtype=bool)
+        if predicted is not None:
+            guessed = np.empty(len(records), dtype=predicted.dtype)
+            guessed[good] = predicted
+            right[learn] = guessed[learn] == y[learn]
+        for partition in np.unique(partitions[learn]):
+            rows = learn & (partitions == partition)
+            state = self.group.owned[int(partition)]
+            if state.encoder is not None:  # categorical: codes of the partition's own
+                X_rows = state.encoder.encode(batch.filter(pa.array(rows)), learn=True)[0]
+            else:
+                X_rows = X[rows]
+            state.model.partial_fit(X_rows, y[rows], classes=model.classes if not state.model.is_fitted else None)
+            if predicted is not None:
+                state.judge(int(right[rows].sum()), int(rows.sum()))
+            state.changed = True
+        X_learn = model.encoder.encode(batch.filter(pa.array(learn)), learn=True)[0] if model.categorical \
+            else X[learn]
+        model.learn(X_learn, y[learn])
+        if predicted is not None:
+            self.metrics.judged(int(right[learn].sum()), int(learn.sum()))
+        self.metrics.learned.inc(int(learn.sum()))
+        self.metrics.examples_seen.set(model.model.n_examples_seen_ if model.model.is_fitted else 0)
+
+    def _advance(self, records) -> None:
+        """Every record's offset is passed, whatever became of it."""
+        last: dict[int, int] = {}
+        for record in records:
+            last[record.partition] = max(last.get(record.partition, -1), record.offset)
+        for partition, offset in last.items():
+            state = self.group.owned.get(partition)
+            if state is not None and (state.next_offset is None or offset + 1 > state.next_offset):
+                state.next_offset = offset + 1
+                state.changed = True

@@ -29,10 +29,29 @@ class ServiceMetrics:
         self.examples_seen = Gauge("nbstream_examples_seen", "Examples in the model", registry=self.registry)
         self.last_checkpoint = Gauge("nbstream_last_checkpoint_timestamp_seconds", "Time of the last checkpoint",
                                      registry=self.registry)
+        self.assigned = Gauge("nbstream_assigned_partitions", "Input partitions this replica owns",
+                              registry=self.registry)
+        self.restore_seconds = Gauge("nbstream_restore_seconds", "Time the last assignment took to restore "
+                                     "partition states", registry=self.registry)
+        self.state_bytes = Gauge("nbstream_state_bytes_per_commit", "Compressed state bytes written by the last "
+                                 "checkpoint", registry=self.registry)
+        self.commit_seconds = Gauge("nbstream_commit_seconds", "Duration of the last checkpoint (flush, state, "
+                                    "commit)", registry=self.registry)
+        self.kafka_up = Gauge("nbstream_kafka_connected", "1 while the broker answers, else 0", registry=self.registry)
+        self.sessions = Counter("nbstream_kafka_sessions", "Kafka sessions started (a new one after each "
+                                "recovered failure)", registry=self.registry)
         self._correct = 0
         self._judged = 0
         self.ready = False
+        self.connected = False
         self.heartbeat = time.monotonic()
+
+    def broker_answers(self, answers: bool) -> bool:
+        """Record whether the broker answers; True when that changed."""
+        changed = answers != self.connected
+        self.connected = answers
+        self.kafka_up.set(1 if answers else 0)
+        return changed
 
     def judged(self, correct: int, total: int) -> None:
         self._correct += correct

@@ -1,37 +1,58 @@
 """`worker produce`: load Parquet rows into a topic as JSON messages (for demos and benchmarks).
 
 Each row becomes {"id": ..., "features": [...] or "text": ..., "label": ...}, keyed by its id.
+Every record is confirmed by the broker; the count of those that were not is reported.
 """
 
 from __future__ import annotations
 
-import json
 import time
+from dataclasses import dataclass
 
-from kafka import KafkaProducer
+import orjson
 
 from ..errors import ConfigError
+from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure
 from ..io.parquet.source import expand_paths, read_batches
 
+CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
 
-def produce(paths: list[str], bootstrap: str, topic: str, *, features: str | None = None, text: str | None = None,
-            label: str | None = None, id_column: str | None = None, rate: float = 0.0, limit: int | None = None,
-            stamp: bool = False) -> int:
-    """Send rows as messages; ``rate`` messages/s (0: as fast as possible). Returns the count.
+
+@dataclass
+class Produced:
+    sent: int
+    failed: int
+    error: str | None = None  # the first failure, if any
+
+
+def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str | None = None,
+            text: str | None = None, label: str | None = None, id_column: str | None = None, rate: float = 0.0,
+            limit: int | None = None, stamp: bool = False, timeout_s: float = 60.0) -> Produced:
+    """Send rows as messages; ``rate`` messages/s (0: as fast as possible).
 
     stamp: add "sent_at" (Unix seconds) to each message, for latency measurements.
     """
     if bool(features) == bool(text):
-        raise ConfigError("give exactly one of features (a list column) or text (a string column).")
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_request_size=16 * 1024 * 1024)
+        raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
+    producer = client.producer(linger_ms=5)
     columns = [c for c in (features, text, label, id_column) if c]
-    sent, started = 0, time.monotonic()
+    result, started = Produced(0, 0), time.monotonic()
+
+    def confirm() -> None:
+        try:
+            producer.flush(timeout_s)
+        except DeliveryFailed as failed:
+            result.failed += len(failed.failures)
+            result.error = result.error or failed.failures[0].error
+        except KafkaFailure as failure:
+            raise KafkaFailure(f"{failure} ({result.sent:,} sent, the last {CONFIRM_EVERY:,} at most unconfirmed)")
+
     try:
-        for batch in read_batches(expand_paths(paths), columns, 10_000):
+        for batch in read_batches(expand_paths(paths), columns, CONFIRM_EVERY):
             data = {name: batch.data.column(name).to_pylist() for name in columns}
             for i in range(batch.data.num_rows):
-                if limit is not None and sent >= limit:
-                    return sent
+                if limit is not None and result.sent >= limit:
+                    break
                 message = {"features": data[features][i]} if features else {"text": data[text][i]}
                 if label:
                     message["label"] = data[label][i]
@@ -40,14 +61,17 @@ def produce(paths: list[str], bootstrap: str, topic: str, *, features: str | Non
                     message["id"] = data[id_column][i]
                     key = str(message["id"]).encode()
                 if rate:
-                    delay = started + sent / rate - time.monotonic()
+                    delay = started + result.sent / rate - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
                 if stamp:
                     message["sent_at"] = time.time()
-                producer.send(topic, key=key, value=json.dumps(message).encode())
-                sent += 1
-        return sent
+                producer.send(topic, orjson.dumps(message), key=key)
+                result.sent += 1
+            confirm()
+            if limit is not None and result.sent >= limit:
+                break
+        confirm()
+        return result
     finally:
-        producer.flush()
-        producer.close()
+        producer.close(timeout_s=5.0)

@@ -1,8 +1,10 @@
 """`worker serve`: the long-lived Kafka service, wired from a ServeConfig.
 
-Start: load the newest intact snapshot in --snapshot-dir (model, features, offsets) or
-build a fresh model; seek every assigned partition to the snapshot's offset. Stop on
-SIGTERM or SIGINT: finish the batch in hand, write a final checkpoint, close, exit 0.
+It runs Kafka sessions (see session.py) one after another. A session that fails on
+something a new session recovers from (broker restart, lost group membership, fenced
+producer, aborted transaction) is closed with its uncommitted work discarded; after a short,
+growing pause the next one resumes from the committed state. Only configuration errors
+(settings, refused access) and SIGTERM/SIGINT end the process; a stop commits first.
 """
 
 from __future__ import annotations
@@ -10,63 +12,128 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import uuid
+from dataclasses import dataclass
 
-from kafka import TopicPartition
+from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 
-from ..checkpoint import CheckpointPolicy, Checkpointer
 from ..config import ServeConfig
 from ..errors import ConfigError
-from ..io.kafka.sink import KafkaSink
-from ..io.kafka.source import KafkaSource
-from ..snapshot_meta import KafkaOffsets
-from .loop import PrequentialLoop
+from ..io.kafka.client import KafkaFailure, connect
+from ..snapshot_meta import KafkaOffsets, read_snapshot
 from .observability import ServiceMetrics, serve_metrics
-from .state import ServiceState, SnapshotStore
+from .partition_state import PartitionState
+from .session import Session
+from .state import SnapshotStore
 
 log = logging.getLogger(__name__)
 
 
-def restore(config: ServeConfig, store: SnapshotStore):
-    """(model, features, positions) from the newest intact snapshot, or a fresh start."""
-    restored = store.latest()
-    if restored is None:
-        log.info("no snapshot in %s: starting a fresh %s model", config.snapshot_dir, config.model.kind)
-        return config.model.build(), config.feature_spec().encoder(), {}
-    model, meta, path = restored
-    source = meta.source
-    if not isinstance(source, KafkaOffsets) or source.topic != config.input:
-        topic = source.topic if isinstance(source, KafkaOffsets) else None
-        raise ConfigError(f"{path} holds the state of topic {topic!r}, not {config.input!r}.")
-    positions = {TopicPartition(config.input, p): o for p, o in source.offsets.items()}
-    log.info("restored %s: %d examples, offsets %s", path.name, model.n_examples_seen_, source.offsets)
-    return model, meta.features, positions
+@dataclass
+class Backoff:
+    """Pauses between sessions: doubling from ``first`` up to ``longest`` seconds; reset by a success."""
+    first: float = 0.5
+    longest: float = 30.0
+    current: float = 0.0
+
+    def next(self) -> float:
+        self.current = self.first if not self.current else min(self.longest, self.current * 2)
+        return self.current
+
+    def reset(self) -> None:
+        self.current = 0.0
+
+
+@dataclass
+class StartingPoint:
+    """The model and features a group starts from: the configured ones, or those of a snapshot."""
+    template: object  # an unfitted model with the group's parameters
+    features: dict  # the group's feature encoder, as JSON
+    base: PartitionState | None = None  # a model the group starts from
+
+    def fresh(self):
+        return type(self.template)(**self.template.get_params())
+
+
+def starting_point(config: ServeConfig, store: SnapshotStore | None) -> StartingPoint:
+    """--init-model, else the newest snapshot in --snapshot-dir (a group's earlier state), else nothing."""
+    if config.init_model is not None:
+        model, meta = read_snapshot(config.init_model)
+        log.info("--init-model %s: a %r of %d examples, features %s", config.init_model, model,
+                 model.n_examples_seen_, meta.features.describe())
+        return _from_snapshot(model, meta.features, {})
+    found = store.latest() if store is not None else None
+    if found is not None:
+        model, meta, path = found
+        if not isinstance(meta.source, KafkaOffsets) or meta.source.topic != config.input:
+            topic = meta.source.topic if isinstance(meta.source, KafkaOffsets) else None
+            raise ConfigError(f"{path} holds the state of topic {topic!r}, not {config.input!r}.")
+        return _from_snapshot(model, meta.features, dict(meta.source.offsets))
+    return StartingPoint(config.model.build(), config.feature_spec().encoder().to_json())
+
+
+def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int]) -> StartingPoint:
+    group_features = features.spec.encoder().to_json() if isinstance(features, CategoricalEncoder) \
+        else features.to_json()
+    base = PartitionState(model, encoder=features if isinstance(features, CategoricalEncoder) else None,
+                          starts=starts)
+    return StartingPoint(type(model)(**model.get_params()), group_features, base)
 
 
 def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
-    store = SnapshotStore(config.snapshot_dir, config.keep_snapshots)
-    model, features, positions = restore(config, store)
+    client = connect(config.kafka)
+    store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
+    start = starting_point(config, store)
     metrics = ServiceMetrics()
     http = serve_metrics(metrics, config.metrics_port, config.metrics_host) if config.metrics_port is not None else None
     if http:
         log.info("metrics on http://%s:%d/metrics", *http.server_address[:2])
-    source = KafkaSource(config.bootstrap, config.input, config.group, positions, start=config.start,
-                         max_poll_records=config.max_poll_records, instance_id=config.instance_id,
-                         session_timeout_ms=int(config.session_timeout * 1000))
-    sink = KafkaSink(config.bootstrap, config.output, config.dlq)
-    checkpointer = Checkpointer(CheckpointPolicy(config.checkpoint_every, config.checkpoint_interval),
-                                outputs=[sink], state=ServiceState(store, model, features, source, config.input),
-                                upstream=source)
-    loop = PrequentialLoop(model, features, config.fields, source, predictions=sink, rejects=sink,
-                           checkpointer=checkpointer, metrics=metrics, classes=config.classes or None)
+    transactional_id = f"nbstream.{config.group}.{config.instance_id or uuid.uuid4().hex[:12]}"
+    poisoned: dict = {}
+    backoff, last_failure = Backoff(), None
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    log.info("serving %s -> %s for group %s (%s) on %s", config.input, config.output, config.group,
+             config.guarantee, config.kafka.describe())
     try:
-        loop.run(stop.is_set)
-        log.info("stopped after a final checkpoint")
+        while not stop.is_set():
+            session = None
+            try:
+                session = Session(client, config, metrics, start.fresh, FeatureEncoder.from_json(start.features),
+                                  transactional_id, poisoned, start.base, store)
+                metrics.sessions.inc()
+                if last_failure is not None:
+                    log.info("Kafka session started again after: %s", last_failure)
+                    last_failure = None
+                backoff.reset()
+                session.run(stop.is_set)
+                log.info("stopped after a final commit")
+            except KafkaFailure as failure:
+                metrics.ready = False
+                pause = backoff.next()
+                if str(failure) != str(last_failure):
+                    log.warning("Kafka: %s; starting a new session (retrying every %.1fs at most %.0fs apart)",
+                                failure, pause, backoff.longest)
+                last_failure = failure
+                if session is not None:
+                    session.close()
+                    session = None
+                _wait(stop, pause, metrics)
+            finally:
+                if session is not None:
+                    session.close()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        source.close()
-        sink.close()
         if http:
             http.shutdown()
+
+
+def _wait(stop: threading.Event, seconds: float, metrics: ServiceMetrics) -> None:
+    """Pause, staying alive for /healthz and ready to stop."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and time.monotonic() < deadline:
+        metrics.heartbeat = time.monotonic()
+        stop.wait(min(0.5, max(0.0, deadline - time.monotonic())))

@@ -1,8 +1,8 @@
-"""The service's state on disk: numbered snapshots in one folder, the last K kept.
+"""Numbered snapshots in one folder, the last K kept.
 
-The newest snapshot that reads back intact is the state; a corrupt one (a crash while the
-disk lied, a truncated copy) is reported and the one before it used. ``ServiceState`` is
-the checkpoint's state step: the model, its features and the next offset of every partition.
+The newest snapshot that reads back intact is used; a corrupt one (a crash while the disk
+lied, a truncated copy) is reported and the one before it used. `worker serve
+--snapshot-dir` keeps its local copies of the group's model here.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import re
 from pathlib import Path
 
 import nbstream
-from nbstream.arrow import FeatureEncoder
 
 from ..errors import ConfigError
-from ..snapshot_meta import KafkaOffsets, SnapshotMeta, read_snapshot, write_snapshot
+from ..snapshot_meta import SnapshotMeta, read_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"snapshot-(\d{10})\.nbs$")
@@ -50,20 +49,3 @@ class SnapshotStore:
         for _, old in self._numbered()[:-self.keep]:
             old.unlink(missing_ok=True)
         return path
-
-
-class ServiceState:
-    """What a checkpoint of `worker serve` writes: the model, its features and the source's
-    next offset per partition, as one snapshot in the store."""
-
-    def __init__(self, store: SnapshotStore, model, features: FeatureEncoder, source, topic: str):
-        self.store, self.model, self.features = store, model, features
-        self.source, self.topic = source, topic
-
-    def write(self) -> bool:
-        if not self.model.is_fitted:  # nothing learned yet: no snapshot to write
-            return False
-        offsets = {p.partition: o for p, o in self.source.positions.items() if p.topic == self.topic}
-        path = self.store.save(self.model, SnapshotMeta(self.features, source=KafkaOffsets(self.topic, offsets)))
-        log.info("checkpoint %s at offsets %s", path.name, offsets)
-        return True

@@ -68,3 +68,26 @@ class FakeState:
     def write(self) -> bool:
         self.journal.append("write")
         return self.written
+
+
+class FakeFollower:
+    """A state topic that holds what was put in it (StateFollower's interface)."""
+
+    def __init__(self, records: list[tuple[bytes, bytes | None]] = ()):
+        from worker.io.kafka.state_topic import StateAssembler
+
+        self.topic = "state"
+        self.assembler = StateAssembler()
+        self.pending = list(records)
+        self.bytes_read = 0
+
+    def put(self, records) -> None:
+        self.pending.extend(records)
+
+    def poll(self, timeout_s: float = 0.0) -> list[str]:
+        names = [self.assembler.add(key, value) for key, value in self.pending]
+        self.pending = []
+        return [name for name in names if name]
+
+    def catch_up(self, timeout_s: float) -> list[str]:
+        return self.poll()

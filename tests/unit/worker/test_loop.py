@@ -1,4 +1,4 @@
-"""The prequential loop on in-memory fakes: predict, then learn; bad messages rejected; a final checkpoint."""
+"""The prequential loop on in-memory fakes: predict with the group's model, then learn into partition states."""
 
 from __future__ import annotations
 
@@ -6,61 +6,103 @@ import numpy as np
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.checkpoint import Checkpointer, CheckpointPolicy
 from worker.config import MessageFields
+from worker.service.global_model import GlobalModel
 from worker.service.loop import PrequentialLoop
 from worker.service.observability import ServiceMetrics
+from worker.service.partitions import GroupState
 
-from .fakes import FakeSink, FakeSource, FakeState, Journal, records
-
-
-def make_loop(batches, classes=None, model=None):
-    journal = Journal()
-    source, sink = FakeSource(journal, batches), FakeSink(journal)
-    checkpointer = Checkpointer(CheckpointPolicy(every_rows=10_000), [sink], FakeState(journal), upstream=source)
-    loop = PrequentialLoop(model or nbstream.MultinomialNB(), FeatureSpec.vector("features").encoder(),
-                           MessageFields(), source, predictions=sink, rejects=sink, checkpointer=checkpointer,
-                           metrics=ServiceMetrics(), classes=classes)
-    return loop, sink, journal
+from .fakes import FakeFollower, FakeSink, Journal, records
 
 
-def run_until_drained(loop):
-    loop.run(should_stop=lambda: not loop.source.batches, poll_timeout_ms=0)
+def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB):
+    encoder = (spec or FeatureSpec.vector("features")).encoder()
+    group = GroupState(model, GlobalModel(model, encoder, classes), FakeFollower())
+    group.assign(list(partitions), {}, wait_s=0)
+    sink = FakeSink(Journal())
+    return PrequentialLoop(MessageFields(feature_names=["colour"]), group, sink, sink, ServiceMetrics(),
+                           learn=learn), sink
 
 
 def test_each_batch_is_predicted_with_the_model_before_it_then_learned():
-    first = records([{"features": [3, 0], "label": "a"}, {"features": [0, 3], "label": "b"}])
-    second = records([{"features": [4, 0], "id": "x"}, {"features": [0, 5], "label": "b"}], first_offset=2)
-    loop, sink, _ = make_loop([first, second])
-    run_until_drained(loop)
+    loop, sink = make_loop()
+    loop.process(records([{"features": [3, 0], "label": "a"}, {"features": [0, 3], "label": "b"}]))
+    loop.process(records([{"features": [4, 0], "id": "x"}, {"features": [0, 5], "label": "b"}], first_offset=2))
     assert [p["prediction"] for p in sink.predictions] == [None, None, "a", "b"]
     assert [p["model_version"] for p in sink.predictions] == [0, 0, 2, 2]
     assert sink.predictions[2]["id"] == "x" and sink.predictions[3]["offset"] == 3
-    assert loop.model.n_examples_seen_ == 3  # the unlabeled message is predicted, not learned
-    assert loop.model.class_count_.tolist() == [1.0, 2.0]
+    state = loop.group.owned[0]
+    assert state.model.n_examples_seen_ == 3  # the unlabeled message is predicted, not learned
+    assert state.model.class_count_.tolist() == [1.0, 2.0] and state.next_offset == 4
+    assert (state.judged, state.correct) == (1, 1)
 
 
 def test_bad_messages_are_rejected_and_the_good_ones_go_on():
-    batch = records([b"{oops", {"features": [1, 2], "label": "a"}, {"features": [1], "label": "a"},
-                     {"features": [1, -2], "label": "b"}, {"features": [2, 2], "label": "b"}])
-    loop, sink, _ = make_loop([batch])
-    run_until_drained(loop)
+    loop, sink = make_loop()
+    loop.process(records([b"{oops", {"features": [1, 2], "label": "a"}, {"features": [1], "label": "a"},
+                          {"features": [1, -2], "label": "b"}, {"features": [2, 2], "label": "b"}]))
     assert [(offset, message.split(":")[0]) for offset, _, message in sink.rejected] == [
         (0, "malformed JSON"), (2, "list has 1 values; expected 2"), (3, "negative value (this model needs counts)")]
     assert [p["offset"] for p in sink.predictions] == [1, 4]
-    assert loop.model.n_examples_seen_ == 2
+    assert loop.group.owned[0].model.n_examples_seen_ == 2
+
+
+def test_a_lone_bad_message_is_rejected_and_its_offset_passed():
+    for bad in (b"{oops", None, b"", {"features": [1, 2], "label": {"nested": [1]}}):
+        loop, sink = make_loop()
+        loop.process(records([bad]))
+        assert len(sink.rejected) == 1 and sink.predictions == []
+        assert loop.group.owned[0].next_offset == 1 and loop.group.owned[0].changed
+
+
+def test_labels_of_the_other_kind_are_rejected_once_the_kind_is_known():
+    loop, sink = make_loop()
+    loop.process(records([{"features": [1, 0], "label": 1}, {"features": [0, 1], "label": "two"}]))
+    loop.process(records([{"features": [1, 0], "label": "three"}], first_offset=2))
+    assert [(offset, message) for offset, _, message in sink.rejected] == [
+        (1, "label 'two' is a string; the model's labels are numbers"),
+        (2, "label 'three' is a string; the model's labels are numbers")]
+    assert loop.group.owned[0].model.classes_.tolist() == [1]
 
 
 def test_a_fixed_class_set_rejects_other_labels():
-    batch = records([{"features": [1, 0], "label": "ham"}, {"features": [0, 1], "label": "eggs"}])
-    loop, sink, _ = make_loop([batch], classes=["ham", "spam"])
-    run_until_drained(loop)
+    loop, sink = make_loop(classes=["ham", "spam"])
+    loop.process(records([{"features": [1, 0], "label": "ham"}, {"features": [0, 1], "label": "eggs"}]))
     assert sink.rejected == [(1, "label", "label not among the classes ['ham', 'spam']")]
-    assert loop.model.classes_.tolist() == ["ham", "spam"]
-    np.testing.assert_array_equal(loop.model.class_count_, [1.0, 0.0])
+    model = loop.group.owned[0].model
+    assert model.classes_.tolist() == ["ham", "spam"]
+    np.testing.assert_array_equal(model.class_count_, [1.0, 0.0])
 
 
-def test_stopping_writes_a_final_checkpoint_in_the_commit_order():
-    loop, _, journal = make_loop([records([{"features": [1, 1], "label": "a"}])])
-    run_until_drained(loop)
-    assert journal == ["flush", "write", "acknowledge"]
+def test_predict_only_ignores_labels_but_passes_offsets():
+    loop, sink = make_loop(learn=False)
+    loop.process(records([{"features": [1, 0], "label": "a"}]))
+    assert sink.predictions[0]["prediction"] is None and not loop.group.owned[0].model.is_fitted
+    assert loop.group.owned[0].next_offset == 1
+
+
+def test_partitions_learn_apart_and_the_global_model_is_their_merge():
+    loop, sink = make_loop(partitions=(0, 1))
+    batch = records([{"features": [3, 0], "label": "a"}, {"features": [0, 3], "label": "b"},
+                     {"features": [2, 1], "label": "a"}])
+    batch[1].partition = 1
+    loop.process(batch)
+    owned = loop.group.owned
+    assert owned[0].model.n_examples_seen_ == 2 and owned[1].model.n_examples_seen_ == 1
+    merged = loop.group.global_model.model
+    offline = nbstream.MultinomialNB().fit([[3, 0], [0, 3], [2, 1]], ["a", "b", "a"])
+    order = np.argsort(merged.classes_)
+    np.testing.assert_array_equal(merged.feature_count_[order], offline.feature_count_)
+    assert (owned[0].next_offset, owned[1].next_offset) == (3, 2)
+
+
+def test_categorical_codes_are_learned_per_partition_and_aligned_in_the_global_model():
+    loop, sink = make_loop(partitions=(0, 1), spec=FeatureSpec.categorical(["colour"]), model=nbstream.CategoricalNB)
+    batch = records([{"features": {"colour": "red"}, "label": "x"}, {"features": {"colour": "blue"}, "label": "y"},
+                     {"features": {"colour": "blue"}, "label": "y"}])
+    batch[1].partition = batch[2].partition = 1
+    loop.process(batch)
+    owned = loop.group.owned
+    assert owned[0].encoder.categories == [{"red": 0}] and owned[1].encoder.categories == [{"blue": 0}]
+    loop.group.global_model.rebuild(loop.group.states())
+    assert loop.group.global_model.model.predict([[loop.group.global_model.encoder.categories[0]["blue"]]]) == ["y"]

@@ -1,41 +1,92 @@
-"""Predictions and dead letters to Kafka topics, through one producer."""
+"""Predictions and dead letters to Kafka topics, through one producer, with every delivery checked.
+
+Each record is measured against its topic's size limit before it is sent, so the broker is
+never asked to take what it must refuse: a prediction too large for the output topic sends
+its input to the dead-letter topic instead, with that reason; a dead letter too large for the
+dead-letter topic is cut to fit, its original size in a header. ``flush`` returns only when
+every record arrived. Should the broker still refuse one (a limit lowered while running), its
+input is remembered in ``poisoned`` and the flush fails: the session starts again from the
+last commit, and this time the input goes to the dead-letter topic.
+"""
 
 from __future__ import annotations
 
-from kafka import KafkaProducer
+from dataclasses import dataclass
 
 from nbstream.arrow import RowProblems
+
+from .client import DeliveryFailed, Producer
+
+RECORD_OVERHEAD = 128  # bytes a record batch adds around one record (header, lengths, attributes)
+
+
+@dataclass(frozen=True)
+class Destination:
+    topic: str
+    max_record_bytes: int  # the topic's max.message.bytes
+
+
+def record_bytes(key: bytes | None, value: bytes | None, headers: list) -> int:
+    return (RECORD_OVERHEAD + len(key or b"") + len(value or b"")
+            + sum(len(name) + len(data) for name, data in headers))
+
+
+def origin_headers(record, error: str, field: str) -> list[tuple[str, bytes]]:
+    """Kafka Connect style: the error and where the message came from."""
+    return [("error", error.encode("utf-8", "replace")), ("error.field", field.encode("utf-8", "replace")),
+            ("source.topic", record.topic.encode()), ("source.partition", str(record.partition).encode()),
+            ("source.offset", str(record.offset).encode())]
 
 
 class KafkaSink:
     """The prediction sink and the reject sink of `worker serve`.
 
-    count : messages sent to the dead-letter topic by this process
+    poisoned : {(topic, partition, offset): error} of inputs whose output the broker refused;
+        kept by the caller across sessions
+    count : dead letters sent by this sink
     """
 
-    def __init__(self, bootstrap: str, predictions_topic: str, dead_letter_topic: str, **settings):
-        self.predictions_topic = predictions_topic
-        self.dead_letter_topic = dead_letter_topic
+    def __init__(self, producer: Producer, predictions: Destination, dead_letters: Destination,
+                 poisoned: dict, flush_timeout_s: float = 60.0):
+        self.producer = producer
+        self.predictions, self.dead_letters = predictions, dead_letters
+        self.poisoned = poisoned
+        self.flush_timeout_s = flush_timeout_s
         self.count = 0
-        # Predictions are small and many: wait up to 20 ms to fill batches of up to 1 MiB.
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=1 << 20,
-                                      max_request_size=16 * 1024 * 1024, **settings)
+        self.diverted = 0  # predictions too large for the output topic
 
-    def prediction(self, key: bytes | None, value: bytes) -> None:
-        self.producer.send(self.predictions_topic, key=key, value=value)
+    def prediction(self, record, value: bytes) -> None:
+        size = record_bytes(record.key, value, [])
+        if size > self.predictions.max_record_bytes:
+            self.diverted += 1
+            self.dead_letter(record, f"prediction of {size} bytes exceeds the limit of "
+                                     f"{self.predictions.max_record_bytes} of topic {self.predictions.topic}",
+                             "prediction")
+            return
+        self.producer.send(self.predictions.topic, value, key=record.key, context=record)
 
     def reject(self, records: list, problems: RowProblems) -> None:
         """Each bad record, unchanged, to the dead-letter topic with the error and its origin in headers."""
         for row, column, message in problems:
-            record = records[row]
-            headers = [("error", message.encode()), ("error.field", column.encode()),
-                       ("source.topic", record.topic.encode()), ("source.partition", str(record.partition).encode()),
-                       ("source.offset", str(record.offset).encode())]
-            self.producer.send(self.dead_letter_topic, key=record.key, value=record.value, headers=headers)
-            self.count += 1
+            self.dead_letter(records[row], message, column)
+
+    def dead_letter(self, record, error: str, field: str) -> None:
+        headers = origin_headers(record, error, field)
+        value = record.value
+        room = self.dead_letters.max_record_bytes - record_bytes(record.key, b"", headers) - 64
+        if value is not None and len(value) > room:
+            headers.append(("value.truncated.from", str(len(value)).encode()))
+            value = value[:max(0, room)]
+        self.producer.send(self.dead_letters.topic, value, key=record.key, headers=headers, context=record)
+        self.count += 1
 
     def flush(self) -> None:
-        self.producer.flush()
-
-    def close(self) -> None:
-        self.producer.close()
+        try:
+            self.producer.flush(self.flush_timeout_s)
+        except DeliveryFailed as failed:
+            for failure in failed.failures:
+                record = failure.context
+                if failure.rejected and record is not None:
+                    self.poisoned[(record.topic, record.partition, record.offset)] = \
+                        f"the broker refused the output: {failure.error}"
+            raise

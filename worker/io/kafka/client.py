@@ -1,0 +1,216 @@
+"""The Kafka client seam: what the worker asks of Kafka, with one vocabulary for records and failures.
+
+Two implementations sit behind it: ``kafka_python.py`` (the default) and ``confluent.py``
+(librdkafka, for throughput), chosen by ``KafkaSettings.client``. Sources, sinks, the state
+topic and every command are written against these classes only.
+
+Failures come in three kinds:
+
+- ``KafkaFailure``: the broker is unreachable, a request timed out, the group moved on
+  without this member, the producer was fenced, a transaction had to be aborted. A new
+  session (fresh clients, rejoin, state restored) recovers from it.
+- ``DeliveryFailed`` (a KafkaFailure): some produced records did not arrive; each failure
+  says whether the broker refused the record itself (``rejected``: too large, invalid), so
+  retrying it can never succeed.
+- ``KafkaAccessError`` (a UserError): authentication, TLS or authorization refused — the
+  settings must change; it ends the command with one line.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...errors import UserError
+from .settings import KafkaSettings
+
+
+@dataclass(slots=True)
+class Record:
+    """One consumed message (kafka-python's ConsumerRecord has the same attributes)."""
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list = field(default_factory=list)
+    timestamp: int = 0  # milliseconds since the epoch
+
+
+class KafkaFailure(Exception):
+    """Something a new Kafka session recovers from (see the module docstring)."""
+
+
+@dataclass
+class Failure:
+    """One record that was not delivered. ``context``: what the sender attached to it."""
+    context: object
+    error: str
+    rejected: bool  # the broker refuses this record itself (too large, invalid): retrying cannot help
+
+
+class DeliveryFailed(KafkaFailure):
+    def __init__(self, failures: list[Failure]):
+        self.failures = failures
+        super().__init__(f"{len(failures)} record(s) not delivered; first: {failures[0].error}")
+
+
+class KafkaAccessError(UserError):
+    """Authentication, TLS or authorization refused by the cluster."""
+
+
+# on_assigned(partitions) returns where each partition starts: an offset, "earliest" or "latest".
+Start = int | str
+AssignHandler = Callable[[list[int]], dict[int, Start]]
+RevokeHandler = Callable[[list[int]], None]
+
+
+class Consumer(ABC):
+    """A member of a consumer group reading one topic; offsets are committed only when asked."""
+
+    topic: str
+
+    @abstractmethod
+    def subscribe(self, on_assigned: AssignHandler, on_revoked: RevokeHandler, on_lost: RevokeHandler) -> None:
+        """Join the group. The handlers run inside ``poll``; an exception they raise comes out of ``poll``.
+        on_revoked: partitions about to move (commit what you have); on_lost: partitions already gone."""
+
+    @abstractmethod
+    def poll(self, timeout_s: float, max_records: int) -> list:
+        """The next records (Record-like), in partition order; empty after the timeout."""
+
+    @abstractmethod
+    def assignment(self) -> set[int]:
+        """Partitions this member owns now."""
+
+    @abstractmethod
+    def committed(self, partitions: list[int]) -> dict[int, int | None]:
+        """The group's committed offset of each partition (None: never committed)."""
+
+    @abstractmethod
+    def end_offsets(self, partitions: list[int]) -> dict[int, int]:
+        """The offset after the last readable record of each partition."""
+
+    @abstractmethod
+    def commit(self, offsets: dict[int, int]) -> None:
+        """Commit these next offsets for the group (at-least-once; transactions commit offsets themselves)."""
+
+    @abstractmethod
+    def group_metadata(self) -> object:
+        """This member's group metadata, for ``Producer.send_offsets`` (KIP-447 fencing)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Leave the group without committing."""
+
+
+class Reader(ABC):
+    """Reads whole topics from the beginning, outside any group (state topic, exports, tests)."""
+
+    @abstractmethod
+    def assign(self, topic: str) -> list[int]:
+        """Read every partition of ``topic`` from its beginning; returns the partitions."""
+
+    @abstractmethod
+    def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
+        """The next records, in partition order."""
+
+    @abstractmethod
+    def caught_up(self) -> bool:
+        """Whether every assigned partition has been read to its end (for read_committed: its last
+        stable offset) as of now."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Producer(ABC):
+    """Sends records; delivery is checked by ``flush``. Transactional when made with a transactional id."""
+
+    @abstractmethod
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list | None = None,
+             partition: int | None = None, context: object = None) -> None:
+        """Queue a record. A failure to deliver it is reported, with ``context``, by the next ``flush``."""
+
+    @abstractmethod
+    def flush(self, timeout_s: float) -> None:
+        """Wait until every queued record is delivered. Raise DeliveryFailed naming those that were not,
+        or KafkaFailure when the timeout passes first."""
+
+    @abstractmethod
+    def init_transactions(self, timeout_s: float) -> None:
+        """Take over the transactional id (aborting what an earlier holder left open)."""
+
+    @abstractmethod
+    def begin_transaction(self) -> None: ...
+
+    @abstractmethod
+    def send_offsets(self, topic: str, offsets: dict[int, int], group_metadata: object, timeout_s: float) -> None:
+        """Make committing these input offsets part of the open transaction."""
+
+    @abstractmethod
+    def commit_transaction(self, timeout_s: float) -> None: ...
+
+    @abstractmethod
+    def abort_transaction(self, timeout_s: float) -> None: ...
+
+    @abstractmethod
+    def close(self, timeout_s: float = 5.0) -> None: ...
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    partitions: int
+    max_message_bytes: int  # the largest record batch the topic accepts
+
+
+class Admin(ABC):
+    @abstractmethod
+    def topic(self, name: str) -> TopicInfo | None:
+        """The topic's partition count and record size limit; None when it does not exist."""
+
+    @abstractmethod
+    def create_topic(self, name: str, partitions: int, config: dict[str, str]) -> None:
+        """Create the topic (replication: the cluster's default); nothing when it exists already."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class KafkaClient(ABC):
+    """Makes the consumers, readers, producers and admin clients of one cluster."""
+
+    def __init__(self, settings: KafkaSettings):
+        self.settings = settings
+
+    @abstractmethod
+    def consumer(self, topic: str, group: str, *, instance_id: str | None = None, session_timeout_s: float = 10.0,
+                 start: str = "earliest", read_committed: bool = True, fetch_max_bytes: int = 64 << 20,
+                 client_id: str | None = None) -> Consumer: ...
+
+    @abstractmethod
+    def reader(self, *, read_committed: bool = True) -> Reader: ...
+
+    @abstractmethod
+    def producer(self, *, transactional_id: str | None = None, transaction_timeout_s: float = 60.0,
+                 linger_ms: int = 20, max_request_bytes: int = 16 << 20, batch_bytes: int = 1 << 20,
+                 delivery_timeout_s: float = 120.0, compression: str | None = None) -> Producer:
+        """batch_bytes : the largest record batch to build (at most the smallest limit of the topics written)."""
+
+    @abstractmethod
+    def admin(self) -> Admin: ...
+
+
+def connect(settings: KafkaSettings) -> KafkaClient:
+    """The client library the settings ask for."""
+    if settings.client == "confluent":
+        try:
+            from .confluent import ConfluentClient
+        except ModuleNotFoundError:
+            raise UserError("--kafka-client confluent needs the confluent-kafka package: "
+                            "pip install 'nbstream[confluent]'.") from None
+        return ConfluentClient(settings)
+    from .kafka_python import KafkaPythonClient
+
+    return KafkaPythonClient(settings)

@@ -1,0 +1,340 @@
+"""The client seam on confluent-kafka (librdkafka, C; for throughput): ``--kafka-client confluent``."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+
+import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from ...errors import ConfigError
+from .client import (Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError, KafkaClient, KafkaFailure, Producer,
+                     Reader, Record, TopicInfo)
+from .settings import KafkaSettings
+
+_E = ck.KafkaError
+_ACCESS = {_E._AUTHENTICATION, _E._SSL, _E.SASL_AUTHENTICATION_FAILED, _E.TOPIC_AUTHORIZATION_FAILED,
+           _E.GROUP_AUTHORIZATION_FAILED, _E.CLUSTER_AUTHORIZATION_FAILED, _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+           _E.UNSUPPORTED_SASL_MECHANISM}
+_REJECTED = {_E.MSG_SIZE_TOO_LARGE, _E.INVALID_RECORD, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_MSG_SIZE, _E.INVALID_MSG}
+_library_log = logging.getLogger("kafka.librdkafka")
+
+
+def describe(error: ck.KafkaError) -> str:
+    return f"{error.name()}: {error.str()}"
+
+
+def failure(error) -> Exception:
+    """The seam's exception for a librdkafka error (a KafkaError, or a KafkaException holding one)."""
+    if isinstance(error, ck.KafkaException):
+        error = error.args[0] if error.args and isinstance(error.args[0], ck.KafkaError) else None
+        if error is None:
+            return KafkaFailure("Kafka client error")
+    if error.code() in _ACCESS:
+        return KafkaAccessError(f"Kafka refused access: {describe(error)}")
+    if error.code() == _E._INVALID_ARG:
+        return ConfigError(f"Kafka client configuration: {error.str()}")
+    return KafkaFailure(describe(error))
+
+
+def translated(method):
+    """Raise the seam's exceptions instead of confluent-kafka's."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            result = method(self, *args, **kwargs)
+        except ck.KafkaException as error:
+            raise failure(error) from error
+        self._raise_reported()
+        return result
+    return wrapper
+
+
+class _Reporting:
+    """Keeps what librdkafka reports through ``error_cb``: access errors end the command."""
+
+    def __init__(self):
+        self._access_error: Exception | None = None
+
+    def _error_cb(self, error: ck.KafkaError) -> None:
+        if error.code() in _ACCESS:
+            self._access_error = self._access_error or failure(error)
+        else:
+            _library_log.debug("%s", describe(error))
+
+    def _raise_reported(self) -> None:
+        if self._access_error is not None:
+            raise self._access_error
+
+    def _configured(self, factory, conf: dict):
+        try:
+            return factory({**conf, "error_cb": self._error_cb, "logger": _library_log})
+        except ck.KafkaException as error:
+            raise failure(error) from None
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"Kafka client configuration: {error}") from None
+
+
+def connection(settings: KafkaSettings) -> dict:
+    """librdkafka properties for reaching the cluster (extra properties pass through by name)."""
+    conf = {"bootstrap.servers": settings.bootstrap, "security.protocol": settings.security_protocol.lower()}
+    if settings.uses_ssl:
+        conf.update({key: value for key, value in (("ssl.ca.location", settings.ssl_cafile),
+                                                   ("ssl.certificate.location", settings.ssl_certfile),
+                                                   ("ssl.key.location", settings.ssl_keyfile)) if value})
+    if settings.sasl_mechanism:
+        conf.update({"sasl.mechanism": settings.sasl_mechanism, "sasl.username": settings.sasl_username,
+                     "sasl.password": settings.sasl_password.reveal()})
+    conf.update(settings.properties)
+    return conf
+
+
+class _Consumer(_Reporting, Consumer):
+    def __init__(self, topic: str, conf: dict):
+        super().__init__()
+        self.topic = topic
+        self._callback_error: BaseException | None = None
+        self._consumer = self._configured(ck.Consumer, conf)
+
+    def _tp(self, partition: int, offset: int = ck.OFFSET_INVALID) -> ck.TopicPartition:
+        return ck.TopicPartition(self.topic, partition, offset)
+
+    def _run(self, handler, partitions):
+        try:
+            return handler(sorted(tp.partition for tp in partitions if tp.topic == self.topic))
+        except BaseException as error:  # noqa: BLE001 - re-raised by poll
+            self._callback_error = self._callback_error or error
+            return None
+
+    @translated
+    def subscribe(self, on_assigned, on_revoked, on_lost) -> None:
+        def assigned(consumer, partitions):
+            starts = self._run(on_assigned, partitions) or {}
+            for tp in partitions:
+                start = starts.get(tp.partition)
+                if start is not None:
+                    tp.offset = {"earliest": ck.OFFSET_BEGINNING, "latest": ck.OFFSET_END}.get(start, start)
+            consumer.assign(partitions)
+
+        self._consumer.subscribe([self.topic], on_assign=assigned,
+                                 on_revoke=lambda consumer, partitions: self._run(on_revoked, partitions),
+                                 on_lost=lambda consumer, partitions: self._run(on_lost, partitions))
+
+    @translated
+    def poll(self, timeout_s: float, max_records: int) -> list:
+        messages = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
+        if self._callback_error is not None:
+            error, self._callback_error = self._callback_error, None
+            raise error
+        records = []
+        for m in messages:
+            error = m.error()
+            if error is not None:
+                if error.fatal() or error.code() in _ACCESS:
+                    raise failure(error)
+                _library_log.debug("consumer: %s", describe(error))
+                continue
+            records.append(Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.headers() or [],
+                                  m.timestamp()[1]))
+        return records
+
+    def assignment(self) -> set[int]:
+        return {tp.partition for tp in self._consumer.assignment() if tp.topic == self.topic}
+
+    @translated
+    def committed(self, partitions: list[int]) -> dict[int, int | None]:
+        found = self._consumer.committed([self._tp(p) for p in partitions], timeout=10)
+        return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in found}
+
+    @translated
+    def end_offsets(self, partitions: list[int]) -> dict[int, int]:
+        return {p: self._consumer.get_watermark_offsets(self._tp(p), timeout=5)[1] for p in partitions}
+
+    @translated
+    def commit(self, offsets: dict[int, int]) -> None:
+        if offsets:
+            results = self._consumer.commit(offsets=[self._tp(p, o) for p, o in offsets.items()], asynchronous=False)
+            for tp in results or []:
+                if tp.error is not None:
+                    raise failure(tp.error)
+
+    def group_metadata(self) -> object:
+        return self._consumer.consumer_group_metadata()
+
+    def close(self) -> None:
+        try:
+            self._consumer.close()
+        except (ck.KafkaException, RuntimeError):
+            pass
+
+
+class _Reader(_Reporting, Reader):
+    def __init__(self, conf: dict):
+        super().__init__()
+        self._consumer = self._configured(ck.Consumer, conf)
+        self._at_end: dict[tuple[str, int], bool] = {}
+
+    @translated
+    def assign(self, topic: str) -> list[int]:
+        metadata = self._consumer.list_topics(topic, timeout=10).topics.get(topic)
+        partitions = sorted(metadata.partitions) if metadata is not None and metadata.error is None else []
+        self._at_end = {(topic, p): False for p in partitions}
+        self._consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
+        return partitions
+
+    @translated
+    def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
+        records = []
+        for m in self._consumer.consume(num_messages=max_records, timeout=timeout_s):
+            error = m.error()
+            if error is not None:
+                if error.code() == _E._PARTITION_EOF:
+                    self._at_end[(m.topic(), m.partition())] = True
+                elif error.fatal() or error.code() in _ACCESS:
+                    raise failure(error)
+                continue
+            self._at_end[(m.topic(), m.partition())] = False
+            records.append(Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.headers() or [],
+                                  m.timestamp()[1]))
+        return records
+
+    def caught_up(self) -> bool:
+        return all(self._at_end.values())
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class _Producer(_Reporting, Producer):
+    def __init__(self, conf: dict):
+        super().__init__()
+        self._producer = self._configured(ck.Producer, conf)
+        self._failures: list[Failure] = []
+        self._queued = 0
+
+    def _delivered(self, context, error, message) -> None:
+        if error is not None:
+            self._failures.append(Failure(context, describe(error), error.code() in _REJECTED))
+
+    def send(self, topic, value, key=None, headers=None, partition=None, context=None) -> None:
+        callback = functools.partial(self._delivered, context)
+        options = {} if partition is None else {"partition": partition}
+        while True:
+            try:
+                self._producer.produce(topic, value, key, headers=headers, on_delivery=callback, **options)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                self._producer.poll(0.1)
+            except ck.KafkaException as error:
+                kafka_error = error.args[0]
+                if kafka_error.code() in _REJECTED:
+                    self._failures.append(Failure(context, describe(kafka_error), True))
+                    return
+                raise failure(error) from None
+        self._queued += 1
+        if self._queued % 1_000 == 0:
+            self._producer.poll(0)  # serve delivery callbacks as we go
+
+    @translated
+    def flush(self, timeout_s: float) -> None:
+        remaining = self._producer.flush(timeout_s)
+        if remaining:
+            raise KafkaFailure(f"{remaining} record(s) not delivered within {timeout_s:.0f}s")
+        if self._failures:
+            failures, self._failures = self._failures, []
+            raise DeliveryFailed(failures)
+
+    @translated
+    def init_transactions(self, timeout_s: float) -> None:
+        self._producer.init_transactions(timeout_s)
+
+    @translated
+    def begin_transaction(self) -> None:
+        self._producer.begin_transaction()
+
+    @translated
+    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
+        self._producer.send_offsets_to_transaction([ck.TopicPartition(topic, p, o) for p, o in offsets.items()],
+                                                   group_metadata, timeout_s)
+
+    @translated
+    def commit_transaction(self, timeout_s: float) -> None:
+        self._producer.commit_transaction(timeout_s)
+
+    @translated
+    def abort_transaction(self, timeout_s: float) -> None:
+        self._producer.abort_transaction(timeout_s)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self._producer.flush(timeout_s)
+
+
+class _Admin(_Reporting, Admin):
+    def __init__(self, conf: dict):
+        super().__init__()
+        self._admin = self._configured(AdminClient, conf)
+
+    @translated
+    def topic(self, name: str) -> TopicInfo | None:
+        metadata = self._admin.list_topics(timeout=10).topics.get(name)
+        if metadata is None or metadata.error is not None:
+            return None
+        (future,) = self._admin.describe_configs([ConfigResource("topic", name)]).values()
+        entry = future.result(timeout=10).get("max.message.bytes")
+        return TopicInfo(len(metadata.partitions), int(entry.value) if entry is not None else 1_048_588)
+
+    @translated
+    def create_topic(self, name: str, partitions: int, config: dict[str, str]) -> None:
+        (future,) = self._admin.create_topics([NewTopic(name, num_partitions=partitions, config=config)],
+                                              operation_timeout=10).values()
+        try:
+            future.result(timeout=15)
+        except ck.KafkaException as error:
+            if error.args[0].code() != _E.TOPIC_ALREADY_EXISTS:
+                raise
+
+    def close(self) -> None:
+        pass
+
+
+class ConfluentClient(KafkaClient):
+    def __init__(self, settings: KafkaSettings):
+        super().__init__(settings)
+        self._connection = connection(settings)
+
+    def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
+                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None) -> Consumer:
+        session_ms = int(session_timeout_s * 1000)
+        conf = {**self._connection, "group.id": group, "enable.auto.commit": False,
+                "enable.auto.offset.store": False, "auto.offset.reset": start,
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                "session.timeout.ms": session_ms, "heartbeat.interval.ms": max(1_000, session_ms // 4),
+                "fetch.max.bytes": fetch_max_bytes, "partition.assignment.strategy": "range"}
+        if instance_id:
+            conf["group.instance.id"] = instance_id
+        if client_id:
+            conf["client.id"] = client_id
+        return _Consumer(topic, conf)
+
+    def reader(self, *, read_committed=True) -> Reader:
+        return _Reader({**self._connection, "group.id": f"nbstream-reader-{uuid.uuid4().hex}",
+                        "enable.auto.commit": False, "enable.partition.eof": True,
+                        "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+
+    def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
+                 batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
+        conf = {**self._connection, "acks": "all", "enable.idempotence": True, "linger.ms": linger_ms,
+                "message.max.bytes": max_request_bytes, "batch.size": max(1024, batch_bytes - 1024),
+                "message.timeout.ms": int(delivery_timeout_s * 1000),
+                "queue.buffering.max.messages": 1_000_000, "compression.type": compression or "none"}
+        if transactional_id:
+            conf.update({"transactional.id": transactional_id,
+                         "transaction.timeout.ms": int(transaction_timeout_s * 1000),
+                         "message.timeout.ms": int(min(delivery_timeout_s, transaction_timeout_s) * 1000)})
+        return _Producer(conf)
+
+    def admin(self) -> Admin:
+        return _Admin(dict(self._connection))

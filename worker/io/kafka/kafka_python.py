@@ -1,0 +1,325 @@
+"""The client seam on kafka-python (pure Python; the default client)."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import kafka.errors as errors
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+
+from ...errors import ConfigError
+from .client import (Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError, KafkaClient, KafkaFailure, Producer,
+                     Reader, TopicInfo)
+from .settings import KafkaSettings
+
+_ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
+           errors.IllegalSaslStateError, errors.KafkaConfigurationError)
+_REJECTED = (errors.MessageSizeTooLargeError, errors.RecordListTooLargeError, errors.InvalidRecordError,
+             errors.CorruptRecordError, errors.InvalidTopicError)
+
+# Java-style client properties that kafka-python knows, by its own names.
+_PROPERTIES = {
+    "client.id": ("client_id", str), "request.timeout.ms": ("request_timeout_ms", int),
+    "metadata.max.age.ms": ("metadata_max_age_ms", int), "reconnect.backoff.ms": ("reconnect_backoff_ms", int),
+    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int), "connections.max.idle.ms":
+    ("connections_max_idle_ms", int), "receive.buffer.bytes": ("receive_buffer_bytes", int),
+    "send.buffer.bytes": ("send_buffer_bytes", int), "ssl.key.password": ("ssl_password", str),
+    "ssl.endpoint.identification.algorithm": ("ssl_check_hostname", lambda value: value.strip().lower() == "https"),
+    "ssl.crl.location": ("ssl_crlfile", str), "ssl.cipher.suites": ("ssl_ciphers", str),
+}
+
+
+def describe(error: BaseException) -> str:
+    text = str(error)
+    return type(error).__name__ + (f": {text}" if text and text != type(error).__name__ else "")
+
+
+def failure(error: BaseException) -> Exception:
+    """The seam's exception for a kafka-python one."""
+    if isinstance(error, _ACCESS):
+        return KafkaAccessError(f"Kafka refused access: {describe(error)}")
+    return KafkaFailure(describe(error))
+
+
+def translated(method):
+    """Raise the seam's exceptions instead of kafka-python's."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except errors.KafkaError as error:
+            raise failure(error) from error
+    return wrapper
+
+
+_CONNECTION_KEYS = {"bootstrap_servers", "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
+                    "sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "client_id",
+                    *(option for option, _ in _PROPERTIES.values())}
+
+
+def connection(settings: KafkaSettings) -> dict:
+    """kafka-python keyword arguments for reaching the cluster."""
+    options: dict = {"bootstrap_servers": settings.bootstrap.split(","), "security_protocol": settings.security_protocol}
+    if settings.uses_ssl:
+        options.update(ssl_cafile=settings.ssl_cafile, ssl_certfile=settings.ssl_certfile,
+                       ssl_keyfile=settings.ssl_keyfile)
+    if settings.sasl_mechanism:
+        options.update(sasl_mechanism=settings.sasl_mechanism, sasl_plain_username=settings.sasl_username,
+                       sasl_plain_password=settings.sasl_password.reveal())
+    for name, value in settings.properties.items():
+        if name not in _PROPERTIES:
+            raise ConfigError(f"--kafka-config: kafka-python has no equivalent of the property {name!r} "
+                              f"(it knows {', '.join(sorted(_PROPERTIES))}); try --kafka-client confluent.")
+        option, convert = _PROPERTIES[name]
+        try:
+            options[option] = convert(value)
+        except ValueError:
+            raise ConfigError(f"--kafka-config: {name}={value!r} is not a valid value.") from None
+    return options
+
+
+class _Listener(ConsumerRebalanceListener):
+    """Runs the seam's handlers; keeps the first exception so ``poll`` can raise it (kafka-python
+    would only log it)."""
+
+    def __init__(self, consumer: "_Consumer", on_assigned, on_revoked, on_lost):
+        self.consumer = consumer
+        self.handlers = on_assigned, on_revoked, on_lost
+
+    def _run(self, handler, partitions):
+        try:
+            return handler(sorted(tp.partition for tp in partitions if tp.topic == self.consumer.topic))
+        except BaseException as error:  # noqa: BLE001 - re-raised by poll
+            self.consumer._callback_error = self.consumer._callback_error or error
+            return None
+
+    def on_partitions_assigned(self, assigned):
+        starts = self._run(self.handlers[0], assigned) or {}
+        inner = self.consumer._consumer
+        for partition, start in starts.items():
+            tp = TopicPartition(self.consumer.topic, partition)
+            if start == "earliest":
+                inner.seek_to_beginning(tp)
+            elif start == "latest":
+                inner.seek_to_end(tp)
+            else:
+                inner.seek(tp, start)
+
+    def on_partitions_revoked(self, revoked):
+        self._run(self.handlers[1], revoked)
+
+    def on_partitions_lost(self, lost):
+        self._run(self.handlers[2], lost)
+
+
+class _Consumer(Consumer):
+    @translated
+    def __init__(self, topic: str, **options):
+        self.topic = topic
+        self._group = options["group_id"]
+        self._callback_error: BaseException | None = None
+        self._consumer = KafkaConsumer(**options)
+        # Rebalance handlers run on the consumer's IO thread, where its own blocking calls are
+        # refused; committed offsets are read through an admin client, which has a thread of its own.
+        self._admin = KafkaAdminClient(**{k: v for k, v in options.items() if k in _CONNECTION_KEYS})
+
+    def _tp(self, partition: int) -> TopicPartition:
+        return TopicPartition(self.topic, partition)
+
+    @translated
+    def subscribe(self, on_assigned, on_revoked, on_lost) -> None:
+        self._consumer.subscribe([self.topic], listener=_Listener(self, on_assigned, on_revoked, on_lost))
+
+    @translated
+    def poll(self, timeout_s: float, max_records: int) -> list:
+        batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
+        if self._callback_error is not None:
+            error, self._callback_error = self._callback_error, None
+            raise error
+        return [record for tp in sorted(batches, key=lambda tp: tp.partition) for record in batches[tp]]
+
+    def assignment(self) -> set[int]:
+        return {tp.partition for tp in self._consumer.assignment() if tp.topic == self.topic}
+
+    @translated
+    def committed(self, partitions: list[int]) -> dict[int, int | None]:
+        found = self._admin.list_group_offsets({self._group: [self._tp(p) for p in partitions]}).get(self._group, {})
+        offsets = {tp.partition: meta.offset for tp, meta in found.items() if tp.topic == self.topic}
+        return {p: offsets[p] if offsets.get(p, -1) >= 0 else None for p in partitions}
+
+    @translated
+    def end_offsets(self, partitions: list[int]) -> dict[int, int]:
+        ends = self._consumer.end_offsets([self._tp(p) for p in partitions])
+        return {tp.partition: offset for tp, offset in ends.items()}
+
+    @translated
+    def commit(self, offsets: dict[int, int]) -> None:
+        if offsets:
+            self._consumer.commit({self._tp(p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+
+    def group_metadata(self) -> object:
+        return self._consumer.group_metadata()
+
+    def close(self) -> None:
+        for close in (lambda: self._consumer.close(autocommit=False), self._admin.close):
+            try:
+                close()
+            except errors.KafkaError:  # leaving a group the broker forgot is not worth an error
+                pass
+
+
+class _Reader(Reader):
+    @translated
+    def __init__(self, **options):
+        self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, **options)
+        self._partitions: list[TopicPartition] = []
+
+    @translated
+    def assign(self, topic: str) -> list[int]:
+        partitions = self._consumer.partitions_for_topic(topic) or set()
+        self._partitions = [TopicPartition(topic, p) for p in sorted(partitions)]
+        self._consumer.assign(self._partitions)
+        if self._partitions:
+            self._consumer.seek_to_beginning(*self._partitions)
+        return sorted(partitions)
+
+    @translated
+    def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
+        batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
+        return [record for tp in sorted(batches, key=lambda tp: tp.partition) for record in batches[tp]]
+
+    @translated
+    def caught_up(self) -> bool:
+        ends = self._consumer.end_offsets(self._partitions)
+        return all(self._consumer.position(tp) >= ends[tp] for tp in self._partitions)
+
+    def close(self) -> None:
+        self._consumer.close(autocommit=False)
+
+
+class _Producer(Producer):
+    @translated
+    def __init__(self, **options):
+        self._producer = KafkaProducer(**options)
+        self._failures: list[Failure] = []
+
+    def _failed(self, context, error) -> None:
+        self._failures.append(Failure(context, describe(error), isinstance(error, _REJECTED)))
+
+    def send(self, topic, value, key=None, headers=None, partition=None, context=None) -> None:
+        try:
+            future = self._producer.send(topic, value=value, key=key, headers=headers, partition=partition)
+        except _REJECTED as error:  # refused before sending (larger than max_request_size)
+            self._failed(context, error)
+            return
+        except errors.KafkaError as error:
+            raise failure(error) from error
+        future.add_errback(self._failed, context)
+
+    @translated
+    def flush(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self._producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+                break
+            except errors.KafkaTimeoutError:
+                raise KafkaFailure(f"records not delivered within {timeout_s:.0f}s") from None
+            except errors.UnknownError:  # a batch the broker refused as too large was split and re-queued
+                if time.monotonic() > deadline:
+                    raise KafkaFailure(f"records not delivered within {timeout_s:.0f}s") from None
+        if self._failures:
+            failures, self._failures = self._failures, []
+            raise DeliveryFailed(failures)
+
+    @translated
+    def init_transactions(self, timeout_s: float) -> None:
+        self._producer.init_transactions()
+
+    @translated
+    def begin_transaction(self) -> None:
+        self._producer.begin_transaction()
+
+    @translated
+    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
+        self._producer.send_offsets_to_transaction(
+            {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}, group_metadata)
+
+    @translated
+    def commit_transaction(self, timeout_s: float) -> None:
+        self._producer.commit_transaction()
+
+    @translated
+    def abort_transaction(self, timeout_s: float) -> None:
+        self._producer.abort_transaction()
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        try:
+            self._producer.close(timeout=timeout_s)
+        except errors.KafkaError:
+            pass
+
+
+class _Admin(Admin):
+    @translated
+    def __init__(self, **options):
+        self._admin = KafkaAdminClient(**options)
+
+    @translated
+    def topic(self, name: str) -> TopicInfo | None:
+        described = self._admin.describe_topics([name])
+        if not described or described[0].get("error_code", 0) != 0:
+            return None
+        configs = self._admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name,
+                                                               configs=["max.message.bytes"])])
+        limit = configs.get("topic", {}).get(name, {}).get("max.message.bytes", {}).get("value")
+        return TopicInfo(len(described[0]["partitions"]), int(limit) if limit else 1_048_588)
+
+    @translated
+    def create_topic(self, name: str, partitions: int, config: dict[str, str]) -> None:
+        try:
+            self._admin.create_topics([NewTopic(name, partitions, -1, topic_configs=config)])
+        except errors.TopicAlreadyExistsError:
+            pass
+
+    def close(self) -> None:
+        self._admin.close()
+
+
+class KafkaPythonClient(KafkaClient):
+    def __init__(self, settings: KafkaSettings):
+        super().__init__(settings)
+        self._connection = connection(settings)
+
+    def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
+                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None) -> Consumer:
+        session_ms = int(session_timeout_s * 1000)
+        return _Consumer(topic, group_id=group, group_instance_id=instance_id, enable_auto_commit=False,
+                         auto_offset_reset=start, session_timeout_ms=session_ms,
+                         heartbeat_interval_ms=max(1_000, session_ms // 4), fetch_max_bytes=fetch_max_bytes,
+                         isolation_level="read_committed" if read_committed else "read_uncommitted",
+                         **self._with_client_id(client_id))
+
+    def reader(self, *, read_committed=True) -> Reader:
+        return _Reader(isolation_level="read_committed" if read_committed else "read_uncommitted",
+                       fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20, **self._connection)
+
+    def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
+                 batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
+        options = dict(acks="all", linger_ms=linger_ms, batch_size=max(1024, batch_bytes - 1024),
+                       max_request_size=max_request_bytes,
+                       delivery_timeout_ms=int(delivery_timeout_s * 1000), max_block_ms=10_000,
+                       compression_type=compression, **self._connection)
+        if transactional_id:
+            options.update(transactional_id=transactional_id, enable_idempotence=True,
+                           transaction_timeout_ms=int(transaction_timeout_s * 1000))
+        return _Producer(**options)
+
+    def admin(self) -> Admin:
+        return _Admin(**self._connection)
+
+    def _with_client_id(self, client_id: str | None) -> dict:
+        return {**self._connection, **({"client_id": client_id} if client_id else {})}

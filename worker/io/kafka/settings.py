@@ -1,0 +1,142 @@
+"""How to reach a Kafka cluster: bootstrap servers, which client library, security, extra properties.
+
+The password never appears in a repr, a log line or a snapshot: it is a ``Secret``, read
+from NBSTREAM_SASL_PASSWORD or --sasl-password-file (or a sasl.jaas.config property).
+Extra client properties come from a Java-style ``client.properties`` file (--kafka-config),
+as Kafka's own tools take them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import ConfigError
+
+CLIENTS = ("kafka-python", "confluent")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class Secret:
+    """A string that does not show itself: repr and str give asterisks; ``reveal()`` gives the value."""
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Connection settings shared by every command that talks to Kafka."""
+    bootstrap: str
+    client: str = "kafka-python"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: Secret | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)  # Java-style names, e.g. "ssl.endpoint.identification.algorithm"
+
+    def __post_init__(self):
+        if self.client not in CLIENTS:
+            raise ConfigError(f"--kafka-client must be one of {', '.join(CLIENTS)}; got {self.client!r}.")
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"--security-protocol must be one of {', '.join(SECURITY_PROTOCOLS)}; "
+                              f"got {self.security_protocol!r}.")
+        uses_sasl = self.security_protocol.startswith("SASL_")
+        if uses_sasl:
+            if self.sasl_mechanism not in SASL_MECHANISMS:
+                raise ConfigError(f"--security-protocol {self.security_protocol} needs --sasl-mechanism, one of "
+                                  f"{', '.join(SASL_MECHANISMS)}; got {self.sasl_mechanism!r}.")
+            if not self.sasl_username or self.sasl_password is None:
+                raise ConfigError(f"--security-protocol {self.security_protocol} needs --sasl-username and a "
+                                  "password (NBSTREAM_SASL_PASSWORD or --sasl-password-file).")
+        elif self.sasl_mechanism or self.sasl_username:
+            raise ConfigError(f"--sasl-mechanism and --sasl-username need --security-protocol SASL_PLAINTEXT or "
+                              f"SASL_SSL; got {self.security_protocol}.")
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ConfigError(f"--{name.replace('_', '-')} {path}: no such file.")
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    def describe(self) -> str:
+        """Where and how it connects, for a log line (no secret)."""
+        who = f" as {self.sasl_username} ({self.sasl_mechanism})" if self.sasl_username else ""
+        return f"{self.bootstrap} over {self.security_protocol}{who} with {self.client}"
+
+
+_JAAS = re.compile(r"""(username|password)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java ``.properties`` file: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments,
+    backslash line continuations."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"--kafka-config {path}: cannot read ({getattr(error, 'strerror', None) or error}).") from None
+    properties, pending = {}, ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        match = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)", line)
+        if not match:
+            raise ConfigError(f"--kafka-config {path}: cannot read the line {line!r} (expected key=value).")
+        properties[match.group(1)] = match.group(2)
+    return properties
+
+
+def settings_from(bootstrap: str | None, client: str, security_protocol: str | None, sasl_mechanism: str | None,
+                  sasl_username: str | None, sasl_password: str | None, sasl_password_file: Path | None,
+                  ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config: Path | None) -> KafkaSettings:
+    """Settings from command-line options; a --kafka-config file fills what the options leave out."""
+    properties = read_properties(kafka_config) if kafka_config else {}
+    jaas = dict((m.group(1), m.group(2) if m.group(2) is not None else m.group(3))
+                for m in _JAAS.finditer(properties.pop("sasl.jaas.config", "")))
+    bootstrap = bootstrap or properties.pop("bootstrap.servers", None)
+    if not bootstrap:
+        raise ConfigError("give --bootstrap HOST:PORT (or bootstrap.servers in --kafka-config).")
+    properties.pop("bootstrap.servers", None)
+    if sasl_password_file is not None:
+        try:
+            sasl_password = Path(sasl_password_file).read_text(encoding="utf-8").rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"--sasl-password-file {sasl_password_file}: cannot read "
+                              f"({getattr(error, 'strerror', None) or error}).") from None
+    password = sasl_password or properties.pop("sasl.password", None) or jaas.get("password")
+    return KafkaSettings(
+        bootstrap=bootstrap, client=client,
+        security_protocol=(security_protocol or properties.pop("security.protocol", "PLAINTEXT")).upper(),
+        sasl_mechanism=sasl_mechanism or properties.pop("sasl.mechanism", None),
+        sasl_username=sasl_username or properties.pop("sasl.username", None) or jaas.get("username"),
+        sasl_password=Secret(password) if password else None,
+        ssl_cafile=str(ssl_cafile) if ssl_cafile else properties.pop("ssl.ca.location", None),
+        ssl_certfile=str(ssl_certfile) if ssl_certfile else properties.pop("ssl.certificate.location", None),
+        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else properties.pop("ssl.key.location", None),
+        properties=properties)

@@ -1,0 +1,54 @@
+"""`worker export`: the group's current global model, from its state topic, as a snapshot file.
+
+Every partition's last committed state (and the base, if the group started from a model) is
+merged, exactly as the replicas merge them to predict; the snapshot records each partition's
+next offset. `worker inspect/predict/evaluate` and `nbstream.load` read it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbstream
+from nbstream.arrow import FeatureEncoder
+
+from ..errors import UserError
+from ..io.kafka.client import KafkaClient
+from ..snapshot_meta import KafkaOffsets, SnapshotMeta, write_snapshot
+from .global_model import merge_states
+from .partition_state import PartitionState
+from .partitions import BASE, StateFollower, partition_of
+
+
+def _refuse(message: str) -> None:
+    raise UserError(message)
+
+
+def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, timeout_s: float = 120.0):
+    """Write the merged model to ``out``; returns (model, offsets)."""
+    follower = StateFollower(client.reader(read_committed=True), state_topic)
+    try:
+        names = follower.catch_up(timeout_s)
+        states, encoders = {}, {}
+        for name in dict.fromkeys(names):
+            payload = follower.assembler.take(name)
+            if payload is None or (name != BASE and partition_of(name) is None):
+                continue
+            # A partition that learned nothing has no model of its own; none is needed to read it.
+            state, features = PartitionState.from_payload(payload, nbstream.MultinomialNB(), f"{state_topic}, {name}")
+            states[name], encoders[name] = state, FeatureEncoder.from_json(features)
+    finally:
+        follower.reader.close()
+    fitted = [name for name, state in states.items() if state.model.is_fitted]
+    if not fitted:
+        raise UserError(f"the state topic {state_topic} holds no learned state (nothing learned yet, or another "
+                        "--group or --input).")
+    template = states[fitted[0]].model
+    for name, state in states.items():
+        state.encoder = encoders[name]
+    model, features = merge_states(type(template)(**template.get_params()), encoders[fitted[0]],
+                                   [states[name] for name in fitted], on_conflict=_refuse)
+    offsets = {partition_of(name): state.next_offset for name, state in states.items()
+               if partition_of(name) is not None and state.next_offset is not None}
+    write_snapshot(model, out, SnapshotMeta(features, source=KafkaOffsets(input_topic, offsets)))
+    return model, offsets

@@ -1,0 +1,100 @@
+"""The model every replica predicts with: the base state merged with every partition's latest state.
+
+Statistics are additive, so the merge is exact. The partitions this replica owns change at
+every batch; the others when their owners commit (read back from the state topic). Without
+forgetting, a batch is learned into the global model as it is into its partition's, and the
+merge is redone only when another replica's state arrives. With forgetting (half_life) each
+partition forgets at its own pace, so the merge is redone before the next prediction instead.
+
+Category codes are learned per partition (in order of appearance there); the merge re-maps
+them into one union encoder, as `worker merge` does for snapshots.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from nbstream.arrow import CategoricalEncoder, FeatureEncoder
+from nbstream.base import NaiveBayes
+
+from ..io.messages import NUMBER, STRING
+from .partition_state import PartitionState
+
+log = logging.getLogger(__name__)
+
+
+def merge_states(fresh: NaiveBayes, encoder: FeatureEncoder, states: Iterable[PartitionState],
+                 on_conflict: Callable[[str], None] | None = None) -> tuple[NaiveBayes, FeatureEncoder]:
+    """One model from many partition states (and the encoder its codes refer to).
+
+    fresh : an unfitted model with the group's parameters, merged into
+    encoder : the group's encoder; for categorical features a new union encoder is returned
+    on_conflict : told about a state that cannot be merged (another kind of label), which is left out
+    """
+    union = encoder.spec.encoder() if isinstance(encoder, CategoricalEncoder) else encoder
+    for state in states:
+        if not state.model.is_fitted:
+            continue
+        other = state.model
+        if isinstance(union, CategoricalEncoder):
+            other = copy.deepcopy(other).recode_categories(union.align(state.encoder))
+        try:
+            fresh.merge(other)
+        except (TypeError, ValueError) as error:
+            (on_conflict or log.error)(f"a partition state left out of the merge: {error}")
+    return fresh, union
+
+
+class GlobalModel:
+    """fresh() : an unfitted model with the group's parameters; encoder : the group's encoder;
+    classes : a fixed class set, or None for an open one."""
+
+    def __init__(self, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, classes=None):
+        self._fresh = fresh
+        self.encoder = encoder
+        self.classes = classes
+        self.model = fresh()
+        self.incremental = self.model.half_life is None
+        self._stale = False
+
+    @property
+    def categorical(self) -> bool:
+        return isinstance(self.encoder, CategoricalEncoder)
+
+    def label_kind(self) -> str | None:
+        """The kind of label the group learns, once known."""
+        labels = self.model.classes_ if self.model.is_fitted else (
+            np.asarray(self.classes) if self.classes is not None else None)
+        if labels is None:
+            return None
+        return STRING if labels.dtype.kind in "US" else NUMBER
+
+    def rebuild(self, states: Iterable[PartitionState]) -> None:
+        self.model, self.encoder = merge_states(self._fresh(), self.encoder, states)
+        self._stale = False
+
+    def invalidate(self) -> None:
+        """A state changed in a way the incremental update does not follow: rebuild before predicting."""
+        self._stale = True
+
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
+    def learn(self, X, y) -> None:
+        """Learn a batch already learned into its partition's state (incremental mode only)."""
+        if self.incremental and not self._stale:
+            self.model.partial_fit(X, y, classes=self.classes if not self.model.is_fitted else None)
+        else:
+            self._stale = True
+
+    def predict(self, X) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(predicted labels, probabilities), or (None, None) while nothing is learned."""
+        if not self.model.is_fitted:
+            return None, None
+        proba = self.model.predict_proba(X)
+        return self.model.classes_[np.argmax(proba, axis=1)], proba

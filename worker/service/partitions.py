@@ -1,0 +1,281 @@
+"""The partition states of a group as this replica sees them: its own, live; the others', as committed.
+
+The state topic is read from the beginning when a session starts and followed from then on
+(read_committed). When partitions are assigned, each one's latest committed state is taken
+over (or a fresh one made) and reading resumes at its next offset; revoked partitions are
+committed by the caller first, then released. The base state, when there is one, is a model
+the group started from (--init-model, or a snapshot folder of an earlier version).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import nbstream
+from nbstream.arrow import CategoricalEncoder, FeatureEncoder
+
+from ..errors import ConfigError
+from ..io.kafka.client import Consumer, KafkaFailure, Producer, Reader
+from ..io.kafka.state_topic import StateAssembler, write_records
+from .global_model import GlobalModel
+from .partition_state import PartitionState
+
+log = logging.getLogger(__name__)
+BASE = "base"
+
+
+def state_name(partition: int) -> str:
+    return f"partition-{partition}"
+
+
+def partition_of(name: str) -> int | None:
+    prefix, _, number = name.partition("-")
+    return int(number) if prefix == "partition" and number.isdigit() else None
+
+
+class StateFollower:
+    """Reads the state topic from its beginning and keeps following it."""
+
+    def __init__(self, reader: Reader, topic: str):
+        self.reader, self.topic = reader, topic
+        self.assembler = StateAssembler()
+        self.bytes_read = 0
+        reader.assign(topic)
+
+    def poll(self, timeout_s: float = 0.0) -> list[str]:
+        """Names whose newest state became complete in what was read now."""
+        completed = []
+        for record in self.reader.poll(timeout_s):
+            self.bytes_read += len(record.value or b"")
+            name = self.assembler.add(record.key, record.value)
+            if name is not None:
+                completed.append(name)
+        return completed
+
+    def catch_up(self, timeout_s: float) -> list[str]:
+        """Read to the end of the topic (its last stable offset); names completed on the way."""
+        deadline = time.monotonic() + timeout_s
+        completed = self.poll(0.2)
+        while not self.reader.caught_up():
+            if time.monotonic() > deadline:
+                raise KafkaFailure(f"the state topic {self.topic} could not be read to its end within {timeout_s:.0f}s")
+            completed += self.poll(0.2)
+        return completed
+
+
+class GroupState:
+    """fresh() : an unfitted model with the configured parameters; encoder : the configured encoder."""
+
+    def __init__(self, fresh: Callable[[], nbstream.base.NaiveBayes], global_model: GlobalModel,
+                 follower: StateFollower, start: str = "earliest"):
+        self.fresh, self.global_model, self.follower, self.start = fresh, global_model, follower, start
+        self.owned: dict[int, PartitionState] = {}
+        self.latest: dict[int, PartitionState] = {}  # newest committed state of partitions not owned
+        self.base: PartitionState | None = None
+        self.chunk_keys: dict[str, frozenset[bytes]] = {}
+
+    # ---- reading ----------------------------------------------------------------------------
+    def take_updates(self, names: list[str]) -> None:
+        """Decode the newly completed states of partitions this replica does not own."""
+        for name in names:
+            payload = self.follower.assembler.take(name)
+            partition = partition_of(name)
+            if payload is None or partition in self.owned:
+                continue  # an owned partition's live state is newer than anything committed
+            state = self._decode(name, payload)
+            if partition is None and name == BASE:
+                self.base = state
+            elif partition is not None:
+                self.latest[partition] = state
+            self.global_model.invalidate()
+
+    def _decode(self, name: str, payload: bytes) -> PartitionState:
+        source = f"state topic {self.follower.topic}, {name}"
+        fresh = self.fresh()
+        try:
+            state, features = PartitionState.from_payload(payload, fresh, source)
+        except nbstream.SnapshotError as error:
+            raise ConfigError(f"{error} Delete the state topic (or use a new --group) to start over.") from None
+        if state.model.is_fitted and (type(state.model) is not type(fresh) or state.model.differing_params(fresh)):
+            raise ConfigError(f"{source} holds a {state.model!r}; this service is configured for {fresh!r}. "
+                              "Serve with the same model options, or use a new --group.")
+        encoder = FeatureEncoder.from_json(features)
+        configured = self.global_model.encoder
+        if isinstance(configured, CategoricalEncoder):
+            state.encoder = encoder
+        elif configured.n_features is None and encoder.n_features is not None:
+            self.global_model.encoder = encoder  # a list width learned by another replica
+        elif not configured.same_layout(encoder) and encoder.n_features is not None:
+            raise ConfigError(f"{source} was learned with features {encoder.describe()}; this service is "
+                              f"configured for {configured.describe()}. Use the same feature options, or a new --group.")
+        return state
+
+    def states(self) -> list[PartitionState]:
+        """Every state the global model merges: the base, the others' committed ones, the owned ones."""
+        others = [state for p, state in self.latest.items() if p not in self.owned]
+        return ([self.base] if self.base else []) + others + list(self.owned.values())
+
+    # ---- assignment -----------------------------------------------------------------------
+    def assign(self, partitions: list[int], committed: dict[int, int | None], *, wait_s: float) -> dict[int, object]:
+        """Take over these partitions; returns where each starts reading.
+
+        committed : the group's committed offsets. Under exactly-once they were committed in the
+            same transaction as the state, so a state behind its committed offset is one still
+            hidden by an open transaction on the state topic: wait up to ``wait_s`` for it.
+        """
+        self.take_updates(self.follower.catch_up(timeout_s=max(wait_s, 30.0)))
+        deadline, waited = time.monotonic() + wait_s, False
+        while any(self._behind(p, committed.get(p)) for p in partitions) and time.monotonic() < deadline:
+            if not waited:
+                log.info("waiting for an open transaction on the state topic to end (partitions %s)",
+                         [p for p in partitions if self._behind(p, committed.get(p))])
+                waited = True
+            self.take_updates(self.follower.poll(0.5))
+        starts = {}
+        for partition in partitions:
+            state = self.latest.pop(partition, None)
+            if self._behind(partition, committed.get(partition)):
+                log.warning("partition %d: its state (offset %s) is behind its committed offset %s; continuing "
+                            "from the state, so some predictions may repeat", partition,
+                            None if state is None else state.next_offset, committed.get(partition))
+            if state is None:
+                state = PartitionState(self.fresh(), self._own_encoder())
+                if committed.get(partition) is not None:
+                    log.warning("partition %d has committed offset %s but no state: starting at %s", partition,
+                                committed[partition], self._default_start(partition))
+            self.chunk_keys[state_name(partition)] = self.follower.assembler.chunk_keys(state_name(partition))
+            self.owned[partition] = state
+            starts[partition] = state.next_offset if state.next_offset is not None else self._default_start(partition)
+        self.global_model.invalidate()
+        return starts
+
+    def _behind(self, partition: int, committed: int | None) -> bool:
+        state = self.latest.get(partition)
+        offset = None if state is None else state.next_offset
+        return committed is not None and offset is not None and offset < committed
+
+    def _default_start(self, partition: int):
+        if self.base is not None and partition in self.base.starts:
+            return self.base.starts[partition]
+        return self.start
+
+    def _own_encoder(self) -> FeatureEncoder | None:
+        encoder = self.global_model.encoder
+        return encoder.spec.encoder() if isinstance(encoder, CategoricalEncoder) else None
+
+    def release(self, partitions: list[int]) -> None:
+        """Stop owning these partitions (after committing them); their states become the latest known."""
+        for partition in partitions:
+            state = self.owned.pop(partition, None)
+            if state is not None:
+                self.latest[partition] = state
+        self.global_model.invalidate()
+
+    def offsets(self) -> dict[int, int]:
+        """The next offset of every owned partition that has processed something."""
+        return {p: s.next_offset for p, s in self.owned.items() if s.next_offset is not None}
+
+
+class StateWriter:
+    """The checkpoint's state step: every owned partition state changed since its last write,
+    as records of the state topic (inside the open transaction, under exactly-once)."""
+
+    def __init__(self, group: GroupState, producer: Producer, topic: str, flush_timeout_s: float = 60.0):
+        self.group, self.producer, self.topic = group, producer, topic
+        self.flush_timeout_s = flush_timeout_s
+        self.last_bytes = 0  # compressed state bytes written by the last checkpoint
+
+    def write(self) -> bool:
+        changed = {p: s for p, s in self.group.owned.items() if s.changed}
+        if not changed:
+            return False
+        self.last_bytes = 0
+        for partition, state in changed.items():
+            name = state_name(partition)
+            payload = state.to_payload(state.encoder or self.group.global_model.encoder)
+            write = write_records(name, payload, replaced=self.group.chunk_keys.get(name, ()))
+            for key, value in write.records:
+                self.producer.send(self.topic, value, key=key)
+            self.group.chunk_keys[name] = write.chunk_keys
+            self.last_bytes += write.payload_bytes
+            state.changed = False
+        self.producer.flush(self.flush_timeout_s)
+        return True
+
+    def write_base(self, state: PartitionState) -> None:
+        """The group's starting model, written once before any partition state."""
+        payload = state.to_payload(self.group.global_model.encoder)
+        for key, value in write_records(BASE, payload).records:
+            self.producer.send(self.topic, value, key=key)
+        self.producer.flush(self.flush_timeout_s)
+        self.group.base = state
+
+
+class TransactionCommit:
+    """The checkpoint's upstream step under exactly-once: the owned partitions' offsets join the
+    open transaction with this member's group metadata (so a fenced zombie cannot commit), then
+    predictions, dead letters, states and offsets commit together."""
+
+    def __init__(self, producer: "TransactionalProducer", consumer: Consumer, group: GroupState,
+                 timeout_s: float = 60.0):
+        self.producer, self.consumer, self.group, self.timeout_s = producer, consumer, group, timeout_s
+
+    def acknowledge(self) -> None:
+        offsets = self.group.offsets()
+        if offsets:
+            self.producer.send_offsets(self.consumer.topic, offsets, self.consumer.group_metadata(), self.timeout_s)
+        self.producer.commit_transaction(self.timeout_s)
+
+
+class OffsetCommit:
+    """The checkpoint's upstream step under at-least-once: commit the owned partitions' offsets."""
+
+    def __init__(self, consumer: Consumer, group: GroupState):
+        self.consumer, self.group = consumer, group
+
+    def acknowledge(self) -> None:
+        self.consumer.commit(self.group.offsets())
+
+
+class TransactionalProducer(Producer):
+    """A producer whose transaction begins with the first record sent after a commit."""
+
+    def __init__(self, inner: Producer):
+        self.inner = inner
+        self.open = False
+
+    def send(self, topic, value, key=None, headers=None, partition=None, context=None) -> None:
+        if not self.open:
+            self.inner.begin_transaction()
+            self.open = True
+        self.inner.send(topic, value, key=key, headers=headers, partition=partition, context=context)
+
+    def flush(self, timeout_s: float) -> None:
+        self.inner.flush(timeout_s)
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self.inner.init_transactions(timeout_s)
+
+    def begin_transaction(self) -> None:
+        if not self.open:
+            self.inner.begin_transaction()
+            self.open = True
+
+    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
+        self.begin_transaction()
+        self.inner.send_offsets(topic, offsets, group_metadata, timeout_s)
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        if self.open:
+            self.inner.commit_transaction(timeout_s)
+            self.open = False
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        if self.open:
+            self.open = False
+            self.inner.abort_transaction(timeout_s)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self.inner.close(timeout_s)

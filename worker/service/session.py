@@ -1,0 +1,217 @@
+"""One Kafka session of `worker serve`: its clients, its group membership, and the loop running on them.
+
+A session starts by making sure its topics exist and reading the state topic to its end;
+then it joins the group. Partitions assigned are restored from their committed states;
+partitions about to be revoked are committed first. Any ``KafkaFailure`` ends the session
+with its uncommitted work discarded (under exactly-once the open transaction is aborted);
+the next session resumes from what was committed, so nothing is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from nbstream.arrow import FeatureEncoder
+from nbstream.base import NaiveBayes
+
+from ..checkpoint import CheckpointPolicy, Checkpointer
+from ..config import ServeConfig
+from ..io.kafka.client import KafkaClient, KafkaFailure
+from ..io.kafka.sink import Destination, KafkaSink
+from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
+from ..snapshot_meta import KafkaOffsets, SnapshotMeta
+from .global_model import GlobalModel
+from .loop import PrequentialLoop
+from .observability import ServiceMetrics
+from .partition_state import PartitionState
+from .partitions import GroupState, OffsetCommit, StateFollower, StateWriter, TransactionalProducer, TransactionCommit
+from .state import SnapshotStore
+
+log = logging.getLogger(__name__)
+PROBE_SECONDS = 5.0  # how often an idle session checks that the broker answers
+
+
+class Session:
+    """fresh() : an unfitted model with the group's parameters; encoder : the group's feature encoder;
+    poisoned : shared across sessions (see KafkaSink); base : a model to start a new group from
+    (--init-model or a snapshot folder); store : where local copies go (--snapshot-dir)."""
+
+    def __init__(self, client: KafkaClient, config: ServeConfig, metrics: ServiceMetrics,
+                 fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, transactional_id: str, poisoned: dict,
+                 base: PartitionState | None = None, store: SnapshotStore | None = None):
+        self.config, self.metrics, self.store = config, metrics, store
+        self.consumer = self.producer = self.follower = None
+        try:
+            self._open(client, fresh, encoder, transactional_id, poisoned, base)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, client, fresh, encoder, transactional_id, poisoned, base) -> None:
+        config, metrics = self.config, self.metrics
+        timeout = config.transaction_timeout
+        limits = self._ensure_topics(client)
+        self.follower = StateFollower(client.reader(read_committed=True), config.states)
+        self.global_model = GlobalModel(fresh, encoder, config.classes or None)
+        self.group = GroupState(fresh, self.global_model, self.follower, start=config.start)
+        self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
+        batch_limit = min(limits[config.output], limits[config.dlq])
+        raw = client.producer(transactional_id=transactional_id if config.exactly_once else None,
+                              transaction_timeout_s=timeout, max_request_bytes=max(limits.values()),
+                              batch_bytes=batch_limit)
+        if config.exactly_once:
+            raw.init_transactions(timeout)
+            self.producer = TransactionalProducer(raw)
+        else:
+            self.producer = raw
+        self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
+                              Destination(config.dlq, limits[config.dlq]), poisoned)
+        self.state_writer = StateWriter(self.group, self.producer, config.states)
+        if base is not None and self.group.base is None and not self.group.latest:
+            self._start_from(base)
+        self.consumer = client.consumer(config.input, config.group, instance_id=config.instance_id,
+                                        session_timeout_s=config.session_timeout, start=config.start,
+                                        read_committed=True)
+        upstream = TransactionCommit(self.producer, self.consumer, self.group, timeout) if config.exactly_once \
+            else OffsetCommit(self.consumer, self.group)
+        self.checkpointer = Checkpointer(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
+                                         outputs=[self.sink], state=self.state_writer, upstream=upstream)
+        self.loop = PrequentialLoop(config.fields, self.group, self.sink, self.sink, metrics, learn=config.learn,
+                                    poisoned=poisoned)
+        self.consumer.subscribe(self._assigned, self._revoked, self._lost)
+        self._probed = time.monotonic()
+
+    def _ensure_topics(self, client: KafkaClient) -> dict[str, int]:
+        """Create the output, dead-letter and state topics when missing; each one's record size limit."""
+        config = self.config
+        admin = client.admin()
+        try:
+            source = admin.topic(config.input)
+            partitions = source.partitions if source else 1
+            if source is None:
+                log.info("topic %s does not exist yet: waiting for it", config.input)
+            dead_letter_bytes = max(2 << 20, config.fields.max_bytes + (64 << 10))
+            wanted = {config.output: (partitions, {"max.message.bytes": str(2 << 20)}),
+                      config.dlq: (partitions, {"max.message.bytes": str(dead_letter_bytes)}),
+                      config.states: (1, STATE_TOPIC_CONFIG)}
+            limits = {}
+            for name, (count, topic_config) in wanted.items():
+                info = admin.topic(name)
+                if info is None:
+                    admin.create_topic(name, count, topic_config)
+                    log.info("created topic %s (%d partition(s), %s)", name, count, topic_config)
+                    info = admin.topic(name)
+                limits[name] = info.max_message_bytes if info else int(topic_config["max.message.bytes"])
+            return limits
+        finally:
+            admin.close()
+
+    def _start_from(self, base: PartitionState) -> None:
+        """Write the base state of a new group (in a transaction of its own under exactly-once)."""
+        self.state_writer.write_base(base)
+        self.producer.commit_transaction(self.config.transaction_timeout)
+        self.global_model.invalidate()
+        log.info("the group starts from a model of %d examples", base.model.n_examples_seen_ if base.model.is_fitted
+                 else 0)
+
+    # ---- group membership -------------------------------------------------------------------
+    def _assigned(self, partitions: list[int]) -> dict[int, object]:
+        started = time.monotonic()
+        read_before = self.follower.bytes_read
+        committed = self.consumer.committed(partitions) if partitions else {}
+        wait = self.config.transaction_timeout + 10 if self.config.exactly_once else 0.0
+        starts = self.group.assign(partitions, committed, wait_s=wait)
+        seconds = time.monotonic() - started
+        self.metrics.assigned.set(len(self.group.owned))
+        self.metrics.restore_seconds.set(seconds)
+        restored = [p for p in partitions if self.group.owned[p].next_offset is not None]
+        log.info("assigned partitions %s: %d restored from %s (%d bytes read) in %.2fs; starting at %s",
+                 partitions, len(restored), self.config.states, self.follower.bytes_read - read_before, seconds,
+                 {p: starts[p] for p in partitions})
+        return starts
+
+    def _revoked(self, partitions: list[int]) -> None:
+        if partitions:
+            log.info("partitions %s are being revoked: committing first", partitions)
+            self.commit()
+        self.group.release(partitions)
+        self.metrics.assigned.set(len(self.group.owned))
+
+    def _lost(self, partitions: list[int]) -> None:
+        raise KafkaFailure(f"partitions {partitions} were lost: the group moved on without this member")
+
+    # ---- running ----------------------------------------------------------------------------
+    def run(self, should_stop: Callable[[], bool]) -> None:
+        """Poll and process until should_stop() is true, then commit what is left."""
+        config = self.config
+        while not should_stop():
+            records = self.consumer.poll(0.5, config.max_poll_records)
+            self.group.take_updates(self.follower.poll(0.0))
+            if records:
+                self.loop.process(records)
+            if self.checkpointer.policy.record(len(records)):
+                self.commit()
+            self._heartbeat(bool(records))
+        self.commit()
+
+    def commit(self) -> None:
+        started = time.monotonic()
+        if self.checkpointer.commit():
+            self.metrics.checkpoints.inc()
+            self.metrics.last_checkpoint.set(time.time())
+            self.metrics.commit_seconds.set(time.monotonic() - started)
+            self.metrics.state_bytes.set(self.state_writer.last_bytes)
+            self._keep_local_copy()
+
+    def _keep_local_copy(self) -> None:
+        """With --snapshot-dir: the global model as a snapshot file, with every partition's next offset."""
+        if self.store is None:
+            return
+        model = self.global_model
+        if model.stale:
+            model.rebuild(self.group.states())
+        if not model.model.is_fitted:
+            return
+        offsets = {p: s.next_offset for p, s in self.group.latest.items() if s.next_offset is not None}
+        offsets.update(self.group.offsets())
+        path = self.store.save(model.model, SnapshotMeta(model.encoder, source=KafkaOffsets(self.config.input, offsets)))
+        log.info("checkpoint %s at offsets %s", path.name, offsets)
+
+    def _heartbeat(self, busy: bool) -> None:
+        """Liveness and readiness; an idle session asks the broker every PROBE_SECONDS whether it answers."""
+        metrics = self.metrics
+        metrics.heartbeat = time.monotonic()
+        if busy:
+            answers = True
+        elif metrics.heartbeat - self._probed > PROBE_SECONDS:
+            self._probed = metrics.heartbeat
+            try:
+                owned = sorted(self.group.owned)
+                self.consumer.end_offsets(owned) if owned else self.consumer.committed([0])
+                answers = True
+            except KafkaFailure as failure:
+                answers = False
+                reason = failure
+        else:
+            answers = metrics.connected
+        if metrics.broker_answers(answers):
+            if answers:
+                log.info("the broker answers again")
+            else:
+                log.warning("the broker does not answer: %s", reason)
+        metrics.ready = bool(self.group.owned) and answers
+
+    def close(self) -> None:
+        """Leave the group and close the clients; an open transaction is aborted."""
+        for step in (self._abort, lambda: self.consumer and self.consumer.close(),
+                     lambda: self.producer and self.producer.close(), lambda: self.follower and self.follower.reader.close()):
+            try:
+                step()
+            except Exception as error:  # noqa: BLE001 - closing must go on whatever one client says
+                log.debug("while closing: %s", error)
+
+    def _abort(self) -> None:
+        if isinstance(self.producer, TransactionalProducer) and self.producer.open:
+            self.producer.abort_transaction(5.0)
