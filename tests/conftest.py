@@ -39,6 +39,12 @@ def mnist_parquet(mnist, tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
+def _no_broker(error: Exception):
+    if os.environ.get("CI"):
+        pytest.fail(f"no Kafka broker for the Kafka tests: {error}")
+    pytest.skip(f"no Kafka broker: {error}")
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory) -> str:
     """A real broker for the session (see tests/helpers/kafka.py for where it comes from)."""
@@ -48,8 +54,26 @@ def kafka_bootstrap(tmp_path_factory) -> str:
     try:
         bootstrap = manager.__enter__()
     except Exception as error:  # noqa: BLE001 - any failure to start means no broker
-        if os.environ.get("CI"):
-            pytest.fail(f"no Kafka broker for the Kafka tests: {error}")
-        pytest.skip(f"no Kafka broker: {error}")
+        _no_broker(error)
     yield bootstrap
     manager.__exit__(None, None, None)
+
+
+@pytest.fixture(params=["kafka-python", "confluent"])
+def kafka_client(request) -> str:
+    """Every Kafka test runs on both clients: one behaviour, two transports."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def own_broker(tmp_path_factory):
+    """A broker of the module's own, which its tests may kill -9 and restart (a Broker, see
+    scripts/kafka_broker.py); it has TLS and SASL_SSL listeners too."""
+    from tests.helpers.kafka import local_broker
+
+    try:
+        broker = local_broker(tmp_path_factory.mktemp("own-kafka"), ssl=True, sasl_ssl=True)
+    except Exception as error:  # noqa: BLE001
+        _no_broker(error)
+    yield broker
+    broker.stop()

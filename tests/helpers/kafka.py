@@ -1,15 +1,20 @@
-"""A real Apache Kafka broker for the tests, and small helpers around it.
+"""Real Apache Kafka brokers for the tests, and small helpers around them.
 
-The broker comes from, in order: NBSTREAM_KAFKA_BOOTSTRAP; testcontainers' Kafka module when
-a Docker engine answers; else scripts/kafka_broker.py (Apache Kafka jars from Maven Central,
-KRaft, Java 17, 127.0.0.1). In CI (CI set) a broker that cannot start fails the run.
+The session's broker comes from, in order: NBSTREAM_KAFKA_BOOTSTRAP; testcontainers' Kafka
+module when a Docker engine answers; else scripts/kafka_broker.py (Apache Kafka jars from
+Maven Central, KRaft, Java 17, 127.0.0.1). Tests that kill the broker or need TLS and SASL
+listeners get a broker of their own from the same launcher. In CI (CI set) a broker that
+cannot start fails the run.
+
+The helpers read and write with kafka-python directly, as an independent client: they check
+what the worker did, whatever client the worker used.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -20,6 +25,23 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
 from .paths import REPO
+
+CLIENTS = ["kafka-python", "confluent"]
+
+
+def _launcher():
+    """scripts/kafka_broker.py as a module (it is a script, not part of the package)."""
+    if "kafka_broker" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("kafka_broker", REPO / "scripts" / "kafka_broker.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["kafka_broker"] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules["kafka_broker"]
+
+
+def local_broker(workdir: Path, **listeners):
+    """A started broker of our own (see scripts/kafka_broker.py); ``stop()`` it when done."""
+    return _launcher().Broker(Path(workdir), **listeners).start()
 
 
 def _docker_answers() -> bool:
@@ -45,38 +67,39 @@ def kafka_broker(workdir: Path):
         with KafkaContainer().with_kraft() as container:
             yield container.get_bootstrap_server()
         return
-    script = REPO / "scripts" / "kafka_broker.py"
-    started = subprocess.run([sys.executable, str(script), "start", "--dir", str(workdir)],
-                             capture_output=True, text=True, timeout=300)
-    if started.returncode != 0:
-        raise RuntimeError(f"the local Kafka broker did not start:\n{started.stderr[-3000:]}")
+    broker = local_broker(workdir)
     try:
-        yield started.stdout.strip().splitlines()[-1]
+        yield broker.bootstrap
     finally:
-        subprocess.run([sys.executable, str(script), "stop", "--dir", str(workdir)], timeout=60)
+        broker.stop()
 
 
-def new_topic(bootstrap: str, name: str, partitions: int = 1) -> str:
+def new_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None) -> str:
     """A topic with a unique name (one broker serves the whole session)."""
     topic = f"{name}-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(topic, partitions, 1)])
+    admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
     admin.close()
     return topic
 
 
-def send(bootstrap: str, topic: str, values: list[bytes], partition_of=None) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-    for i, value in enumerate(values):
-        producer.send(topic, value=value, key=str(i).encode(),
-                      partition=None if partition_of is None else partition_of(i))
+def send(bootstrap: str, topic: str, values: list, partition_of=None, first_key: int = 0) -> None:
+    """Each value (bytes, or None for a tombstone) as one message keyed by its number; every send confirmed."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_request_size=16 << 20)
+    futures = [producer.send(topic, value=value, key=str(first_key + i).encode(),
+                             partition=None if partition_of is None else partition_of(i))
+               for i, value in enumerate(values)]
     producer.flush()
+    for future in futures:
+        future.get(timeout=30)
     producer.close()
 
 
-def read_all(bootstrap: str, topic: str, expected: int | None = None, timeout: float = 60.0) -> list:
+def read_all(bootstrap: str, topic: str, expected: int | None = None, timeout: float = 60.0,
+             committed_only: bool = False) -> list:
     """Every record of a topic from the start (until ``expected`` records, or the end)."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                             isolation_level="read_committed" if committed_only else "read_uncommitted")
     records, deadline = [], time.monotonic() + timeout
     while not consumer.partitions_for_topic(topic):  # the service may not have created it yet
         if time.monotonic() > deadline:
@@ -112,8 +135,9 @@ def json_message(features=None, label=None, **fields) -> bytes:
 class TopicWatcher:
     """Reads a topic from the start, keeping every record seen so far (for polling in tests)."""
 
-    def __init__(self, bootstrap: str, topic: str):
-        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
+    def __init__(self, bootstrap: str, topic: str, committed_only: bool = False):
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                                      isolation_level="read_committed" if committed_only else "read_uncommitted")
         self.topic = topic
         self.records: list = []
 

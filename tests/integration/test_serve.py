@@ -5,99 +5,21 @@ from __future__ import annotations
 import json
 import random
 import re
-import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 
 import numpy as np
 
-import nbstream
+from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all, send
-from tests.helpers.cli import run_worker, worker_env
-from worker.service.state import SnapshotStore
+from tests.helpers.service import Service, assert_equal_statistics, covered, labeled_messages, wait_for
 
-CLASSES = ["ham", "eggs", "spam"]
-
-
-class Service:
-    """One `worker serve` process; its log goes to a file in the test's folder."""
-
-    def __init__(self, bootstrap, topic, tmp_path, *extra, group=None):
-        self.bootstrap, self.topic = bootstrap, topic
-        self.output = f"{topic}.predictions"
-        self.snapshots = tmp_path / "snapshots"
-        self.group = group or f"{topic}-group"
-        self.log = tmp_path / "serve.log"
-        self.extra = [str(e) for e in extra]
-        self.process = None
-
-    def start(self):
-        command = [sys.executable, "-m", "worker", "serve", "--bootstrap", self.bootstrap, "--input", self.topic,
-                   "--output", self.output, "--group", self.group, "--snapshot-dir", str(self.snapshots),
-                   "--instance-id", "worker-1",
-                   "--checkpoint-every", "200", "--checkpoint-interval", "0.5", *self.extra]
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=log, env=worker_env())
-        return self
-
-    def kill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def terminate(self, timeout=60) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=timeout)
-
-    def checkpoints(self) -> int:
-        return len(list(self.snapshots.glob("snapshot-*.nbs"))) and \
-            int(max(self.snapshots.glob("snapshot-*.nbs")).stem.split("-")[1])
-
-    def state(self):
-        model, meta, _ = SnapshotStore(self.snapshots).latest()
-        return model, meta.to_json()
-
-
-def labeled_messages(n, rng, start_id=0):
-    """n JSON messages with 6 count features whose rates depend on the class."""
-    labels = rng.choice(CLASSES, size=n)
-    rates = 1 + np.searchsorted(CLASSES, labels)[:, None] * np.arange(1, 7) / 3
-    X = rng.poisson(rates)
-    values = [json_message(features=row.tolist(), label=label, id=start_id + i)
-              for i, (row, label) in enumerate(zip(X, labels))]
-    return values, X, labels
-
-
-def wait_for(condition, timeout=90.0, every=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(every)
-    return False
-
-
-def covered(records):
-    """(partition, offset) of every input message that has a prediction."""
-    return {(p["partition"], p["offset"]) for p in (json.loads(r.value) for r in records)}
-
-
-def assert_equal_statistics(model, X, labels):
-    offline = nbstream.MultinomialNB().fit(X, labels)
-    order = np.argsort(model.classes_)
-    assert model.classes_[order].tolist() == offline.classes_.tolist()
-    np.testing.assert_array_equal(model.class_count_[order], offline.class_count_)
-    np.testing.assert_array_equal(model.feature_count_[order], offline.feature_count_)
-    assert model.n_examples_seen_ == len(labels)
-
-
-def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_bootstrap, tmp_path):
+def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_bootstrap, kafka_client, tmp_path):
     rng = np.random.default_rng(7)
     chooser = random.Random(7)
     topic = new_topic(kafka_bootstrap, "exactly-once", partitions=3)
-    service = Service(kafka_bootstrap, topic, tmp_path)
+    service = Service(kafka_bootstrap, topic, tmp_path, client=kafka_client)
     all_X, all_labels, sent = [], [], 0
     for phase in range(3):
         values, X, labels = labeled_messages(4_000, rng, start_id=sent)
@@ -120,7 +42,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_b
     assert_equal_statistics(model, np.concatenate(all_X), np.concatenate(all_labels))
 
 
-def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_running(kafka_bootstrap, tmp_path):
+def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_running(kafka_bootstrap, kafka_client, tmp_path):
     rng = np.random.default_rng(11)
     topic = new_topic(kafka_bootstrap, "dead-letters")
     good, X, labels = labeled_messages(2_000, rng)
@@ -135,7 +57,7 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_ru
         values.append(bad.pop() if take_bad else good.pop(0))
         is_bad.append(take_bad)
     send(kafka_bootstrap, topic, values)
-    service = Service(kafka_bootstrap, topic, tmp_path, "--max-message-bytes", 2_000, "--metrics-port", 0).start()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--max-message-bytes", 2_000, "--metrics-port", 0, client=kafka_client).start()
     dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=1_000, timeout=90)
     predictions = read_all(kafka_bootstrap, service.output, expected=2_000, timeout=90)
     assert service.process.poll() is None, "the service stopped"
@@ -155,12 +77,12 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_ru
 
 
 def test_sigterm_leaves_a_snapshot_from_which_a_restart_continues_without_gap_or_double_count(
-        kafka_bootstrap, tmp_path):
+        kafka_bootstrap, kafka_client, tmp_path):
     rng = np.random.default_rng(5)
     topic = new_topic(kafka_bootstrap, "sigterm")
     first, X1, y1 = labeled_messages(1_500, rng)
     send(kafka_bootstrap, topic, first)
-    service = Service(kafka_bootstrap, topic, tmp_path, "--checkpoint-interval", 3600).start()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--checkpoint-interval", 3600, client=kafka_client).start()
     assert len(read_all(kafka_bootstrap, service.output, expected=1_500)) == 1_500
     assert service.terminate() == 0
     model, meta = service.state()
@@ -177,7 +99,7 @@ def test_sigterm_leaves_a_snapshot_from_which_a_restart_continues_without_gap_or
     assert_equal_statistics(model, np.concatenate([X1, X2]), np.concatenate([y1, y2]))
 
 
-def test_predictions_carry_id_probabilities_version_and_source(kafka_bootstrap, tmp_path):
+def test_predictions_carry_id_probabilities_version_and_source(kafka_bootstrap, kafka_client, tmp_path):
     topic = new_topic(kafka_bootstrap, "predictions")
     send(kafka_bootstrap, topic, [json_message(text="win a free prize now", label="spam", id="a"),
                                   json_message(text="see you at lunch", label="ham", id="b"),
@@ -199,13 +121,13 @@ def test_predictions_carry_id_probabilities_version_and_source(kafka_bootstrap, 
     assert service.terminate() == 0
 
 
-def test_metrics_health_and_readiness_endpoints(kafka_bootstrap, tmp_path):
+def test_metrics_health_and_readiness_endpoints(kafka_bootstrap, kafka_client, tmp_path):
     topic = new_topic(kafka_bootstrap, "metrics")
     rng = np.random.default_rng(2)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    service = Service(kafka_bootstrap, topic, tmp_path, "--metrics-port", port).start()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--metrics-port", port, client=kafka_client).start()
     watcher = TopicWatcher(kafka_bootstrap, service.output)
     for round_ in range(2):  # the second round is predicted by a model that learned the first
         values, _, _ = labeled_messages(300, rng, start_id=300 * round_)
@@ -233,12 +155,12 @@ def test_metrics_health_and_readiness_endpoints(kafka_bootstrap, tmp_path):
     assert service.terminate() == 0
 
 
-def test_produce_loads_a_parquet_file_into_a_topic(kafka_bootstrap):
+def test_produce_loads_a_parquet_file_into_a_topic(kafka_bootstrap, kafka_client):
     from tests.helpers.paths import SMS
 
     topic = new_topic(kafka_bootstrap, "produce")
     result = run_worker("produce", SMS / "test.parquet", "--bootstrap", kafka_bootstrap, "--topic", topic,
-                        "--text", "text", "--label", "label", "--id", "id", timeout=120)
+                        "--text", "text", "--label", "label", "--id", "id", "--kafka-client", kafka_client, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "sent 1,115 messages" in result.stdout
     records = read_all(kafka_bootstrap, topic, expected=1_115)

@@ -43,12 +43,12 @@ class ServiceMetrics:
         self._correct = 0
         self._judged = 0
         self.ready = False
-        self.connected = False
+        self.connected: bool | None = None  # unknown until the first contact
         self.heartbeat = time.monotonic()
 
     def broker_answers(self, answers: bool) -> bool:
-        """Record whether the broker answers; True when that changed."""
-        changed = answers != self.connected
+        """Record whether the broker answers; True when that changed (not for the first contact)."""
+        changed = self.connected is not None and answers != self.connected
         self.connected = answers
         self.kafka_up.set(1 if answers else 0)
         return changed

@@ -13,6 +13,7 @@ import orjson
 
 from ..errors import ConfigError
 from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure
+from ..io.kafka.sink import record_bytes
 from ..io.parquet.source import expand_paths, read_batches
 
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
@@ -25,6 +26,19 @@ class Produced:
     error: str | None = None  # the first failure, if any
 
 
+def _topic_limit(client: KafkaClient, topic: str) -> int:
+    """The topic's record size limit; the topic is created (one partition) when missing."""
+    admin = client.admin()
+    try:
+        info = admin.topic(topic)
+        if info is None:
+            admin.create_topic(topic, 1, {})
+            info = admin.topic(topic)
+        return info.max_message_bytes if info else 1_048_588
+    finally:
+        admin.close()
+
+
 def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str | None = None,
             text: str | None = None, label: str | None = None, id_column: str | None = None, rate: float = 0.0,
             limit: int | None = None, stamp: bool = False, timeout_s: float = 60.0) -> Produced:
@@ -34,7 +48,8 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
     """
     if bool(features) == bool(text):
         raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
-    producer = client.producer(linger_ms=5)
+    limit_bytes = _topic_limit(client, topic)
+    producer = client.producer(linger_ms=5, batch_bytes=limit_bytes)
     columns = [c for c in (features, text, label, id_column) if c]
     result, started = Produced(0, 0), time.monotonic()
 
@@ -66,8 +81,14 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
                         time.sleep(delay)
                 if stamp:
                     message["sent_at"] = time.time()
-                producer.send(topic, orjson.dumps(message), key=key)
+                value = orjson.dumps(message)
                 result.sent += 1
+                if record_bytes(key, value, []) > limit_bytes:  # the broker would refuse it (and its batch)
+                    result.failed += 1
+                    result.error = result.error or (f"a message of {len(value):,} bytes exceeds the topic's limit "
+                                                    f"of {limit_bytes:,}")
+                    continue
+                producer.send(topic, value, key=key)
             confirm()
             if limit is not None and result.sent >= limit:
                 break

@@ -9,6 +9,7 @@ growing pause the next one resumes from the committed state. Only configuration 
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 import threading
@@ -82,6 +83,7 @@ def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int]) -> S
 
 def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID` prints every thread's stack
     client = connect(config.kafka)
     store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
     start = starting_point(config, store)

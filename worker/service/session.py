@@ -31,6 +31,7 @@ from .state import SnapshotStore
 
 log = logging.getLogger(__name__)
 PROBE_SECONDS = 5.0  # how often an idle session checks that the broker answers
+COMMIT_STEP_SECONDS = 20.0  # the longest one step of a commit may wait for Kafka before the session gives up
 
 
 class Session:
@@ -43,6 +44,7 @@ class Session:
                  base: PartitionState | None = None, store: SnapshotStore | None = None):
         self.config, self.metrics, self.store = config, metrics, store
         self.consumer = self.producer = self.follower = None
+        self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
         try:
             self._open(client, fresh, encoder, transactional_id, poisoned, base)
         except BaseException:
@@ -67,15 +69,17 @@ class Session:
         else:
             self.producer = raw
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
-                              Destination(config.dlq, limits[config.dlq]), poisoned)
-        self.state_writer = StateWriter(self.group, self.producer, config.states)
+                              Destination(config.dlq, limits[config.dlq]), poisoned, COMMIT_STEP_SECONDS)
+        self.state_writer = StateWriter(self.group, self.producer, config.states, COMMIT_STEP_SECONDS)
         if base is not None and self.group.base is None and not self.group.latest:
             self._start_from(base)
         self.consumer = client.consumer(config.input, config.group, instance_id=config.instance_id,
                                         session_timeout_s=config.session_timeout, start=config.start,
                                         read_committed=True)
-        upstream = TransactionCommit(self.producer, self.consumer, self.group, timeout) if config.exactly_once \
-            else OffsetCommit(self.consumer, self.group)
+        if config.exactly_once:
+            upstream = TransactionCommit(self.producer, self.consumer, self.group, COMMIT_STEP_SECONDS)
+        else:
+            upstream = OffsetCommit(self.consumer, self.group)
         self.checkpointer = Checkpointer(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
                                          outputs=[self.sink], state=self.state_writer, upstream=upstream)
         self.loop = PrequentialLoop(config.fields, self.group, self.sink, self.sink, metrics, learn=config.learn,
@@ -119,7 +123,6 @@ class Session:
     # ---- group membership -------------------------------------------------------------------
     def _assigned(self, partitions: list[int]) -> dict[int, object]:
         started = time.monotonic()
-        read_before = self.follower.bytes_read
         committed = self.consumer.committed(partitions) if partitions else {}
         wait = self.config.transaction_timeout + 10 if self.config.exactly_once else 0.0
         starts = self.group.assign(partitions, committed, wait_s=wait)
@@ -127,13 +130,13 @@ class Session:
         self.metrics.assigned.set(len(self.group.owned))
         self.metrics.restore_seconds.set(seconds)
         restored = [p for p in partitions if self.group.owned[p].next_offset is not None]
-        log.info("assigned partitions %s: %d restored from %s (%d bytes read) in %.2fs; starting at %s",
-                 partitions, len(restored), self.config.states, self.follower.bytes_read - read_before, seconds,
+        log.info("assigned partitions %s: %d restored from %s (%d bytes of state read this session) in %.2fs; "
+                 "starting at %s", partitions, len(restored), self.config.states, self.follower.bytes_read, seconds,
                  {p: starts[p] for p in partitions})
         return starts
 
     def _revoked(self, partitions: list[int]) -> None:
-        if partitions:
+        if partitions and not self.closing:
             log.info("partitions %s are being revoked: committing first", partitions)
             self.commit()
         self.group.release(partitions)
@@ -195,7 +198,7 @@ class Session:
                 answers = False
                 reason = failure
         else:
-            answers = metrics.connected
+            answers = bool(metrics.connected)
         if metrics.broker_answers(answers):
             if answers:
                 log.info("the broker answers again")
@@ -204,7 +207,8 @@ class Session:
         metrics.ready = bool(self.group.owned) and answers
 
     def close(self) -> None:
-        """Leave the group and close the clients; an open transaction is aborted."""
+        """Leave the group and close the clients, committing nothing more; an open transaction is aborted."""
+        self.closing = True
         for step in (self._abort, lambda: self.consumer and self.consumer.close(),
                      lambda: self.producer and self.producer.close(), lambda: self.follower and self.follower.reader.close()):
             try:

@@ -60,6 +60,8 @@ class KafkaAccessError(UserError):
     """Authentication, TLS or authorization refused by the cluster."""
 
 
+RECORD_BATCH_OVERHEAD = 256  # bytes a record batch may add to its records (header, lengths, attributes)
+
 # on_assigned(partitions) returns where each partition starts: an offset, "earliest" or "latest".
 Start = int | str
 AssignHandler = Callable[[list[int]], dict[int, Start]]

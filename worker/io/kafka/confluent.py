@@ -10,8 +10,8 @@ import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ...errors import ConfigError
-from .client import (Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError, KafkaClient, KafkaFailure, Producer,
-                     Reader, Record, TopicInfo)
+from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
+                     KafkaClient, KafkaFailure, Producer, Reader, Record, TopicInfo)
 from .settings import KafkaSettings
 
 _E = ck.KafkaError
@@ -327,7 +327,7 @@ class ConfluentClient(KafkaClient):
     def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
                  batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
         conf = {**self._connection, "acks": "all", "enable.idempotence": True, "linger.ms": linger_ms,
-                "message.max.bytes": max_request_bytes, "batch.size": max(1024, batch_bytes - 1024),
+                "message.max.bytes": max_request_bytes, "batch.size": max(64, batch_bytes - RECORD_BATCH_OVERHEAD),
                 "message.timeout.ms": int(delivery_timeout_s * 1000),
                 "queue.buffering.max.messages": 1_000_000, "compression.type": compression or "none"}
         if transactional_id:

@@ -11,8 +11,8 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ...errors import ConfigError
-from .client import (Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError, KafkaClient, KafkaFailure, Producer,
-                     Reader, TopicInfo)
+from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
+                     KafkaClient, KafkaFailure, Producer, Reader, TopicInfo)
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
@@ -55,14 +55,16 @@ def translated(method):
     return wrapper
 
 
-_CONNECTION_KEYS = {"bootstrap_servers", "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
+BOOTSTRAP_TIMEOUT_MS = 10_000  # a client that cannot reach any broker gives up after this
+_CONNECTION_KEYS = {"bootstrap_servers", "bootstrap_timeout_ms", "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
                     "sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "client_id",
                     *(option for option, _ in _PROPERTIES.values())}
 
 
 def connection(settings: KafkaSettings) -> dict:
     """kafka-python keyword arguments for reaching the cluster."""
-    options: dict = {"bootstrap_servers": settings.bootstrap.split(","), "security_protocol": settings.security_protocol}
+    options: dict = {"bootstrap_servers": settings.bootstrap.split(","),
+                     "security_protocol": settings.security_protocol, "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS}
     if settings.uses_ssl:
         options.update(ssl_cafile=settings.ssl_cafile, ssl_certfile=settings.ssl_certfile,
                        ssl_keyfile=settings.ssl_keyfile)
@@ -274,7 +276,7 @@ class _Admin(Admin):
         if not described or described[0].get("error_code", 0) != 0:
             return None
         configs = self._admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name,
-                                                               configs=["max.message.bytes"])])
+                                                               configs=["max.message.bytes"])], config_filter="all")
         limit = configs.get("topic", {}).get(name, {}).get("max.message.bytes", {}).get("value")
         return TopicInfo(len(described[0]["partitions"]), int(limit) if limit else 1_048_588)
 
@@ -309,7 +311,7 @@ class KafkaPythonClient(KafkaClient):
 
     def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
                  batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
-        options = dict(acks="all", linger_ms=linger_ms, batch_size=max(1024, batch_bytes - 1024),
+        options = dict(acks="all", linger_ms=linger_ms, batch_size=max(64, batch_bytes - RECORD_BATCH_OVERHEAD),
                        max_request_size=max_request_bytes,
                        delivery_timeout_ms=int(delivery_timeout_s * 1000), max_block_ms=10_000,
                        compression_type=compression, **self._connection)

@@ -52,7 +52,7 @@ class KafkaSettings:
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
-    properties: dict[str, str] = field(default_factory=dict)  # Java-style names, e.g. "ssl.endpoint.identification.algorithm"
+    properties: dict[str, str] = field(default_factory=dict)  # Java-style names, e.g. "client.id"
 
     def __post_init__(self):
         if self.client not in CLIENTS:
@@ -95,7 +95,8 @@ def read_properties(path: Path) -> dict[str, str]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"--kafka-config {path}: cannot read ({getattr(error, 'strerror', None) or error}).") from None
+        reason = getattr(error, "strerror", None) or error
+        raise ConfigError(f"--kafka-config {path}: cannot read ({reason}).") from None
     properties, pending = {}, ""
     for raw in text.splitlines():
         line = pending + raw.strip()

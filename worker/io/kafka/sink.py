@@ -15,9 +15,7 @@ from dataclasses import dataclass
 
 from nbstream.arrow import RowProblems
 
-from .client import DeliveryFailed, Producer
-
-RECORD_OVERHEAD = 128  # bytes a record batch adds around one record (header, lengths, attributes)
+from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Producer
 
 
 @dataclass(frozen=True)
@@ -27,7 +25,8 @@ class Destination:
 
 
 def record_bytes(key: bytes | None, value: bytes | None, headers: list) -> int:
-    return (RECORD_OVERHEAD + len(key or b"") + len(value or b"")
+    """What a record costs of its topic's limit when it travels alone in a batch."""
+    return (RECORD_BATCH_OVERHEAD + len(key or b"") + len(value or b"")
             + sum(len(name) + len(data) for name, data in headers))
 
 

@@ -1,0 +1,51 @@
+"""Each bad message alone on a quiet topic: `worker serve` dead-letters it and keeps running."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers.kafka import TopicWatcher, json_message, new_topic, send
+from tests.helpers.service import Service
+
+POISON = [  # (value, the start of the error in the dead letter's headers)
+    (b"{oops", "malformed JSON"),
+    (None, "empty message (null value)"),
+    (b"", "empty message"),
+    (json_message(features=[1] * 6, label=1, padding="x" * 5_000), "message of 5"),
+    (json_message(features=[1, 2, 3], label=1), "list has 3 values; expected 6"),
+    (json_message(features=[1] * 6, label="one"), "label 'one' is a string; the model's labels are numbers"),
+    (json_message(features=[1] * 6, label={"class": 1}), "label must be a string or a number; got an object"),
+    (b'{"features": [1, 1, 1, 1, 1, 1], "label": ' + b"[" * 1_000 + b"]" * 1_000 + b"}",
+     "label must be a string or a number; got a list"),
+    (b'{"features": [1, 1, 1, 1, 1, 1], "label": ' + b"[" * 1_500 + b"]" * 1_500 + b"}", "malformed JSON"),
+    (json_message(features=[1, 2, "x", 4, 5, 6], label=1), "non-numeric value"),
+    (json_message(features=[1, 2, 3, 4, 5, -6], label=1), "negative value (this model needs counts)"),
+]
+
+
+def test_each_bad_message_alone_is_dead_lettered_and_the_service_goes_on(kafka_bootstrap, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "poison")
+    service = Service(kafka_bootstrap, topic, tmp_path, "--max-message-bytes", 4_000, client=kafka_client).start()
+    predictions, dead = TopicWatcher(kafka_bootstrap, service.output), TopicWatcher(kafka_bootstrap, f"{topic}.dlq")
+    try:
+        send(kafka_bootstrap, topic, [json_message(features=[1, 0, 2, 0, 3, 0], label=1, id="first")])
+        assert predictions.wait_until(lambda records: len(records) == 1), service.log_tail()
+        for offset, (value, error) in enumerate(POISON, start=1):
+            send(kafka_bootstrap, topic, [value], first_key=offset)
+            assert dead.wait_until(lambda records: len(records) == offset, timeout=60), (error, service.log_tail())
+            headers = dict(dead.records[-1].headers)
+            assert headers["error"].decode().startswith(error), headers["error"]
+            assert int(headers["source.offset"]) == offset and headers["source.topic"].decode() == topic
+            assert dead.records[-1].value == (value[:len(dead.records[-1].value)] if value else value)
+            assert service.running(), service.log_tail()
+        last = len(POISON) + 1
+        send(kafka_bootstrap, topic, [json_message(features=[0, 3, 0, 2, 0, 1], label=2, id="last")], first_key=last)
+        assert predictions.wait_until(lambda records: len(records) == 2), service.log_tail()
+        assert json.loads(predictions.records[-1].value)["offset"] == last
+        assert service.terminate() == 0
+        model, meta = service.state()
+        assert model.n_examples_seen_ == 2 and meta["source"]["offsets"] == {"0": last + 1}
+    finally:
+        predictions.close(), dead.close()
+        if service.running():
+            service.kill()

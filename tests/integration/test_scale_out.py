@@ -1,0 +1,97 @@
+"""Several `worker serve` replicas in one consumer group: exactly-once through churn and zombies,
+every replica predicting with the group's global model."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from tests.helpers.kafka import TopicWatcher, new_topic
+from tests.helpers.service import Service, assert_equal_statistics, labeled_messages
+from tests.integration.test_faults import SteadyProducer, export, topic_contents
+
+pytestmark = pytest.mark.faults
+
+
+def committed(bootstrap, output, expected, timeout=240):
+    """Every prediction a read_committed consumer sees, once it sees ``expected`` (plus a grace period)."""
+    watcher = TopicWatcher(bootstrap, output, committed_only=True)
+    watcher.wait_until(lambda records: len(records) >= expected, timeout=timeout)
+    watcher.wait_until(lambda records: False, timeout=3)
+    watcher.close()
+    return [json.loads(r.value) for r in watcher.records]
+
+
+def test_three_replicas_with_churn_commit_each_message_once_and_merge_to_the_offline_fit(
+        kafka_bootstrap, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "replicas", partitions=6)
+    values, _, _ = labeled_messages(6_000, np.random.default_rng(8))
+
+    def replica(name):
+        return Service(kafka_bootstrap, topic, tmp_path, client=kafka_client, instance=name, name=name)
+
+    a, b, c = replica("a").start(), replica("b").start(), replica("c").start()
+    replicas = [a, b, c]
+    producer = SteadyProducer(kafka_bootstrap, topic, values, rate=150, partitions=6)
+    producer.start()
+    try:
+        time.sleep(8)
+        b.kill()  # a crash: its partitions move once the session timeout passes
+        time.sleep(6)
+        d = replica("d").start()  # a scale-up
+        replicas.append(d)
+        time.sleep(8)
+        b.start()  # the crashed replica comes back under its id
+        producer.join(timeout=240)
+        assert producer.error is None
+        X, labels, offsets = topic_contents(kafka_bootstrap, topic)
+        predictions = committed(kafka_bootstrap, a.output, len(offsets))
+        seen = sorted((p["partition"], p["offset"]) for p in predictions)
+        assert seen == sorted(offsets), "\n".join(r.log_tail(2000) for r in replicas)  # once each, none missing
+        for r in replicas:
+            assert r.running(), r.log_tail()
+            assert r.terminate() == 0, r.log_tail()
+        model = export(kafka_bootstrap, kafka_client, topic, a.group, tmp_path / "group.nbs")
+        assert_equal_statistics(model, X, labels)
+        # Replicas predict with the group's model, not only with what their own partitions taught them.
+        assert max(p["model_version"] for p in predictions) > 0.9 * len(offsets)
+    finally:
+        for r in replicas:
+            if r.running():
+                r.kill()
+
+
+def test_a_zombie_paused_past_its_session_timeout_commits_nothing_afterwards(kafka_bootstrap, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "zombie", partitions=4)
+    values, _, _ = labeled_messages(3_000, np.random.default_rng(9))
+
+    def replica(name):
+        return Service(kafka_bootstrap, topic, tmp_path, "--session-timeout", 6, client=kafka_client, instance=name,
+                       name=name)
+
+    zombie, survivor = replica("zombie").start(), replica("survivor").start()
+    producer = SteadyProducer(kafka_bootstrap, topic, values, rate=150, partitions=4)
+    producer.start()
+    try:
+        time.sleep(6)
+        zombie.pause()  # mid-transaction, with records in hand
+        time.sleep(20)  # the group gives its partitions to the survivor meanwhile
+        zombie.resume()  # its transaction and its offsets must now be refused
+        producer.join(timeout=180)
+        assert producer.error is None
+        X, labels, offsets = topic_contents(kafka_bootstrap, topic)
+        predictions = committed(kafka_bootstrap, survivor.output, len(offsets))
+        seen = sorted((p["partition"], p["offset"]) for p in predictions)
+        assert seen == sorted(offsets), zombie.log_tail() + survivor.log_tail()
+        assert zombie.running() and survivor.running()
+        assert zombie.terminate() == 0 and survivor.terminate() == 0
+        assert_equal_statistics(export(kafka_bootstrap, kafka_client, topic, survivor.group, tmp_path / "g.nbs"),
+                                X, labels)
+    finally:
+        for r in (zombie, survivor):
+            if r.running():
+                r.resume()
+                r.kill()
