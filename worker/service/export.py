@@ -26,6 +26,13 @@ def _refuse(message: str) -> None:
 
 def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, timeout_s: float = 120.0):
     """Write the merged model to ``out``; returns (model, offsets)."""
+    admin = client.admin()
+    try:
+        if admin.topic(state_topic) is None:
+            raise UserError(f"the state topic {state_topic} does not exist: no group has served {input_topic} "
+                            "yet, or it was another --group (or --state-topic).")
+    finally:
+        admin.close()
     follower = StateFollower(client.reader(read_committed=True), state_topic)
     try:
         names = follower.catch_up(timeout_s)

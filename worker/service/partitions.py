@@ -118,25 +118,34 @@ class GroupState:
         return ([self.base] if self.base else []) + others + list(self.owned.values())
 
     # ---- assignment -----------------------------------------------------------------------
-    def assign(self, partitions: list[int], committed: dict[int, int | None], *, wait_s: float) -> dict[int, object]:
+    def assign(self, partitions: list[int], committed: dict[int, int | None], *, wait_s: float,
+               strict: bool) -> dict[int, object]:
         """Take over these partitions; returns where each starts reading.
 
         committed : the group's committed offsets. Under exactly-once they were committed in the
             same transaction as the state, so a state behind its committed offset is one still
-            hidden by an open transaction on the state topic: wait up to ``wait_s`` for it.
+            hidden by an open transaction on the state topic (a replica that died mid-commit; the
+            broker aborts it within the transaction timeout): wait up to ``wait_s`` for it.
+        strict : never continue from a state behind its committed offset (exactly-once: that would
+            repeat predictions); raise KafkaFailure instead, for a new session to try again.
         """
         self.take_updates(self.follower.catch_up(timeout_s=max(wait_s, 30.0)))
         deadline, waited = time.monotonic() + wait_s, False
         while any(self._behind(p, committed.get(p)) for p in partitions) and time.monotonic() < deadline:
             if not waited:
-                log.info("waiting for an open transaction on the state topic to end (partitions %s)",
+                log.info("waiting for an open transaction on the state topic to end (partitions %s): a replica "
+                         "that died mid-commit; the broker aborts it within the transaction timeout",
                          [p for p in partitions if self._behind(p, committed.get(p))])
                 waited = True
             self.take_updates(self.follower.poll(0.5))
+        behind = [p for p in partitions if self._behind(p, committed.get(p))]
+        if behind and strict:
+            raise KafkaFailure(f"the states of partitions {behind} are still behind their committed offsets after "
+                               f"{wait_s:.0f}s (an open transaction on the state topic)")
         starts = {}
         for partition in partitions:
             state = self.latest.pop(partition, None)
-            if self._behind(partition, committed.get(partition)):
+            if partition in behind:
                 log.warning("partition %d: its state (offset %s) is behind its committed offset %s; continuing "
                             "from the state, so some predictions may repeat", partition,
                             None if state is None else state.next_offset, committed.get(partition))

@@ -55,19 +55,21 @@ class Session:
         config, metrics = self.config, self.metrics
         timeout = config.transaction_timeout
         limits = self._ensure_topics(client)
-        self.follower = StateFollower(client.reader(read_committed=True), config.states)
-        self.global_model = GlobalModel(fresh, encoder, config.classes or None)
-        self.group = GroupState(fresh, self.global_model, self.follower, start=config.start)
-        self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         batch_limit = min(limits[config.output], limits[config.dlq])
         raw = client.producer(transactional_id=transactional_id if config.exactly_once else None,
                               transaction_timeout_s=timeout, max_request_bytes=max(limits.values()),
                               batch_bytes=batch_limit)
         if config.exactly_once:
+            # Before reading the state topic: this aborts what an earlier run of this replica left
+            # open, which would otherwise hold back everything after it for read_committed readers.
             raw.init_transactions(timeout)
             self.producer = TransactionalProducer(raw)
         else:
             self.producer = raw
+        self.follower = StateFollower(client.reader(read_committed=True), config.states)
+        self.global_model = GlobalModel(fresh, encoder, config.classes or None)
+        self.group = GroupState(fresh, self.global_model, self.follower, start=config.start)
+        self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
                               Destination(config.dlq, limits[config.dlq]), poisoned, COMMIT_STEP_SECONDS)
         self.state_writer = StateWriter(self.group, self.producer, config.states, COMMIT_STEP_SECONDS)
@@ -125,7 +127,7 @@ class Session:
         started = time.monotonic()
         committed = self.consumer.committed(partitions) if partitions else {}
         wait = self.config.transaction_timeout + 10 if self.config.exactly_once else 0.0
-        starts = self.group.assign(partitions, committed, wait_s=wait)
+        starts = self.group.assign(partitions, committed, wait_s=wait, strict=self.config.exactly_once)
         seconds = time.monotonic() - started
         self.metrics.assigned.set(len(self.group.owned))
         self.metrics.restore_seconds.set(seconds)

@@ -18,7 +18,7 @@ from .fakes import FakeFollower, FakeSink, Journal, records
 def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB):
     encoder = (spec or FeatureSpec.vector("features")).encoder()
     group = GroupState(model, GlobalModel(model, encoder, classes), FakeFollower())
-    group.assign(list(partitions), {}, wait_s=0)
+    group.assign(list(partitions), {}, wait_s=0, strict=True)
     sink = FakeSink(Journal())
     return PrequentialLoop(MessageFields(feature_names=["colour"]), group, sink, sink, ServiceMetrics(),
                            learn=learn), sink

@@ -111,8 +111,9 @@ class Reader(ABC):
     """Reads whole topics from the beginning, outside any group (state topic, exports, tests)."""
 
     @abstractmethod
-    def assign(self, topic: str) -> list[int]:
-        """Read every partition of ``topic`` from its beginning; returns the partitions."""
+    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+        """Read every partition of ``topic`` from its beginning; returns the partitions. Waits for a
+        topic just created to show them; KafkaFailure when it has none after ``timeout_s``."""
 
     @abstractmethod
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list:

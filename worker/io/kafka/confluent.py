@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 import uuid
 
 import confluent_kafka as ck
@@ -177,9 +178,16 @@ class _Reader(_Reporting, Reader):
         self._at_end: dict[tuple[str, int], bool] = {}
 
     @translated
-    def assign(self, topic: str) -> list[int]:
-        metadata = self._consumer.list_topics(topic, timeout=10).topics.get(topic)
-        partitions = sorted(metadata.partitions) if metadata is not None and metadata.error is None else []
+    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            metadata = self._consumer.list_topics(topic, timeout=10).topics.get(topic)
+            partitions = sorted(metadata.partitions) if metadata is not None and metadata.error is None else []
+            if partitions:
+                break
+            if time.monotonic() > deadline:
+                raise KafkaFailure(f"topic {topic} shows no partitions (does it exist?)")
+            time.sleep(0.2)
         self._at_end = {(topic, p): False for p in partitions}
         self._consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
         return partitions

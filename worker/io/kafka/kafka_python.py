@@ -33,8 +33,8 @@ _PROPERTIES = {
 
 
 def describe(error: BaseException) -> str:
-    text = str(error)
-    return type(error).__name__ + (f": {text}" if text and text != type(error).__name__ else "")
+    name, text = type(error).__name__, str(error)
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
 def failure(error: BaseException) -> Exception:
@@ -180,8 +180,13 @@ class _Reader(Reader):
         self._partitions: list[TopicPartition] = []
 
     @translated
-    def assign(self, topic: str) -> list[int]:
-        partitions = self._consumer.partitions_for_topic(topic) or set()
+    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+        deadline = time.monotonic() + timeout_s
+        while not (partitions := self._consumer.partitions_for_topic(topic)):
+            if time.monotonic() > deadline:
+                raise KafkaFailure(f"topic {topic} shows no partitions (does it exist?)")
+            self._consumer.topics()  # refresh the metadata
+            time.sleep(0.2)
         self._partitions = [TopicPartition(topic, p) for p in sorted(partitions)]
         self._consumer.assign(self._partitions)
         if self._partitions:
