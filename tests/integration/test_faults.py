@@ -156,7 +156,7 @@ def test_started_while_the_broker_is_down_it_waits_then_serves(own_broker, kafka
         assert service.running(), service.log_tail()
         assert get(port, "/healthz")[0] == 200 and get(port, "/readyz")[0] == 503
         assert "nbstream_kafka_connected 0.0" in get(port, "/metrics")[1]
-        waiting = [line for line in service.log_tail(20_000).splitlines() if "Kafka:" in line]
+        waiting = [line for line in service.log_tail(20_000).splitlines() if "Kafka failed" in line]
         assert len(waiting) == 1, waiting  # one line for the outage, not one per retry
         own_broker.restart()
         seen = committed_predictions(bootstrap, service.output, 300)
@@ -242,3 +242,36 @@ def test_produce_confirms_every_record_and_never_hangs(kafka_bootstrap, kafka_cl
                         "--topic", topic, "--text", "text", timeout=180)
     assert result.returncode != 0 and time.monotonic() - started < 150
     assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
+
+
+def test_a_record_the_broker_refuses_after_a_limit_change_goes_to_the_dead_letters(kafka_bootstrap, kafka_client,
+                                                                                    tmp_path):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    from tests.helpers.kafka import json_message, send
+
+    topic = new_topic(kafka_bootstrap, "limit-lowered")
+    service = Service(kafka_bootstrap, topic, tmp_path, client=kafka_client).start()
+    try:
+        send(kafka_bootstrap, topic, [json_message(features=[1, 0, 0, 1, 0, 1], label="ham", id=0)])
+        assert len(read_all(kafka_bootstrap, service.output, expected=1)) == 1, service.log_tail()
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)  # the service measured the old limit
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, service.output,
+                                            configs={"max.message.bytes": "600"})])
+        admin.close()
+        time.sleep(2)
+        values = [json_message(features=[1, 2, 0, 1, 0, 3], label="spam", id="x" * 700 if i == 3 else i)
+                  for i in range(1, 8)]
+        send(kafka_bootstrap, topic, values, first_key=1)
+        dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=1, timeout=90, committed_only=True)
+        assert [int(dict(r.headers)["source.offset"]) for r in dead] == [3], service.log_tail()
+        # The refused batch made suspects; the next session measured the new limit and sent each alone.
+        assert dict(dead[0].headers)["error"].decode().startswith("prediction of ")
+        assert "exceeds the limit of 600" in dict(dead[0].headers)["error"].decode()
+        predictions = read_all(kafka_bootstrap, service.output, expected=7, timeout=30, committed_only=True)
+        assert sorted(json.loads(r.value)["offset"] for r in predictions) == [0, 1, 2, 4, 5, 6, 7]
+        assert service.running() and service.terminate() == 0
+    finally:
+        if service.running():
+            service.kill()

@@ -56,8 +56,10 @@ def test_three_replicas_with_churn_commit_each_message_once_and_merge_to_the_off
             assert r.terminate() == 0, r.log_tail()
         model = export(kafka_bootstrap, kafka_client, topic, a.group, tmp_path / "group.nbs")
         assert_equal_statistics(model, X, labels)
-        # Replicas predict with the group's model, not only with what their own partitions taught them.
-        assert max(p["model_version"] for p in predictions) > 0.9 * len(offsets)
+        # Replicas predict with the group's model, not only with what their own partitions taught them
+        # (two of six partitions at most: about a third of the messages). Remote states arrive a commit
+        # interval or so late, more under load: 0.88 of the messages was seen on a busy 2-core machine.
+        assert max(p["model_version"] for p in predictions) > 0.8 * len(offsets)
     finally:
         for r in replicas:
             if r.running():

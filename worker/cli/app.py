@@ -7,6 +7,7 @@ is a bug and surfaces as one, with its traceback.
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 
 import typer
@@ -28,10 +29,22 @@ def _commands() -> None:
 
 
 @contextmanager
-def reported_errors():
-    """Errors about the data or the settings: one line on stderr, exit status 2."""
+def reported_errors(log: logging.Logger | None = None):
+    """Errors about the data or the settings: one line on stderr, exit status 2.
+
+    log : report through this logger instead (a service whose every line is a log line); an
+        unexpected error is then logged with its traceback too, and the exit status is 1.
+    """
     try:
         yield
     except USER_ERRORS as error:
-        typer.echo(f"error: {error}", err=True)
+        if log is None:
+            typer.echo(f"error: {error}", err=True)
+        else:
+            log.error(str(error), extra={"exit_status": 2})
         raise typer.Exit(code=2) from None
+    except Exception:
+        if log is None:
+            raise
+        log.critical("stopped by an unexpected error", exc_info=True, extra={"exit_status": 1})
+        raise typer.Exit(code=1) from None

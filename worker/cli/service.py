@@ -5,6 +5,7 @@ Each command builds a config from its options, delegates, and prints the outcome
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Optional
 
@@ -91,7 +92,11 @@ def serve(
     features_field: str = typer.Option("features", "--features-field", envvar=env("FEATURES_FIELD")),
     text_field: str = typer.Option("text", "--text-field", envvar=env("TEXT_FIELD")),
     label_field: str = typer.Option("label", "--label-field", envvar=env("LABEL_FIELD")),
-    json_logs: bool = typer.Option(False, "--json-logs", envvar=env("JSON_LOGS"), help="Log lines as JSON."),
+    json_logs: bool = typer.Option(False, "--json-logs", envvar=env("JSON_LOGS"),
+                                   help="Every log line a JSON object (errors and crashes included)."),
+    log_level: str = typer.Option("info", "--log-level", envvar=env("LOG_LEVEL"),
+                                  help="debug, info, warning or error (debug also shows the Kafka client "
+                                       "libraries' own lines)."),
     security_protocol: Optional[str] = SECURITY_PROTOCOL,
     sasl_mechanism: Optional[str] = SASL_MECHANISM,
     sasl_username: Optional[str] = SASL_USERNAME,
@@ -109,11 +114,13 @@ def serve(
     --checkpoint-every messages or --checkpoint-interval seconds, before partitions move, and at
     SIGTERM/SIGINT) writes predictions, dead letters, partition states and offsets together.
     """
-    from ..service.logs import configure_logging
+    from ..service.logs import LEVELS, configure_logging
     from ..service.serve import serve as run_serve
 
-    configure_logging(json_logs)
-    with reported_errors():
+    configure_logging(json_logs, log_level if log_level in LEVELS else "info")
+    with reported_errors(logging.getLogger("worker.serve")):
+        if log_level not in LEVELS:
+            raise UserError(f"--log-level must be one of {', '.join(LEVELS)}; got {log_level!r}.")
         config = ServeConfig(
             kafka=kafka_settings(bootstrap, kafka_client, security_protocol, sasl_mechanism, sasl_username,
                                  sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config),

@@ -1,26 +1,66 @@
-"""Log lines for a service: plain text, or one JSON object per line (--json-logs)."""
+"""Log lines for the service: ISO 8601 UTC times, structured fields, plain text or one JSON object per line.
+
+Structured fields are passed as ``extra={...}``: under --json-logs each becomes a JSON key;
+in text they follow the message as ``key=value``. The Kafka client libraries' own loggers
+are quiet unless --log-level debug: during an outage they write a line for every
+reconnection attempt, while the service itself writes one line when Kafka stops answering
+and one when it is back.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import sys
 
+from pythonjsonlogger.json import JsonFormatter
 
-class JsonFormatter(logging.Formatter):
+LEVELS = ("debug", "info", "warning", "error")
+CLIENT_LOGGERS = ("kafka", "kafka.librdkafka")
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+def utc_iso(created: float) -> str:
+    """2026-11-22T04:00:35.998Z"""
+    return dt.datetime.fromtimestamp(created, dt.timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def fields(record: logging.LogRecord) -> dict:
+    """The structured fields a log call passed in ``extra``."""
+    return {key: value for key, value in vars(record).items() if key not in _STANDARD}
+
+
+class TextFormatter(logging.Formatter):
+    """``TIME LEVEL logger: message key=value ...``, the traceback (if any) on the lines after."""
+
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
-                 "message": record.getMessage()}
+        extra = " ".join(f"{key}={json.dumps(value, default=str)}" for key, value in fields(record).items())
+        line = f"{utc_iso(record.created)} {record.levelname} {record.name}: {record.getMessage()}"
+        line += f" {extra}" if extra else ""
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry)
+            line += "\n" + self.formatException(record.exc_info)
+        return line
 
 
-def configure_logging(json_lines: bool, level: int = logging.INFO) -> None:
+class JsonLineFormatter(JsonFormatter):
+    """{"time", "level", "logger", "message", ...fields, "exception"} on one line."""
+
+    def __init__(self):
+        super().__init__("{levelname}{name}{message}", style="{",
+                         rename_fields={"levelname": "level", "name": "logger", "exc_info": "exception"})
+
+    def add_fields(self, log_data: dict, record: logging.LogRecord, message_dict: dict) -> None:
+        log_data["time"] = utc_iso(record.created)
+        super().add_fields(log_data, record, message_dict)
+
+
+def configure_logging(json_lines: bool, level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if json_lines else
-                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(JsonLineFormatter() if json_lines else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level)
-    logging.getLogger("kafka").setLevel(logging.WARNING)  # the client is chatty at INFO
+    root.setLevel(level.upper())
+    for name in CLIENT_LOGGERS:  # summarised by the service's own lines unless debugging
+        logging.getLogger(name).setLevel(logging.DEBUG if level == "debug" else logging.CRITICAL + 1)

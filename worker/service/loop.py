@@ -19,6 +19,7 @@ from nbstream.labels import ClassSet
 
 from ..config import MessageFields
 from ..io.interfaces import PredictionSink, RejectSink
+from ..io.kafka.sink import Refusals, input_key
 from ..io.messages import decode
 from .observability import ServiceMetrics
 from .partitions import GroupState
@@ -26,14 +27,14 @@ from .partitions import GroupState
 
 class PrequentialLoop:
     """learn : learn from labeled messages (False: predict only, labels ignored).
-    poisoned : {(topic, partition, offset): error} of inputs whose output the broker refused."""
+    refusals : what the broker refused (see KafkaSink); a poisoned input is dead-lettered."""
 
     def __init__(self, fields: MessageFields, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
-                 metrics: ServiceMetrics, *, learn: bool = True, poisoned: dict | None = None):
+                 metrics: ServiceMetrics, *, learn: bool = True, refusals: Refusals | None = None):
         self.fields, self.group = fields, group
         self.predictions, self.rejects, self.metrics = predictions, rejects, metrics
         self.learn = learn
-        self.poisoned = poisoned if poisoned is not None else {}
+        self.refusals = refusals or Refusals()
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
@@ -73,9 +74,10 @@ class PrequentialLoop:
         return labeled, y
 
     def _flag_poisoned(self, records: list, problems: RowProblems) -> None:
-        if not self.poisoned:
+        poisoned = self.refusals.poisoned
+        if not poisoned:
             return
-        errors = [self.poisoned.get((r.topic, r.partition, r.offset)) for r in records]
+        errors = [poisoned.get(input_key(r)) for r in records]
         if any(errors):
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 

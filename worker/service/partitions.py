@@ -133,9 +133,9 @@ class GroupState:
         deadline, waited = time.monotonic() + wait_s, False
         while any(self._behind(p, committed.get(p)) for p in partitions) and time.monotonic() < deadline:
             if not waited:
-                log.info("waiting for an open transaction on the state topic to end (partitions %s): a replica "
-                         "that died mid-commit; the broker aborts it within the transaction timeout",
-                         [p for p in partitions if self._behind(p, committed.get(p))])
+                log.info("waiting for an open transaction on the state topic to end: a replica that died "
+                         "mid-commit; the broker aborts it within the transaction timeout",
+                         extra={"partitions": [p for p in partitions if self._behind(p, committed.get(p))]})
                 waited = True
             self.take_updates(self.follower.poll(0.5))
         behind = [p for p in partitions if self._behind(p, committed.get(p))]
@@ -146,14 +146,16 @@ class GroupState:
         for partition in partitions:
             state = self.latest.pop(partition, None)
             if partition in behind:
-                log.warning("partition %d: its state (offset %s) is behind its committed offset %s; continuing "
-                            "from the state, so some predictions may repeat", partition,
-                            None if state is None else state.next_offset, committed.get(partition))
+                log.warning("a partition's state is behind its committed offset: continuing from the state, so "
+                            "some predictions may repeat", extra={"partition": partition, "committed":
+                                                                  committed.get(partition),
+                                                                  "state_offset": state and state.next_offset})
             if state is None:
                 state = PartitionState(self.fresh(), self._own_encoder())
                 if committed.get(partition) is not None:
-                    log.warning("partition %d has committed offset %s but no state: starting at %s", partition,
-                                committed[partition], self._default_start(partition))
+                    log.warning("a partition has a committed offset but no state: starting it afresh",
+                                extra={"partition": partition, "committed": committed[partition],
+                                       "start": self._default_start(partition)})
             self.chunk_keys[state_name(partition)] = self.follower.assembler.chunk_keys(state_name(partition))
             self.owned[partition] = state
             starts[partition] = state.next_offset if state.next_offset is not None else self._default_start(partition)

@@ -21,6 +21,7 @@ from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from ..config import ServeConfig
 from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, connect
+from ..io.kafka.sink import Refusals
 from ..snapshot_meta import KafkaOffsets, read_snapshot
 from .observability import ServiceMetrics, serve_metrics
 from .partition_state import PartitionState
@@ -60,8 +61,9 @@ def starting_point(config: ServeConfig, store: SnapshotStore | None) -> Starting
     """--init-model, else the newest snapshot in --snapshot-dir (a group's earlier state), else nothing."""
     if config.init_model is not None:
         model, meta = read_snapshot(config.init_model)
-        log.info("--init-model %s: a %r of %d examples, features %s", config.init_model, model,
-                 model.n_examples_seen_, meta.features.describe())
+        log.info("starting from --init-model", extra={"path": str(config.init_model), "model": repr(model),
+                                                       "examples": model.n_examples_seen_,
+                                                       "features": meta.features.describe()})
         return _from_snapshot(model, meta.features, {})
     found = store.latest() if store is not None else None
     if found is not None:
@@ -90,22 +92,22 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     metrics = ServiceMetrics()
     http = serve_metrics(metrics, config.metrics_port, config.metrics_host) if config.metrics_port is not None else None
     if http:
-        log.info("metrics on http://%s:%d/metrics", *http.server_address[:2])
+        log.info("metrics endpoint up", extra={"url": "http://%s:%d/metrics" % http.server_address[:2]})
     transactional_id = f"nbstream.{config.group}.{config.instance_id or uuid.uuid4().hex[:12]}"
-    poisoned: dict = {}
+    refusals = Refusals()
     backoff, last_failure = Backoff(), None
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    log.info("serving %s -> %s for group %s (%s) on %s", config.input, config.output, config.group,
-             config.guarantee, config.kafka.describe())
+    log.info("serving", extra={"input": config.input, "output": config.output, "group": config.group,
+                               "guarantee": config.guarantee, "kafka": config.kafka.describe()})
     try:
         while not stop.is_set():
             session = None
             try:
                 session = Session(client, config, metrics, start.fresh, FeatureEncoder.from_json(start.features),
-                                  transactional_id, poisoned, start.base, store)
+                                  transactional_id, refusals, start.base, store)
                 metrics.sessions.inc()
                 if last_failure is not None:
-                    log.info("Kafka session started again after: %s", last_failure)
+                    log.info("Kafka session started again", extra={"after": str(last_failure)})
                     last_failure = None
                 backoff.reset()
                 session.run(stop.is_set)
@@ -114,8 +116,8 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
                 metrics.ready = False
                 pause = backoff.next()
                 if str(failure) != str(last_failure):
-                    log.warning("Kafka: %s; starting a new session (retrying every %.1fs at most %.0fs apart)",
-                                failure, pause, backoff.longest)
+                    log.warning("Kafka failed: starting a new session", extra={
+                        "cause": str(failure), "retry_in_seconds": pause, "longest_pause_seconds": backoff.longest})
                 last_failure = failure
                 if session is not None:
                     session.close()

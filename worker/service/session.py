@@ -19,7 +19,7 @@ from nbstream.base import NaiveBayes
 from ..checkpoint import CheckpointPolicy, Checkpointer
 from ..config import ServeConfig
 from ..io.kafka.client import KafkaClient, KafkaFailure
-from ..io.kafka.sink import Destination, KafkaSink
+from ..io.kafka.sink import Destination, KafkaSink, Refusals
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta
 from .global_model import GlobalModel
@@ -36,22 +36,23 @@ COMMIT_STEP_SECONDS = 20.0  # the longest one step of a commit may wait for Kafk
 
 class Session:
     """fresh() : an unfitted model with the group's parameters; encoder : the group's feature encoder;
-    poisoned : shared across sessions (see KafkaSink); base : a model to start a new group from
+    refusals : what the broker refused, shared across sessions (see KafkaSink); base : a model to start a new group from
     (--init-model or a snapshot folder); store : where local copies go (--snapshot-dir)."""
 
     def __init__(self, client: KafkaClient, config: ServeConfig, metrics: ServiceMetrics,
-                 fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, transactional_id: str, poisoned: dict,
+                 fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, transactional_id: str,
+                 refusals: Refusals,
                  base: PartitionState | None = None, store: SnapshotStore | None = None):
         self.config, self.metrics, self.store = config, metrics, store
         self.consumer = self.producer = self.follower = None
         self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
         try:
-            self._open(client, fresh, encoder, transactional_id, poisoned, base)
+            self._open(client, fresh, encoder, transactional_id, refusals, base)
         except BaseException:
             self.close()
             raise
 
-    def _open(self, client, fresh, encoder, transactional_id, poisoned, base) -> None:
+    def _open(self, client, fresh, encoder, transactional_id, refusals, base) -> None:
         config, metrics = self.config, self.metrics
         timeout = config.transaction_timeout
         limits = self._ensure_topics(client)
@@ -71,7 +72,7 @@ class Session:
         self.group = GroupState(fresh, self.global_model, self.follower, start=config.start)
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
-                              Destination(config.dlq, limits[config.dlq]), poisoned, COMMIT_STEP_SECONDS)
+                              Destination(config.dlq, limits[config.dlq]), refusals, COMMIT_STEP_SECONDS)
         self.state_writer = StateWriter(self.group, self.producer, config.states, COMMIT_STEP_SECONDS)
         if base is not None and self.group.base is None and not self.group.latest:
             self._start_from(base)
@@ -85,7 +86,7 @@ class Session:
         self.checkpointer = Checkpointer(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
                                          outputs=[self.sink], state=self.state_writer, upstream=upstream)
         self.loop = PrequentialLoop(config.fields, self.group, self.sink, self.sink, metrics, learn=config.learn,
-                                    poisoned=poisoned)
+                                    refusals=refusals)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
         self._probed = time.monotonic()
 
@@ -97,7 +98,7 @@ class Session:
             source = admin.topic(config.input)
             partitions = source.partitions if source else 1
             if source is None:
-                log.info("topic %s does not exist yet: waiting for it", config.input)
+                log.info("the input topic does not exist yet: waiting for it", extra={"topic": config.input})
             dead_letter_bytes = max(2 << 20, config.fields.max_bytes + (64 << 10))
             wanted = {config.output: (partitions, {"max.message.bytes": str(2 << 20)}),
                       config.dlq: (partitions, {"max.message.bytes": str(dead_letter_bytes)}),
@@ -107,7 +108,7 @@ class Session:
                 info = admin.topic(name)
                 if info is None:
                     admin.create_topic(name, count, topic_config)
-                    log.info("created topic %s (%d partition(s), %s)", name, count, topic_config)
+                    log.info("created a topic", extra={"topic": name, "partitions": count, "config": topic_config})
                     info = admin.topic(name)
                 limits[name] = info.max_message_bytes if info else int(topic_config["max.message.bytes"])
             return limits
@@ -119,8 +120,8 @@ class Session:
         self.state_writer.write_base(base)
         self.producer.commit_transaction(self.config.transaction_timeout)
         self.global_model.invalidate()
-        log.info("the group starts from a model of %d examples", base.model.n_examples_seen_ if base.model.is_fitted
-                 else 0)
+        log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
+                                                           if base.model.is_fitted else 0})
 
     # ---- group membership -------------------------------------------------------------------
     def _assigned(self, partitions: list[int]) -> dict[int, object]:
@@ -132,14 +133,15 @@ class Session:
         self.metrics.assigned.set(len(self.group.owned))
         self.metrics.restore_seconds.set(seconds)
         restored = [p for p in partitions if self.group.owned[p].next_offset is not None]
-        log.info("assigned partitions %s: %d restored from %s (%d bytes of state read this session) in %.2fs; "
-                 "starting at %s", partitions, len(restored), self.config.states, self.follower.bytes_read, seconds,
-                 {p: starts[p] for p in partitions})
+        log.info("partitions assigned", extra={
+            "partitions": partitions, "restored": restored, "state_topic": self.config.states,
+            "state_bytes_read": self.follower.bytes_read, "seconds": round(seconds, 3),
+            "starts": {str(p): starts[p] for p in partitions}})
         return starts
 
     def _revoked(self, partitions: list[int]) -> None:
         if partitions and not self.closing:
-            log.info("partitions %s are being revoked: committing first", partitions)
+            log.info("partitions being revoked: committing first", extra={"partitions": partitions})
             self.commit()
         self.group.release(partitions)
         self.metrics.assigned.set(len(self.group.owned))
@@ -182,7 +184,8 @@ class Session:
         offsets = {p: s.next_offset for p, s in self.group.latest.items() if s.next_offset is not None}
         offsets.update(self.group.offsets())
         path = self.store.save(model.model, SnapshotMeta(model.encoder, source=KafkaOffsets(self.config.input, offsets)))
-        log.info("checkpoint %s at offsets %s", path.name, offsets)
+        log.info("local copy written", extra={"snapshot": path.name,
+                                              "offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
     def _heartbeat(self, busy: bool) -> None:
         """Liveness and readiness; an idle session asks the broker every PROBE_SECONDS whether it answers."""
@@ -205,7 +208,7 @@ class Session:
             if answers:
                 log.info("the broker answers again")
             else:
-                log.warning("the broker does not answer: %s", reason)
+                log.warning("the broker does not answer", extra={"cause": str(reason)})
         metrics.ready = bool(self.group.owned) and answers
 
     def close(self) -> None:
@@ -216,7 +219,7 @@ class Session:
             try:
                 step()
             except Exception as error:  # noqa: BLE001 - closing must go on whatever one client says
-                log.debug("while closing: %s", error)
+                log.debug("an error while closing", extra={"error": str(error)})
 
     def _abort(self) -> None:
         if isinstance(self.producer, TransactionalProducer) and self.producer.open:

@@ -39,7 +39,7 @@ class SnapshotStore:
                 model, meta = read_snapshot(path)
                 return model, meta, path
             except (nbstream.SnapshotError, ConfigError) as error:
-                log.warning("skipping unreadable snapshot %s: %s", path, error)
+                log.warning("skipping unreadable snapshot", extra={"path": str(path), "error": str(error)})
         return None
 
     def save(self, model, meta: SnapshotMeta) -> Path:

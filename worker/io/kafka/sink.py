@@ -4,14 +4,19 @@ Each record is measured against its topic's size limit before it is sent, so the
 never asked to take what it must refuse: a prediction too large for the output topic sends
 its input to the dead-letter topic instead, with that reason; a dead letter too large for the
 dead-letter topic is cut to fit, its original size in a header. ``flush`` returns only when
-every record arrived. Should the broker still refuse one (a limit lowered while running), its
-input is remembered in ``poisoned`` and the flush fails: the session starts again from the
-last commit, and this time the input goes to the dead-letter topic.
+every record arrived.
+
+Should the broker refuse records all the same (a limit lowered while running, a record it
+finds invalid), a refusal of a batch cannot be pinned on one of its records: their inputs
+become suspects and the flush fails, so the session starts again from the last commit (and
+measures the limits again). The next session sends each suspect's output in a batch of its
+own; one refused then is refused for itself: its input is poisoned, and after one more
+restart it goes to the dead-letter topic with the broker's error.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nbstream.arrow import RowProblems
 
@@ -22,6 +27,17 @@ from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Producer
 class Destination:
     topic: str
     max_record_bytes: int  # the topic's max.message.bytes
+
+
+@dataclass
+class Refusals:
+    """What the broker refused, kept across sessions; inputs are (topic, partition, offset)."""
+    suspects: set = field(default_factory=set)  # in a refused batch: next time, sent alone
+    poisoned: dict = field(default_factory=dict)  # refused alone: next time, a dead letter with this error
+
+
+def input_key(record) -> tuple:
+    return record.topic, record.partition, record.offset
 
 
 def record_bytes(key: bytes | None, value: bytes | None, headers: list) -> int:
@@ -40,16 +56,15 @@ def origin_headers(record, error: str, field: str) -> list[tuple[str, bytes]]:
 class KafkaSink:
     """The prediction sink and the reject sink of `worker serve`.
 
-    poisoned : {(topic, partition, offset): error} of inputs whose output the broker refused;
-        kept by the caller across sessions
+    refusals : what the broker refused, kept by the caller across sessions (see the module docstring)
     count : dead letters sent by this sink
     """
 
     def __init__(self, producer: Producer, predictions: Destination, dead_letters: Destination,
-                 poisoned: dict, flush_timeout_s: float = 60.0):
+                 refusals: Refusals, flush_timeout_s: float = 60.0):
         self.producer = producer
         self.predictions, self.dead_letters = predictions, dead_letters
-        self.poisoned = poisoned
+        self.refusals = refusals
         self.flush_timeout_s = flush_timeout_s
         self.count = 0
         self.diverted = 0  # predictions too large for the output topic
@@ -62,7 +77,7 @@ class KafkaSink:
                                      f"{self.predictions.max_record_bytes} of topic {self.predictions.topic}",
                              "prediction")
             return
-        self.producer.send(self.predictions.topic, value, key=record.key, context=record)
+        self._send(record, self.predictions.topic, value, [])
 
     def reject(self, records: list, problems: RowProblems) -> None:
         """Each bad record, unchanged, to the dead-letter topic with the error and its origin in headers."""
@@ -76,16 +91,27 @@ class KafkaSink:
         if value is not None and len(value) > room:
             headers.append(("value.truncated.from", str(len(value)).encode()))
             value = value[:max(0, room)]
-        self.producer.send(self.dead_letters.topic, value, key=record.key, headers=headers, context=record)
+        self._send(record, self.dead_letters.topic, value, headers)
         self.count += 1
+
+    def _send(self, record, topic: str, value: bytes | None, headers: list) -> None:
+        suspect = input_key(record) in self.refusals.suspects
+        if suspect:  # a batch of its own: a refusal now is this record's
+            self.flush()
+        self.producer.send(topic, value, key=record.key, headers=headers or None, context=record)
+        if suspect:
+            try:
+                self.producer.flush(self.flush_timeout_s)
+            except DeliveryFailed as failed:
+                for failure in failed.failures:
+                    if failure.rejected and failure.context is record:
+                        self.refusals.poisoned[input_key(record)] = f"the broker refused the output: {failure.error}"
+                raise
 
     def flush(self) -> None:
         try:
             self.producer.flush(self.flush_timeout_s)
         except DeliveryFailed as failed:
-            for failure in failed.failures:
-                record = failure.context
-                if failure.rejected and record is not None:
-                    self.poisoned[(record.topic, record.partition, record.offset)] = \
-                        f"the broker refused the output: {failure.error}"
+            self.refusals.suspects.update(input_key(f.context) for f in failed.failures
+                                          if f.rejected and f.context is not None)
             raise
