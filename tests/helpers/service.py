@@ -28,8 +28,11 @@ class Service:
     """
 
     def __init__(self, bootstrap, topic, folder: Path, *extra, client="kafka-python", group=None,
-                 instance="worker-1", name="serve"):
+                 instance="worker-1", name="serve", connection: list | None = None):
+        """connection : the options that reach Kafka (default: --bootstrap BOOTSTRAP); the tests read
+        the outputs through ``bootstrap`` either way."""
         self.bootstrap, self.topic, self.client = bootstrap, topic, client
+        self.connection = [str(c) for c in connection] if connection else ["--bootstrap", bootstrap]
         self.output = f"{topic}.predictions"
         self.folder = Path(folder)
         self.snapshots = self.folder / f"{name}-snapshots"
@@ -40,7 +43,7 @@ class Service:
         self.process = None
 
     def command(self) -> list[str]:
-        command = [sys.executable, "-m", "worker", "serve", "--bootstrap", self.bootstrap, "--input", self.topic,
+        command = [sys.executable, "-m", "worker", "serve", *self.connection, "--input", self.topic,
                    "--output", self.output, "--group", self.group, "--snapshot-dir", str(self.snapshots),
                    "--kafka-client", self.client, "--checkpoint-every", "200", "--checkpoint-interval", "0.5"]
         if self.instance:

@@ -26,6 +26,9 @@ USER_ERRORS = (UserError, FeatureError, nbstream.SnapshotError)
 @app.callback()
 def _commands() -> None:
     """Train, evaluate and serve streaming Naive Bayes models; see each command's --help."""
+    from ..service.logs import configure_logging
+
+    configure_logging(json_lines=False, level="warning")  # serve sets its own
 
 
 @contextmanager

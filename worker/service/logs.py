@@ -17,7 +17,7 @@ import sys
 from pythonjsonlogger.json import JsonFormatter
 
 LEVELS = ("debug", "info", "warning", "error")
-CLIENT_LOGGERS = ("kafka", "kafka.librdkafka")
+CLIENT_LOGGERS = ("kafka.",)  # kafka-python's loggers, and librdkafka's (kafka.librdkafka)
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
 
@@ -56,11 +56,19 @@ class JsonLineFormatter(JsonFormatter):
         super().add_fields(log_data, record, message_dict)
 
 
+class QuietClients(logging.Filter):
+    """Drops the Kafka client libraries' lines (the service summarises what matters)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith(CLIENT_LOGGERS)
+
+
 def configure_logging(json_lines: bool, level: str = "info") -> None:
+    """Log to stderr as text or JSON lines; the client libraries' lines only at level debug."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLineFormatter() if json_lines else TextFormatter())
+    if level != "debug":
+        handler.addFilter(QuietClients())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for name in CLIENT_LOGGERS:  # summarised by the service's own lines unless debugging
-        logging.getLogger(name).setLevel(logging.DEBUG if level == "debug" else logging.CRITICAL + 1)

@@ -60,6 +60,17 @@ class KafkaAccessError(UserError):
     """Authentication, TLS or authorization refused by the cluster."""
 
 
+# What the client libraries say when the cluster refuses who we are (their own wording).
+ACCESS_REFUSED = ("SaslAuthenticationFailed", "SASL authentication error", "Authentication failed",
+                  "CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Handshake failed", "SSL handshake failed",
+                  "UnsupportedSaslMechanism", "IllegalSaslState")
+
+
+def refuses_access(cause: str | None) -> bool:
+    """Whether a connection failure's cause, as a client library logged it, is a refusal of access."""
+    return bool(cause) and any(marker in cause for marker in ACCESS_REFUSED)
+
+
 RECORD_BATCH_OVERHEAD = 256  # bytes a record batch may add to its records (header, lengths, attributes)
 
 # on_assigned(partitions) returns where each partition starts: an offset, "earliest" or "latest".

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 import time
@@ -12,7 +13,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ...errors import ConfigError
 from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, Producer, Reader, Record, TopicInfo)
+                     KafkaClient, KafkaFailure, Producer, Reader, Record, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _E = ck.KafkaError
@@ -41,13 +42,18 @@ def failure(error) -> Exception:
 
 
 def translated(method):
-    """Raise the seam's exceptions instead of confluent-kafka's."""
+    """Raise the seam's exceptions instead of confluent-kafka's; an access error librdkafka
+    reported meanwhile wins (a call against a cluster that refuses us fails only by timing out)."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         try:
             result = method(self, *args, **kwargs)
         except ck.KafkaException as error:
+            self._raise_reported(serve=True)
             raise failure(error) from error
+        except concurrent.futures.TimeoutError:
+            self._raise_reported(serve=True)
+            raise KafkaFailure(f"{method.__name__}: no answer from Kafka in time") from None
         self._raise_reported()
         return result
     return wrapper
@@ -60,12 +66,17 @@ class _Reporting:
         self._access_error: Exception | None = None
 
     def _error_cb(self, error: ck.KafkaError) -> None:
-        if error.code() in _ACCESS:
-            self._access_error = self._access_error or failure(error)
+        if error.code() in _ACCESS or refuses_access(error.str()):
+            self._access_error = self._access_error or KafkaAccessError(f"Kafka refused access: {error.str()}")
         else:
             _library_log.debug("%s", describe(error))
 
-    def _raise_reported(self) -> None:
+    def _serve(self) -> None:
+        """Deliver what librdkafka has queued for ``error_cb`` (producers and admin clients need a poll)."""
+
+    def _raise_reported(self, serve: bool = False) -> None:
+        if serve:
+            self._serve()
         if self._access_error is not None:
             raise self._access_error
 
@@ -222,6 +233,9 @@ class _Producer(_Reporting, Producer):
         self._failures: list[Failure] = []
         self._queued = 0
 
+    def _serve(self) -> None:
+        self._producer.poll(0.2)
+
     def _delivered(self, context, error, message) -> None:
         if error is not None:
             self._failures.append(Failure(context, describe(error), error.code() in _REJECTED))
@@ -283,6 +297,9 @@ class _Admin(_Reporting, Admin):
     def __init__(self, conf: dict):
         super().__init__()
         self._admin = self._configured(AdminClient, conf)
+
+    def _serve(self) -> None:
+        self._admin.poll(0.2)
 
     @translated
     def topic(self, name: str) -> TopicInfo | None:

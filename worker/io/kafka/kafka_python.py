@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import logging
+import re
 import time
 
 import kafka.errors as errors
@@ -12,7 +14,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ...errors import ConfigError
 from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, Producer, Reader, TopicInfo)
+                     KafkaClient, KafkaFailure, Producer, Reader, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
@@ -37,10 +39,45 @@ def describe(error: BaseException) -> str:
     return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
+class _ConnectionCauses(logging.Handler):
+    """Why kafka-python's connections failed lately: when it gives up with a bare "Unable to
+    bootstrap", a refusal (credentials, an untrusted certificate) it logged on the way is the news,
+    even if later attempts only saw the broker hang up."""
+
+    RECENT_SECONDS = 60.0
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+        self.refusal: tuple[float, str] | None = None  # (when, cause)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "failed:" not in message or "Unable to bootstrap" in message:
+            return
+        self.last = re.sub(r"\s*\(backoff [^)]*\)$", "", message.split("failed:", 1)[1].strip())
+        if refuses_access(self.last):
+            self.refusal = (record.created, self.last)
+
+    def recent_refusal(self) -> str | None:
+        if self.refusal and time.time() - self.refusal[0] < self.RECENT_SECONDS:
+            return self.refusal[1]
+        return None
+
+
+_causes = _ConnectionCauses()
+logging.getLogger("kafka.net").addHandler(_causes)
+
+
 def failure(error: BaseException) -> Exception:
     """The seam's exception for a kafka-python one."""
     if isinstance(error, _ACCESS):
         return KafkaAccessError(f"Kafka refused access: {describe(error)}")
+    if isinstance(error, errors.KafkaTimeoutError) and "bootstrap" in str(error):
+        if refusal := _causes.recent_refusal():
+            return KafkaAccessError(f"Kafka refused access: {refusal}")
+        if _causes.last:
+            return KafkaFailure(f"{describe(error)} (last cause: {_causes.last})")
     return KafkaFailure(describe(error))
 
 
@@ -56,7 +93,8 @@ def translated(method):
 
 
 BOOTSTRAP_TIMEOUT_MS = 10_000  # a client that cannot reach any broker gives up after this
-_CONNECTION_KEYS = {"bootstrap_servers", "bootstrap_timeout_ms", "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
+_CONNECTION_KEYS = {"bootstrap_servers", "bootstrap_timeout_ms", "reconnect_backoff_max_ms", "security_protocol",
+                    "ssl_cafile", "ssl_certfile", "ssl_keyfile",
                     "sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "client_id",
                     *(option for option, _ in _PROPERTIES.values())}
 
@@ -64,7 +102,9 @@ _CONNECTION_KEYS = {"bootstrap_servers", "bootstrap_timeout_ms", "security_proto
 def connection(settings: KafkaSettings) -> dict:
     """kafka-python keyword arguments for reaching the cluster."""
     options: dict = {"bootstrap_servers": settings.bootstrap.split(","),
-                     "security_protocol": settings.security_protocol, "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS}
+                     "security_protocol": settings.security_protocol, "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS,
+                     # several attempts within the bootstrap timeout, and so within a broker's restart
+                     "reconnect_backoff_max_ms": 1_000}
     if settings.uses_ssl:
         options.update(ssl_cafile=settings.ssl_cafile, ssl_certfile=settings.ssl_certfile,
                        ssl_keyfile=settings.ssl_keyfile)
