@@ -166,3 +166,32 @@ def test_produce_loads_a_parquet_file_into_a_topic(kafka_bootstrap, kafka_client
     records = read_all(kafka_bootstrap, topic, expected=1_115)
     first = json.loads(records[0].value)
     assert set(first) == {"text", "label", "id"} and records[0].key == str(first["id"]).encode()
+
+
+def test_a_group_starts_from_a_train_snapshot_and_keeps_learning_or_only_predicts(kafka_bootstrap, kafka_client,
+                                                                                   tmp_path):
+    import pyarrow.parquet as pq
+
+    from tests.helpers.cli import invoke
+    from tests.helpers.paths import SMS
+
+    trained = tmp_path / "sms.nbs"
+    assert invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--out", trained).exit_code == 0
+    rows = pq.read_table(SMS / "test.parquet").to_pylist()[:400]
+    topic = new_topic(kafka_bootstrap, "init-model")
+    send(kafka_bootstrap, topic, [json_message(text=r["text"], label=r["label"], id=r["id"]) for r in rows])
+    for learn in ("--learn", "--no-learn"):
+        service = Service(kafka_bootstrap, topic, tmp_path / learn, "--init-model", trained, learn,
+                          client=kafka_client, group=f"{topic}{learn}").start()
+        output = f"{topic}.predictions"
+        predictions = [json.loads(r.value) for r in read_all(kafka_bootstrap, output, expected=400 * (
+            2 if learn == "--no-learn" else 1), timeout=120, committed_only=True)][-400:]
+        assert service.terminate() == 0, service.log_tail()
+        right = sum(p["prediction"] == r["label"] for p, r in zip(sorted(predictions, key=lambda p: p["offset"]), rows))
+        assert right / 400 > 0.95  # the trained model predicts from the first message on
+        assert min(p["model_version"] for p in predictions) >= 4_459
+        result = run_worker("export", "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--input",
+                            topic, "--group", service.group, "--out", tmp_path / f"export{learn}.nbs", timeout=120)
+        assert result.returncode == 0, result.stderr
+        expected = 4_459 + 400 if learn == "--learn" else 4_459  # predict-only learns nothing
+        assert f"exported {expected:,} examples" in result.stdout and "offsets {0: 400}" in result.stdout

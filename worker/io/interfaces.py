@@ -18,6 +18,7 @@ class Record(Protocol):
     offset: int
     key: bytes | None
     value: bytes | None
+    timestamp: int  # milliseconds since the epoch
 
 
 class RecordSource(Protocol):

@@ -10,6 +10,8 @@ The loop sees its sinks only through their interfaces, so it runs in unit tests 
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -39,6 +41,11 @@ class PrequentialLoop:
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
     def process(self, records: list) -> None:
+        started = time.perf_counter()
+        self._process(records)
+        self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _process(self, records: list) -> None:
         model = self.group.global_model
         if model.stale:
             model.rebuild(self.group.states())
@@ -49,7 +56,6 @@ class PrequentialLoop:
         labeled, y = self._labels(decoded.batch.column("label"), problems)
         self._flag_poisoned(records, problems)
         self.rejects.reject(records, problems)
-        self.metrics.dead_letters.inc(int(problems.bad.sum()))
         self.metrics.messages.inc(len(records))
         good = problems.good
         if good.any():
@@ -94,6 +100,8 @@ class PrequentialLoop:
                      "offset": record.offset}
             self.predictions.prediction(record, orjson.dumps(value))
         self.metrics.predictions.inc(int(good.sum()))
+        stamps = np.fromiter((r.timestamp for r in records), dtype=np.float64, count=len(records))[good]
+        self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
 
     def _learn(self, records, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray, predicted) -> None:
         """Learn the rows in ``learn`` into their partitions' states and the global model, judging
@@ -121,8 +129,6 @@ class PrequentialLoop:
         X_learn = model.encoder.encode(batch.filter(pa.array(learn)), learn=True)[0] if model.categorical \
             else X[learn]
         model.learn(X_learn, y[learn])
-        if predicted is not None:
-            self.metrics.judged(int(right[learn].sum()), int(learn.sum()))
         self.metrics.learned.inc(int(learn.sum()))
         self.metrics.examples_seen.set(model.model.n_examples_seen_ if model.model.is_fitted else 0)
 

@@ -1,47 +1,136 @@
-"""Prometheus metrics and health endpoints on one small HTTP server (a daemon thread).
+"""Prometheus metrics and health endpoints of `worker serve`, on one small HTTP server (a daemon thread).
 
-/metrics  Prometheus text format
-/healthz  200 while the run loop has turned within the last --stall-seconds, else 503
-/readyz   200 once the state is loaded and partitions are assigned, else 503
+/metrics  Prometheus text format: the service's metrics (README, "Metrics"), the process and Python ones
+/healthz  200 while the service's loop turns (working, or waiting to start a new Kafka session), else 503
+/readyz   200 while partitions are assigned and the broker answers, else 503
 """
 
 from __future__ import annotations
 
+import platform
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+import numpy as np
+from prometheus_client import (CONTENT_TYPE_LATEST, GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR,
+                               CollectorRegistry, Counter, Gauge, Histogram, generate_latest)
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+
+import nbstream
+
+# The start of a dead letter's error, and the reason it is counted under.
+DEAD_LETTER_REASONS = (
+    ("empty message", "empty"), ("message of ", "too_large"), ("malformed JSON", "malformed"),
+    ("expected a JSON object", "malformed"), ("field ", "malformed"), ("features ", "malformed"),
+    ("list has ", "wrong_length"), ("non-numeric value", "wrong_type"), ("not a string", "wrong_type"),
+    ("null", "missing_value"), ("NaN", "not_finite"), ("negative value", "negative"), ("label", "label"),
+    ("prediction of ", "output_too_large"), ("the broker refused", "output_refused"),
+)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+def reason_of(error: str) -> str:
+    """The reason label of a dead letter's error.
+
+    >>> reason_of("list has 3 values; expected 6"), reason_of("malformed JSON: ..."), reason_of("?")
+    ('wrong_length', 'malformed', 'other')
+    """
+    return next((reason for start, reason in DEAD_LETTER_REASONS if error.startswith(start)), "other")
+
+
+class BatchHistogram:
+    """A Prometheus histogram fed a whole array of observations at once (one numpy call per batch,
+    where a library call per message would cost more than predicting it)."""
+
+    def __init__(self, name: str, documentation: str, buckets: tuple, registry: CollectorRegistry):
+        self.name, self.documentation = name, documentation
+        self.bounds = np.asarray(buckets, dtype=np.float64)
+        self.counts = np.zeros(len(buckets) + 1, dtype=np.int64)  # the last: above every bound
+        self.total = 0.0
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def observe_many(self, values: np.ndarray) -> None:
+        if not len(values):
+            return
+        bins = np.bincount(np.searchsorted(self.bounds, values, side="left"), minlength=len(self.counts))
+        with self._lock:
+            self.counts += bins
+            self.total += float(values.sum())
+
+    def collect(self):
+        with self._lock:
+            cumulative, total = np.cumsum(self.counts), self.total
+        buckets = [(f"{bound:g}", int(count)) for bound, count in zip(self.bounds, cumulative)]
+        yield HistogramMetricFamily(self.name, self.documentation, buckets=buckets + [("+Inf", int(cumulative[-1]))],
+                                    sum_value=total)
+
+
+class PrequentialAccuracy:
+    """Share of labeled messages predicted right before they were learned, over every partition's
+    state (so it survives restarts): recent (decayed) and cumulative. Absent before anything was judged."""
+
+    def __init__(self, registry: CollectorRegistry):
+        self.values: dict[str, tuple[float, float]] = {}  # window -> (correct, judged)
+        registry.register(self)
+
+    def update(self, states) -> None:
+        states = list(states)
+        self.values = {"recent": (sum(s.recent_correct for s in states), sum(s.recent_judged for s in states)),
+                       "all": (float(sum(s.correct for s in states)), float(sum(s.judged for s in states)))}
+
+    def collect(self):
+        family = GaugeMetricFamily("nbstream_prequential_accuracy", "Share of labeled messages predicted right "
+                                   "before learning from them (window: recent, decayed over about 1,000 judged "
+                                   "messages; or all)", labels=["window"])
+        for window, (correct, judged) in self.values.items():
+            if judged > 0:
+                family.add_metric([window], correct / judged)
+        yield family
 
 
 class ServiceMetrics:
-    def __init__(self):
-        self.registry = CollectorRegistry()
-        self.messages = Counter("nbstream_messages", "Messages consumed", registry=self.registry)
-        self.predictions = Counter("nbstream_predictions", "Predictions produced", registry=self.registry)
-        self.learned = Counter("nbstream_examples_learned", "Labeled examples learned", registry=self.registry)
-        self.dead_letters = Counter("nbstream_dead_letters", "Messages sent to the dead-letter topic",
-                                    registry=self.registry)
-        self.checkpoints = Counter("nbstream_checkpoints", "Checkpoints written", registry=self.registry)
-        self.accuracy = Gauge("nbstream_prequential_accuracy",
-                              "Share of labeled messages predicted right before learning from them",
-                              registry=self.registry)
-        self.examples_seen = Gauge("nbstream_examples_seen", "Examples in the model", registry=self.registry)
-        self.last_checkpoint = Gauge("nbstream_last_checkpoint_timestamp_seconds", "Time of the last checkpoint",
-                                     registry=self.registry)
-        self.assigned = Gauge("nbstream_assigned_partitions", "Input partitions this replica owns",
-                              registry=self.registry)
-        self.restore_seconds = Gauge("nbstream_restore_seconds", "Time the last assignment took to restore "
-                                     "partition states", registry=self.registry)
-        self.state_bytes = Gauge("nbstream_state_bytes_per_commit", "Compressed state bytes written by the last "
-                                 "checkpoint", registry=self.registry)
-        self.commit_seconds = Gauge("nbstream_commit_seconds", "Duration of the last checkpoint (flush, state, "
-                                    "commit)", registry=self.registry)
-        self.kafka_up = Gauge("nbstream_kafka_connected", "1 while the broker answers, else 0", registry=self.registry)
+    def __init__(self, kafka_client: str = ""):
+        self.registry = registry = CollectorRegistry()
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            registry.register(collector)
+        Gauge("nbstream_build_info", "Version of nbstream, Python and the Kafka client in use",
+              ["version", "python", "kafka_client"], registry=registry).labels(
+            nbstream.__version__, platform.python_version(), kafka_client).set(1)
+        self.messages = Counter("nbstream_messages", "Messages consumed", registry=registry)
+        self.predictions = Counter("nbstream_predictions", "Predictions produced", registry=registry)
+        self.learned = Counter("nbstream_examples_learned", "Labeled examples learned", registry=registry)
+        self.dead_letters = Counter("nbstream_dead_letters", "Messages sent to the dead-letter topic, by reason",
+                                    ["reason"], registry=registry)
+        self.checkpoints = Counter("nbstream_checkpoints", "Commits that wrote state", registry=registry)
         self.sessions = Counter("nbstream_kafka_sessions", "Kafka sessions started (a new one after each "
-                                "recovered failure)", registry=self.registry)
-        self._correct = 0
-        self._judged = 0
+                                "recovered failure)", registry=registry)
+        self.state_bytes = Counter("nbstream_state_written_bytes", "Compressed partition-state bytes written to "
+                                   "the state topic", registry=registry)
+        self.end_to_end = BatchHistogram("nbstream_end_to_end_latency_seconds", "From an input message's timestamp "
+                                         "to its prediction being sent (visible at the next commit under "
+                                         "exactly-once)", LATENCY_BUCKETS, registry)
+        self.batch_seconds = Histogram("nbstream_batch_seconds", "Time to decode, predict, send and learn one polled "
+                                       "batch", buckets=LATENCY_BUCKETS, registry=registry)
+        self.commit_seconds = Histogram("nbstream_commit_seconds", "Time of a commit: flush, state, offsets and "
+                                        "transaction", buckets=LATENCY_BUCKETS, registry=registry)
+        self.examples_seen = Gauge("nbstream_examples_seen", "Examples in the group's model", registry=registry)
+        self.last_checkpoint = Gauge("nbstream_last_checkpoint_timestamp_seconds", "Time of the last commit that "
+                                     "wrote state", registry=registry)
+        self.assigned = Gauge("nbstream_assigned_partitions", "Input partitions this replica owns", registry=registry)
+        self.lag = Gauge("nbstream_consumer_lag", "Messages of an owned input partition not processed yet "
+                         "(checked every 5 s)", ["partition"], registry=registry)
+        self.restore_seconds = Gauge("nbstream_restore_seconds", "Time the last assignment took to restore partition "
+                                     "states", registry=registry)
+        self.state_read_bytes = Gauge("nbstream_state_read_bytes", "State-topic bytes read by this Kafka session",
+                                      registry=registry)
+        self.kafka_up = Gauge("nbstream_kafka_connected", "1 while the broker answers, else 0", registry=registry)
+        self.caught_up_at = time.time()
+        Gauge("nbstream_global_model_staleness_seconds", "Time since this replica last had every committed "
+              "partition state of the group (checked every 5 s)", registry=registry).set_function(
+            lambda: max(0.0, time.time() - self.caught_up_at))
+        self.accuracy = PrequentialAccuracy(registry)
         self.ready = False
         self.connected: bool | None = None  # unknown until the first contact
         self.heartbeat = time.monotonic()
@@ -53,11 +142,15 @@ class ServiceMetrics:
         self.kafka_up.set(1 if answers else 0)
         return changed
 
-    def judged(self, correct: int, total: int) -> None:
-        self._correct += correct
-        self._judged += total
-        if self._judged:
-            self.accuracy.set(self._correct / self._judged)
+    def dead_lettered(self, error: str) -> None:
+        self.dead_letters.labels(reason_of(error)).inc()
+
+    def owned(self, lags: dict[int, int]) -> None:
+        """The owned partitions and how far behind each is."""
+        self.lag.clear()
+        for partition, lag in lags.items():
+            self.lag.labels(str(partition)).set(lag)
+        self.assigned.set(len(lags))
 
 
 def serve_metrics(metrics: ServiceMetrics, port: int, host: str = "127.0.0.1",
@@ -86,6 +179,12 @@ def serve_metrics(metrics: ServiceMetrics, port: int, host: str = "127.0.0.1",
         def log_message(self, *args):  # requests are not worth a log line each
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = ThreadingHTTPServer((host, port), Handler)
+    except (OSError, OverflowError) as error:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--metrics-host {host} --metrics-port {port}: cannot listen there "
+                          f"({getattr(error, 'strerror', None) or error}).") from None
     threading.Thread(target=server.serve_forever, daemon=True, name="metrics").start()
     return server

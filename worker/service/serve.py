@@ -89,7 +89,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     client = connect(config.kafka)
     store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
     start = starting_point(config, store)
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(kafka_client=config.kafka.client)
     http = serve_metrics(metrics, config.metrics_port, config.metrics_host) if config.metrics_port is not None else None
     if http:
         log.info("metrics endpoint up", extra={"url": "http://%s:%d/metrics" % http.server_address[:2]})

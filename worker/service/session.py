@@ -72,7 +72,8 @@ class Session:
         self.group = GroupState(fresh, self.global_model, self.follower, start=config.start)
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
-                              Destination(config.dlq, limits[config.dlq]), refusals, COMMIT_STEP_SECONDS)
+                              Destination(config.dlq, limits[config.dlq]), refusals, COMMIT_STEP_SECONDS,
+                              on_dead_letter=metrics.dead_lettered)
         self.state_writer = StateWriter(self.group, self.producer, config.states, COMMIT_STEP_SECONDS)
         if base is not None and self.group.base is None and not self.group.latest:
             self._start_from(base)
@@ -132,6 +133,8 @@ class Session:
         seconds = time.monotonic() - started
         self.metrics.assigned.set(len(self.group.owned))
         self.metrics.restore_seconds.set(seconds)
+        self.metrics.state_read_bytes.set(self.follower.bytes_read)
+        self.metrics.accuracy.update(self.group.states())
         restored = [p for p in partitions if self.group.owned[p].next_offset is not None]
         log.info("partitions assigned", extra={
             "partitions": partitions, "restored": restored, "state_topic": self.config.states,
@@ -158,6 +161,7 @@ class Session:
             self.group.take_updates(self.follower.poll(0.0))
             if records:
                 self.loop.process(records)
+                self.metrics.accuracy.update(self.group.states())
             if self.checkpointer.policy.record(len(records)):
                 self.commit()
             self._heartbeat(bool(records))
@@ -168,8 +172,8 @@ class Session:
         if self.checkpointer.commit():
             self.metrics.checkpoints.inc()
             self.metrics.last_checkpoint.set(time.time())
-            self.metrics.commit_seconds.set(time.monotonic() - started)
-            self.metrics.state_bytes.set(self.state_writer.last_bytes)
+            self.metrics.commit_seconds.observe(time.monotonic() - started)
+            self.metrics.state_bytes.inc(self.state_writer.last_bytes)
             self._keep_local_copy()
 
     def _keep_local_copy(self) -> None:
@@ -188,22 +192,22 @@ class Session:
                                               "offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
     def _heartbeat(self, busy: bool) -> None:
-        """Liveness and readiness; an idle session asks the broker every PROBE_SECONDS whether it answers."""
+        """Liveness and readiness; every PROBE_SECONDS, ask the broker how far behind the owned partitions
+        are (which also tells whether it answers) and whether the group's states are all read."""
         metrics = self.metrics
-        metrics.heartbeat = time.monotonic()
-        if busy:
-            answers = True
-        elif metrics.heartbeat - self._probed > PROBE_SECONDS:
-            self._probed = metrics.heartbeat
+        metrics.heartbeat = now = time.monotonic()
+        answers = busy or bool(metrics.connected)
+        if now - self._probed > PROBE_SECONDS:
+            self._probed = now
             try:
                 owned = sorted(self.group.owned)
-                self.consumer.end_offsets(owned) if owned else self.consumer.committed([0])
+                ends = self.consumer.end_offsets(owned) if owned else self.consumer.committed([0])
+                metrics.owned({p: max(0, ends[p] - (self.group.owned[p].next_offset or 0)) for p in owned})
+                if self.follower.reader.caught_up():
+                    metrics.caught_up_at = time.time()
                 answers = True
             except KafkaFailure as failure:
-                answers = False
-                reason = failure
-        else:
-            answers = bool(metrics.connected)
+                answers, reason = busy, failure
         if metrics.broker_answers(answers):
             if answers:
                 log.info("the broker answers again")

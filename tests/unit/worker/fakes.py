@@ -13,6 +13,7 @@ class FakeRecord:
     partition: int = 0
     topic: str = "in"
     key: bytes | None = None
+    timestamp: int = 0  # milliseconds; 0: none (left out of latency)
 
 
 def records(messages: list, first_offset: int = 0) -> list[FakeRecord]:

@@ -61,8 +61,10 @@ class KafkaSink:
     """
 
     def __init__(self, producer: Producer, predictions: Destination, dead_letters: Destination,
-                 refusals: Refusals, flush_timeout_s: float = 60.0):
+                 refusals: Refusals, flush_timeout_s: float = 60.0, on_dead_letter=None):
+        """on_dead_letter(error) : told of every dead letter sent (for counting)."""
         self.producer = producer
+        self.on_dead_letter = on_dead_letter
         self.predictions, self.dead_letters = predictions, dead_letters
         self.refusals = refusals
         self.flush_timeout_s = flush_timeout_s
@@ -93,6 +95,8 @@ class KafkaSink:
             value = value[:max(0, room)]
         self._send(record, self.dead_letters.topic, value, headers)
         self.count += 1
+        if self.on_dead_letter is not None:
+            self.on_dead_letter(error)
 
     def _send(self, record, topic: str, value: bytes | None, headers: list) -> None:
         suspect = input_key(record) in self.refusals.suspects
