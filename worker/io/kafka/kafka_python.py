@@ -13,6 +13,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ...errors import ConfigError
+from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
 from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
                      KafkaClient, KafkaFailure, Producer, Reader, TopicInfo, refuses_access)
 from .settings import KafkaSettings
