@@ -78,7 +78,10 @@ class DiscreteNB(NaiveBayes):
 
     def _refresh(self) -> dict[str, object]:
         prior = self._class_log_prior()
-        return {"class_log_prior_": prior, **self._smooth(self._checked_alpha(), prior)}
+        tables = self._smooth(self._checked_alpha(), prior)
+        if "weights" in tables:  # row-major (n_features, n_classes): a sparse product with a transposed view is 20x slower
+            tables["weights"] = np.ascontiguousarray(tables["weights"])
+        return {"class_log_prior_": prior, **tables}
 
     def _smooth(self, alpha, class_log_prior: np.ndarray) -> dict[str, np.ndarray]:
         raise NotImplementedError

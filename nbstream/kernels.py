@@ -65,6 +65,24 @@ def class_sums(X, rows: np.ndarray, weights: np.ndarray | None, n_classes: int) 
     return sums
 
 
+def add_class_sums(target: np.ndarray, X, rows: np.ndarray, weights: np.ndarray | None) -> None:
+    """target += class_sums(X, rows, weights, n_classes), in place; CSR input touches only its nonzeros
+    (no dense (n_classes, n_features) temporary).
+
+    >>> import scipy.sparse as sp
+    >>> target = np.zeros((2, 3))
+    >>> add_class_sums(target, sp.csr_matrix([[1.0, 0, 2], [0, 5, 0]]), np.array([1, 0]), None)
+    >>> target.tolist()
+    [[0.0, 5.0, 0.0], [1.0, 0.0, 2.0]]
+    """
+    if not is_sparse(X):
+        target += class_sums(X, rows, weights, target.shape[0])
+        return
+    per_row = np.diff(X.indptr)
+    values = X.data if weights is None else X.data * np.repeat(weights, per_row)
+    np.add.at(target, (np.repeat(rows, per_row), X.indices), values)
+
+
 def class_totals(rows: np.ndarray, weights: np.ndarray | None, n_classes: int) -> np.ndarray:
     """Total weight of each class, shape (n_classes,)."""
     return np.bincount(rows, weights=weights, minlength=n_classes).astype(np.float64)

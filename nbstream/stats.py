@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import class_sums, class_totals, one_hot, row_blocks
+from .kernels import add_class_sums, class_sums, class_totals, one_hot, row_blocks
 
 
 def _pad_rows(array: np.ndarray, n_rows: int) -> np.ndarray:
+    """The array with zero rows added up to n_rows (itself when it has them: no copy per batch)."""
+    if array.shape[0] >= n_rows:
+        return array
     return np.pad(array, [(0, n_rows - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
 
 
@@ -31,9 +34,8 @@ class DiscreteCounts:
         return cls(np.zeros(0), np.zeros((0, n_features)))
 
     def update(self, X, rows: np.ndarray, weights: np.ndarray | None) -> None:
-        n_classes = len(self.class_count)
-        self.class_count += class_totals(rows, weights, n_classes)
-        self.feature_count += class_sums(X, rows, weights, n_classes)
+        self.class_count += class_totals(rows, weights, len(self.class_count))
+        add_class_sums(self.feature_count, X, rows, weights)
 
     def grow(self, n_classes: int) -> None:
         self.class_count = _pad_rows(self.class_count, n_classes)

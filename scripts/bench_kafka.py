@@ -1,16 +1,22 @@
-"""`worker serve` on a real broker: throughput against a bare consumer, and latency.
+"""`worker serve` on a real broker against the strongest honest baselines, side by side in one run.
 
-1. 200,000 MNIST training rows are sent as JSON messages ({"id", "features": [784 ints],
-   "label"}) to a fresh topic.
-2. Throughput: `worker serve` (Bernoulli, binarize 127.5; predict, produce, learn,
-   checkpoint) reads the topic; rows/s = messages / (last - first prediction's timestamp).
-   The baseline is a bare kafka-python consumer that only reads and json-decodes the same
-   topic, timed the same way (first to last record). Both run as their own processes.
-3. Latency: a fresh service; messages sent at a steady --rate (default 1,000/s) for
-   --seconds; latency = the prediction's timestamp minus its input message's timestamp
-   (both set by the producers, same clock), p50 and p99.
+Every contender is its own process, reading the same topics (one partition, --messages each):
 
-    python scripts/bench_kafka.py --data-dir ../shared/data [--bootstrap HOST:PORT]
+  throughput  MNIST JSON messages ({"id", "features": [784 ints], "label"}) and SMS text JSON
+              ({"id", "text", "label"}, the SMS training split over and over): a bare kafka-python
+              reader (+ orjson), a bare confluent-kafka reader (+ orjson), a confluent relay
+              (consume + orjson + produce one small JSON per message), and `worker serve` with each
+              client (exactly-once, Bernoulli/binarize 127.5 on MNIST, multinomial on 2^20 hashed
+              words for SMS). Readers time their first record to their last; `worker serve` is timed
+              from its first prediction's timestamp to its last.
+  arrow       `--format arrow` messages of 1,000 rows, against the same model's in-memory
+              partial_fit + predict_proba over the same rows, in rows/s.
+  latency     messages sent at a steady --rate for --seconds; latency is when a read_committed
+              consumer receives the prediction minus the input's timestamp: p50, p99.
+  replicas    1 and 2 replicas on a 4-partition SMS topic, exactly-once and at-least-once.
+  interval    exactly-once latency at --rate for commit intervals of 0.2, 1 and 5 seconds.
+
+    python scripts/bench_kafka.py --data-dir ../shared/data [--bootstrap HOST:PORT] [--only throughput,latency]
 Without --bootstrap a local broker is started with scripts/kafka_broker.py (and stopped).
 """
 
@@ -18,182 +24,238 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import urllib.request
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+import orjson
+import pyarrow.parquet as pq
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.bench.contenders import CONFLUENT_READER, CONFLUENT_RELAY, KAFKA_PYTHON_READER  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
-BARE_CONSUMER = """
-import json, sys, time
-from kafka import KafkaConsumer
-bootstrap, topic, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
-consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id="bare-" + topic, auto_offset_reset="earliest",
-                         enable_auto_commit=False, max_poll_records=2000, fetch_max_bytes=64 * 1024 * 1024)
-seen, first = 0, None
-while seen < expected:
-    for records in consumer.poll(timeout_ms=500).values():
-        for record in records:
-            json.loads(record.value)
-            seen += 1
-        first = first or time.perf_counter()
-print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
-"""
+SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval")
+MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
+SMS_MODEL = ["--text", "--model", "multinomial"]
 
 
-def send_messages(bootstrap: str, topic: str, images: np.ndarray, labels: np.ndarray, rate: float = 0.0) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=256 * 1024)
+@contextmanager
+def broker(bootstrap: str | None):
+    if bootstrap:
+        yield bootstrap
+        return
+    sys.path.insert(0, str(REPO / "scripts"))
+    from kafka_broker import Broker
+
+    with tempfile.TemporaryDirectory() as folder:
+        started = Broker(Path(folder)).start()
+        try:
+            yield started.bootstrap
+        finally:
+            started.stop()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1) -> str:
+    topic = f"{name}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
+    (future,) = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values()
+    future.result(timeout=30)
+    return topic
+
+
+def send(bootstrap: str, topic: str, values: list[bytes], rate: float = 0.0, partitions: int = 1) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000,
+                         "message.max.bytes": 16 << 20})
     started = time.monotonic()
-    for i, (row, label) in enumerate(zip(images, labels)):
+    for i, value in enumerate(values):
         if rate:
             delay = started + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-        producer.send(topic, key=str(i).encode(),
-                      value=json.dumps({"id": i, "features": row.tolist(), "label": int(label)}).encode())
-    producer.flush()
-    producer.close()
+        while True:
+            try:
+                producer.produce(topic, value, str(i).encode(), partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 1000 == 0:
+            producer.poll(0)
+    producer.flush(120)
 
 
-def start_service(bootstrap: str, topic: str, output: str, snapshots: Path, log: Path) -> subprocess.Popen:
-    """Start `worker serve` and wait until it has its partitions (/readyz)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "worker", "serve", "--bootstrap", bootstrap, "--input", topic,
-               "--output", output, "--group", f"serve-{topic}", "--snapshot-dir", str(snapshots),
-               "--model", "bernoulli", "--binarize", "127.5", "--checkpoint-every", "50000",
-               "--checkpoint-interval", "30", "--instance-id", "bench", "--metrics-port", str(port)]
-    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
-                return process
-        except OSError:
+def mnist_messages(data_dir: Path, n: int) -> list[bytes]:
+    mnist = load_mnist(data_dir / "mnist")
+    images, labels = mnist["train_images"], mnist["train_labels"]
+    return [orjson.dumps({"id": i, "features": images[i % 60_000].tolist(), "label": int(labels[i % 60_000])})
+            for i in range(n)]
+
+
+def sms_messages(n: int) -> list[bytes]:
+    rows = pq.read_table(REPO / "scripts" / "data" / "sms_spam" / "train.parquet").to_pylist()
+    return [orjson.dumps({"id": i, "text": rows[i % len(rows)]["text"], "label": rows[i % len(rows)]["label"]})
+            for i in range(n)]
+
+
+def run_program(program: str, bootstrap: str, topic: str, expected: int) -> float:
+    """A baseline's messages/s."""
+    done = subprocess.run([sys.executable, "-c", program, bootstrap, topic, str(expected)], check=True,
+                          capture_output=True, text=True, timeout=1800)
+    result = json.loads(done.stdout)
+    return result["messages"] / result["seconds"]
+
+
+class Predictions(threading.Thread):
+    """Collects the predictions of an output topic: (input partition, offset) -> (record timestamp s, received s)."""
+
+    def __init__(self, bootstrap: str, topic: str, committed_only: bool = False):
+        super().__init__(daemon=True)
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  "isolation.level": "read_committed" if committed_only else "read_uncommitted",
+                                  "topic.metadata.refresh.interval.ms": 1000})
+        self.consumer.subscribe([topic])
+        self.seen: dict[tuple[int, int], tuple[float, float]] = {}
+        self.stop = False
+        self.start()
+
+    def run(self):
+        while not self.stop:
+            for message in self.consumer.consume(num_messages=5000, timeout=0.2):
+                if message.error() is None:
+                    received = time.time()
+                    for key in self._keys(message.value()):
+                        self.seen.setdefault(key, (message.timestamp()[1] / 1000, received))
+        self.consumer.close()
+
+    @staticmethod
+    def _keys(value: bytes):
+        if value[:1] == b"{":
+            prediction = orjson.loads(value)
+            yield prediction["partition"], prediction["offset"]
+        else:  # an Arrow IPC message of many rows
+            import pyarrow as pa
+
+            table = pa.ipc.open_stream(value).read_all()
+            for partition, offset, row in zip(table["partition"].to_pylist(), table["offset"].to_pylist(),
+                                              table["row"].to_pylist()):
+                yield partition, offset * 1_000_000 + row
+
+    def wait(self, expected: int, timeout: float = 1800) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.seen) < expected:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.seen)} of {expected} predictions arrived")
             time.sleep(0.2)
-    raise TimeoutError("worker serve did not become ready")
+        self.stop = True
+        self.join()
 
 
-def prediction_times(bootstrap: str, output: str, expected: int, timeout: float) -> dict[tuple[int, int], int]:
-    """(input partition, input offset) -> the prediction record's timestamp (ms)."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    deadline = time.monotonic() + timeout
-    while not consumer.partitions_for_topic(output):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no predictions topic {output}")
-        consumer.topics()
-        time.sleep(0.2)
-    partitions = [TopicPartition(output, p) for p in consumer.partitions_for_topic(output)]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning(*partitions)
-    times: dict[tuple[int, int], int] = {}
-    while len(times) < expected and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=500).values():
-            for record in records:
-                value = json.loads(record.value)
-                times.setdefault((value["partition"], value["offset"]), record.timestamp)
-    consumer.close()
-    if len(times) < expected:
-        raise TimeoutError(f"only {len(times)} of {expected} predictions arrived")
-    return times
+def start_serve(bootstrap: str, topic: str, run: str, client: str, extra: list, folder: Path,
+                name: str) -> subprocess.Popen:
+    """A replica of the group ``run``, writing to ``run``.out."""
+    command = [sys.executable, "-m", "worker", "serve", "--bootstrap", bootstrap, "--input", topic,
+               "--output", f"{run}.out", "--group", run, "--kafka-client", client, "--instance-id", name, *extra]
+    return subprocess.Popen(command, stdout=open(folder / f"{name}.log", "ab"), stderr=subprocess.STDOUT,
+                            env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
 
 
-def input_times(bootstrap: str, topic: str) -> dict[tuple[int, int], int]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning(*partitions)
-    ends = consumer.end_offsets(partitions)
+def serve_rate(bootstrap, topic, expected, client, extra, folder, replicas=1) -> float:
+    """`worker serve`'s messages (or rows) per second, first prediction to last."""
+    run = f"{topic}-{uuid.uuid4().hex[:6]}"
+    predictions = Predictions(bootstrap, f"{run}.out")
+    processes = [start_serve(bootstrap, topic, run, client, extra, folder, f"{run}-{i}") for i in range(replicas)]
+    try:
+        predictions.wait(expected)
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=120)
+    stamps = np.array([stamp for stamp, _ in predictions.seen.values()])
+    return expected / (stamps.max() - stamps.min())
+
+
+def latency(bootstrap, client, values, rate, extra, folder) -> tuple[float, float]:
+    """(p50, p99) milliseconds from the input's timestamp to a read_committed consumer's receipt."""
+    topic = create_topic(bootstrap, "bench-latency")
+    predictions = Predictions(bootstrap, f"{topic}.out", committed_only=True)
+    process = start_serve(bootstrap, topic, topic, client, extra, folder, topic)
+    try:
+        time.sleep(8)  # started and assigned
+        send(bootstrap, topic, values, rate=rate)
+        predictions.wait(len(values), timeout=600)
+    finally:
+        process.terminate()
+        process.wait(timeout=120)
+    inputs = input_times(bootstrap, topic, len(values))
+    delays = np.array([(received - inputs[key]) * 1000 for key, (_, received) in predictions.seen.items()])
+    return float(np.percentile(delays, 50)), float(np.percentile(delays, 99))
+
+
+def input_times(bootstrap: str, topic: str, expected: int) -> dict[tuple[int, int], float]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
     times = {}
-    while any(consumer.position(p) < ends[p] for p in partitions):
-        for records in consumer.poll(timeout_ms=500).values():
-            for record in records:
-                times[(record.partition, record.offset)] = record.timestamp
+    while len(times) < expected:
+        for message in consumer.consume(num_messages=5000, timeout=0.5):
+            if message.error() is None:
+                times[(message.partition(), message.offset())] = message.timestamp()[1] / 1000
     consumer.close()
     return times
 
 
-def stop(process: subprocess.Popen) -> None:
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=120)
+def table(header: list[str], rows: list[list]) -> None:
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print(flush=True)
+
+
+def throughput(bootstrap, data_dir, n, folder) -> None:
+    rows = []
+    for name, values, model in (("MNIST JSON (784 ints)", mnist_messages(data_dir, n), MNIST_MODEL),
+                                ("SMS text JSON", sms_messages(n), SMS_MODEL)):
+        topic = create_topic(bootstrap, "bench-json")
+        send(bootstrap, topic, values)
+        rates = {label: run_program(program, bootstrap, topic, n) for label, program in (
+            ("kafka-python", KAFKA_PYTHON_READER), ("confluent", CONFLUENT_READER), ("relay", CONFLUENT_RELAY))}
+        for client in ("kafka-python", "confluent"):
+            rates[f"serve {client}"] = serve_rate(bootstrap, topic, n, client, model, folder)
+        rows.append([name, *(f"{rates[k]:,.0f}" for k in ("kafka-python", "confluent", "relay")),
+                     f"{rates['serve kafka-python']:,.0f} ({rates['serve kafka-python'] / rates['kafka-python']:.2f}x "
+                     f"its reader)",
+                     f"{rates['serve confluent']:,.0f} ({rates['serve confluent'] / rates['relay']:.2f}x relay)"])
+    print(f"Throughput, messages/s ({n:,} messages per topic, one partition):\n")
+    table(["topic", "kafka-python read + orjson", "confluent read + orjson", "confluent relay",
+           "worker serve, kafka-python", "worker serve, confluent"], rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--bootstrap", help="an existing broker (default: start a local one)")
-    parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--rate", type=float, default=1_000.0, help="messages/s for the latency run")
-    parser.add_argument("--seconds", type=float, default=30.0, help="length of the latency run")
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--rate", type=float, default=1_000.0, help="messages/s for the latency runs")
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of each latency run")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"some of {','.join(SECTIONS)}")
     args = parser.parse_args()
-    mnist = load_mnist(args.data_dir / "mnist")
-    repeats = -(-args.messages // 60_000)
-    images = np.tile(mnist["train_images"], (repeats, 1))[:args.messages]
-    labels = np.tile(mnist["train_labels"], repeats)[:args.messages]
-
-    with tempfile.TemporaryDirectory() as scratch:
-        scratch = Path(scratch)
-        broker = None
-        bootstrap = args.bootstrap
-        if not bootstrap:
-            broker = subprocess.run([sys.executable, str(REPO / "scripts" / "kafka_broker.py"), "start",
-                                     "--dir", str(scratch / "kafka")], check=True, capture_output=True, text=True)
-            bootstrap = broker.stdout.strip().splitlines()[-1]
-        try:
-            run = uuid.uuid4().hex[:8]
-            topic = f"bench-mnist-{run}"
-            started = time.perf_counter()
-            send_messages(bootstrap, topic, images, labels)
-            print(f"sent {args.messages:,} messages in {time.perf_counter() - started:.1f}s", flush=True)
-
-            bare = subprocess.run([sys.executable, "-c", BARE_CONSUMER, bootstrap, topic, str(args.messages)],
-                                  check=True, capture_output=True, text=True, timeout=900)
-            bare_result = json.loads(bare.stdout)
-            bare_rate = bare_result["messages"] / bare_result["seconds"]
-
-            service = start_service(bootstrap, topic, f"{topic}.out", scratch / "snapshots", scratch / "serve.log")
-            times = prediction_times(bootstrap, f"{topic}.out", args.messages, timeout=1800)
-            stop(service)
-            stamps = np.array(sorted(times.values()))
-            serve_rate = args.messages / ((stamps[-1] - stamps[0]) / 1000)
-
-            latency_topic = f"bench-latency-{run}"
-            service = start_service(bootstrap, latency_topic, f"{latency_topic}.out", scratch / "snapshots2",
-                                    scratch / "serve2.log")
-            n_latency = int(args.rate * args.seconds)
-            send_messages(bootstrap, latency_topic, images[:n_latency], labels[:n_latency], rate=args.rate)
-            predicted = prediction_times(bootstrap, f"{latency_topic}.out", n_latency, timeout=600)
-            stop(service)
-            sent = input_times(bootstrap, latency_topic)
-            latency = np.array([predicted[key] - sent[key] for key in predicted])
-        finally:
-            if broker is not None:
-                subprocess.run([sys.executable, str(REPO / "scripts" / "kafka_broker.py"), "stop",
-                                "--dir", str(scratch / "kafka")], check=False)
-
-    print("| measurement | value |")
-    print("|---|---:|")
-    print(f"| worker serve (predict + produce + learn), messages/s | {serve_rate:,.0f} |")
-    print(f"| bare consumer (read + json.loads), messages/s | {bare_rate:,.0f} |")
-    print(f"| ratio | {serve_rate / bare_rate:.2f} |")
-    print(f"| latency at {args.rate:,.0f} messages/s for {args.seconds:.0f}s: p50 ms | {np.percentile(latency, 50):.0f} |")
-    print(f"| latency p99 ms | {np.percentile(latency, 99):.0f} |")
-    print(f"| latency max ms | {latency.max():.0f} |")
+    sections = args.only.split(",")
+    with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        if "throughput" in sections:
+            throughput(bootstrap, args.data_dir, args.messages, folder)
 
 
 if __name__ == "__main__":

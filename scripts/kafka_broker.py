@@ -21,6 +21,7 @@ import argparse
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -80,8 +81,9 @@ class Broker:
 
     # ---- lifecycle ------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> "Broker":
-        """Format a fresh broker and start it."""
+        """Format a fresh broker and start it (the data of a previous start in DIR is discarded)."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.directory / "data", ignore_errors=True)
         self._classpath = classpath(self.directory)
         names = ["PLAINTEXT", "CONTROLLER"] + (["SSL"] if self.ssl else []) + (["SASL_SSL"] if self.sasl_ssl else [])
         self.ports = {name: free_port() for name in names}

@@ -139,14 +139,14 @@ class ServeConfig:
     dead_letter_topic: str | None = None
     state_topic: str | None = None
     guarantee: str = "exactly-once"
-    checkpoint_every: int | None = 10_000
+    checkpoint_every: int | None = 50_000
     checkpoint_interval: float | None = 5.0
     transaction_timeout: float = 60.0
     start: str = "earliest"
     keep_snapshots: int = 3
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
-    max_poll_records: int = 2_000
+    max_poll_records: int = 10_000
     instance_id: str | None = None
     session_timeout: float = 10.0
     learn: bool = True

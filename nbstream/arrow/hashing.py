@@ -1,8 +1,8 @@
 """Text to hashed token counts with Arrow compute and numpy: no per-row Python loop.
 
 Tokens are lowercased runs of two or more word characters (letters, digits, underscore:
-scikit-learn's default token pattern). Each token is hashed with a polynomial hash over its UTF-8 bytes followed by the
-splitmix64 finaliser, computed for all tokens of a batch at once; word n-grams combine the
+scikit-learn's default token pattern). Each token is hashed with a polynomial hash over its
+UTF-8 bytes followed by the splitmix64 finaliser, computed for all tokens of a batch at once; word n-grams combine the
 hashes of neighbouring tokens of the same row. The hash is part of the snapshot format
 (``HASH_SCHEME``): a model only ever sees features hashed the same way.
 """
@@ -40,6 +40,31 @@ def tokenize(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return pc.filter(tokens, keep), rows[keep.to_numpy(zero_copy_only=False)]
 
 
+def _string_bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data) of a string array without copying: offsets int64 of length n + 1 from 0,
+    data the uint8 UTF-8 bytes they point into."""
+    strings = strings.cast(pa.large_string()) if strings.type == pa.string() else strings
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset:strings.offset + len(strings) + 1]
+    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if len(strings) else \
+        np.zeros(0, dtype=np.uint8)
+    return offsets - offsets[0], data
+
+
+def _hash_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The hash of each byte span data[start:start + length] (spans non-empty), shape (n_spans,), uint64."""
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    firsts = np.cumsum(lengths) - lengths  # where each span begins among the gathered bytes
+    span_of_byte = np.repeat(np.arange(len(lengths)), lengths)
+    position = np.arange(int(lengths.sum())) - firsts[span_of_byte]
+    # Byte i of a token of length L contributes (byte + 1) * M**(L - 1 - i), mod 2**64.
+    powers = np.concatenate([[np.uint64(1)],
+                             np.cumprod(np.full(int(lengths.max()) - 1, _MULTIPLIER, dtype=np.uint64))])
+    contributions = (data[starts[span_of_byte] + position].astype(np.uint64) + np.uint64(1)) * \
+        powers[lengths[span_of_byte] - 1 - position]
+    return _splitmix64(np.add.reduceat(contributions, firsts))
+
+
 def hash_tokens(tokens: pa.Array) -> np.ndarray:
     """A 64-bit hash of each (non-empty) token, shape (n_tokens,), uint64.
 
@@ -47,20 +72,67 @@ def hash_tokens(tokens: pa.Array) -> np.ndarray:
     >>> bool(h[0] == h[2]), bool(h[0] == h[1])
     (True, False)
     """
-    if len(tokens) == 0:
-        return np.zeros(0, dtype=np.uint64)
-    tokens = tokens.cast(pa.large_string()) if tokens.type == pa.string() else tokens
-    offsets = np.frombuffer(tokens.buffers()[1], dtype=np.int64)[tokens.offset:tokens.offset + len(tokens) + 1]
-    data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
-    offsets = offsets - offsets[0]
-    lengths = np.diff(offsets)
-    # Byte i of a token of length L contributes (byte + 1) * M**(L - 1 - i), mod 2**64.
-    token_of_byte = np.repeat(np.arange(len(lengths)), lengths)
-    exponent = offsets[1:][token_of_byte] - 1 - np.arange(len(data))
-    powers = np.cumprod(np.full(int(lengths.max()), _MULTIPLIER, dtype=np.uint64))
-    powers = np.concatenate([[np.uint64(1)], powers[:-1]])
-    contributions = (data.astype(np.uint64) + np.uint64(1)) * powers[exponent]
-    return _splitmix64(np.add.reduceat(contributions, offsets[:-1]))
+    offsets, data = _string_bytes(tokens)
+    return _hash_spans(data, offsets[:-1], np.diff(offsets))
+
+
+_LOWER = np.arange(256, dtype=np.uint8)
+_LOWER[ord("A"):ord("Z") + 1] += 32
+_WORD = np.zeros(256, dtype=bool)
+for _first, _last in (("a", "z"), ("A", "Z"), ("0", "9"), ("_", "_")):
+    _WORD[ord(_first):ord(_last) + 1] = True
+
+
+def _ascii_token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """What ``tokenize`` and ``hash_tokens`` give for ASCII texts, from their bytes in numpy.
+
+    For ASCII, a word character is [A-Za-z0-9_] and lowercasing maps A-Z to a-z byte by byte, so
+    tokens are the runs of word bytes, found from the edges of a boolean mask (no regex).
+    """
+    offsets, data = _string_bytes(texts)
+    word = _WORD[data]
+    filled = np.diff(offsets) > 0
+    before = np.zeros_like(word)  # is the byte before a word byte of the same text?
+    before[1:] = word[:-1]
+    before[offsets[:-1][filled]] = False
+    after = np.zeros_like(word)  # is the byte after a word byte of the same text?
+    after[:-1] = word[1:]
+    after[offsets[1:][filled] - 1] = False
+    starts = np.flatnonzero(word & ~before)
+    stops = np.flatnonzero(word & ~after) + 1
+    lengths = stops - starts
+    keep = lengths >= 2
+    starts, lengths = starts[keep], lengths[keep]
+    rows = np.searchsorted(offsets, starts, side="right") - 1
+    return _hash_spans(_LOWER[data], starts, lengths), rows
+
+
+def token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(hash of each token, row of each token), tokens in row order and, within a row, text order.
+
+    ASCII rows go through the numpy tokenizer, others through ``tokenize`` (Arrow's Unicode regex):
+    the same tokens either way.
+    """
+    texts = pc.fill_null(texts, "")
+    ascii_rows = pc.string_is_ascii(texts).to_numpy(zero_copy_only=False)
+    if ascii_rows.all():
+        return _ascii_token_hashes(texts)
+    if not ascii_rows.any():
+        tokens, rows = tokenize(texts)
+        return hash_tokens(tokens), rows
+    parts = []
+    for mask, kind in ((ascii_rows, "ascii"), (~ascii_rows, "unicode")):
+        taken = np.flatnonzero(mask)
+        subset = texts.take(pa.array(taken))
+        if kind == "ascii":
+            hashes, rows = _ascii_token_hashes(subset)
+        else:
+            tokens, rows = tokenize(subset)
+            hashes = hash_tokens(tokens)
+        parts.append((hashes, taken[rows]))
+    hashes, rows = np.concatenate([h for h, _ in parts]), np.concatenate([r for _, r in parts])
+    order = np.argsort(rows, kind="stable")  # each row's tokens stay in their order
+    return hashes[order], rows[order]
 
 
 def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1):
@@ -70,8 +142,7 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1):
     """
     import scipy.sparse
 
-    tokens, rows = tokenize(texts)
-    hashes = hash_tokens(tokens)
+    hashes, rows = token_hashes(texts)
     all_rows, all_hashes = [rows], [hashes]
     combined = hashes
     for n in range(2, ngram_max + 1):

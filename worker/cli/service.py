@@ -58,8 +58,10 @@ def serve(
     classes: Optional[str] = typer.Option(None, "--classes", envvar=env("CLASSES"),
                                           help="Fixed class set, comma-separated (numbers if all are); other "
                                                "labels go to the dead-letter topic (default: open, grows)."),
-    checkpoint_every: int = typer.Option(10_000, "--checkpoint-every", min=1, envvar=env("CHECKPOINT_EVERY"),
+    checkpoint_every: int = typer.Option(50_000, "--checkpoint-every", min=1, envvar=env("CHECKPOINT_EVERY"),
                                          help="Commit after this many messages..."),
+    max_poll_records: int = typer.Option(10_000, "--max-poll-records", min=1, envvar=env("MAX_POLL_RECORDS"),
+                                         help="Messages processed together at most (more: faster under load)."),
     checkpoint_interval: float = typer.Option(5.0, "--checkpoint-interval", min=0.1,
                                               envvar=env("CHECKPOINT_INTERVAL"),
                                               help="...or seconds (under exactly-once, how long predictions "
@@ -133,7 +135,7 @@ def serve(
             checkpoint_every=checkpoint_every, checkpoint_interval=checkpoint_interval,
             transaction_timeout=transaction_timeout, start=start, keep_snapshots=keep_snapshots,
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
-            session_timeout=session_timeout, learn=learn, init_model=init_model)
+            session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records)
         run_serve(config)
 
 

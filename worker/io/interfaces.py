@@ -10,31 +10,23 @@ from typing import Protocol
 
 from nbstream.arrow import RowProblems
 
-
-class Record(Protocol):
-    """One input message."""
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int  # milliseconds since the epoch
+from .kafka.client import Polled
 
 
 class RecordSource(Protocol):
     """Where messages come from. ``assigned``: the partitions this worker reads now."""
     assigned: set
 
-    def poll(self, timeout_ms: int) -> list[Record]:
-        """The next records, in partition order, none twice (empty after the timeout)."""
+    def poll(self, timeout_ms: int) -> Polled:
+        """The next messages, column by column (empty after the timeout)."""
 
     def acknowledge(self) -> None:
         """Tell upstream how far the written state goes."""
 
 
 class PredictionSink(Protocol):
-    def prediction(self, key: bytes | None, value: bytes) -> None:
-        """Send one prediction, keyed like its input."""
+    def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> None:
+        """values[j]: the prediction of message rows[j], sent keyed like it."""
 
     def flush(self) -> None:
         """Return once every prediction sent is durable; raise if one failed."""
@@ -45,7 +37,7 @@ class RejectSink(Protocol):
     count: int
 
     def reject(self, rows, problems: RowProblems) -> None:
-        """Set aside every bad row of ``rows`` (the batch's records or rows) with its problem."""
+        """Set aside every bad row of ``rows`` (a poll's messages, or a file's rows) with its problem."""
 
     def flush(self) -> None:
         """Return once everything rejected so far is durable; raise if some of it failed."""

@@ -15,11 +15,13 @@ still built with typed columns and a null in its place, even when every message 
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.json as pa_json
 
 from nbstream.arrow import FeatureSpec, RowProblems
 
@@ -52,7 +54,89 @@ def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
 
     label_kind : the kind of label the model learns (STRING or NUMBER), or None while it has
         learned none: then the batch's first usable label decides.
+
+    A batch whose messages are all well-formed is parsed by Arrow's JSON reader in one go (C++,
+    on all cores); anything the reader cannot take as it is, or whose result leaves room for
+    doubt, goes message by message, where each message's problem gets its name.
     """
+    return _bulk(values, spec, fields, label_kind) or _one_by_one(values, spec, fields, label_kind)
+
+
+_BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task
+
+
+def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
+    """The batch parsed by Arrow's JSON reader, or None to decode it message by message."""
+    if len(values) < 2 or any(not v or len(v) > fields.max_bytes or b"\n" in v for v in values):
+        return None
+    data = b"\n".join(values)
+    try:
+        table = pa_json.read_json(io.BytesIO(data), read_options=pa_json.ReadOptions(
+            block_size=max(_BULK_BLOCK, max(map(len, values)) + 1)))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not all objects, types differ: one by one
+        return None
+    if table.num_rows != len(values):
+        return None
+    columns = _bulk_features(table, spec, fields)
+    labels = _bulk_labels(table, fields, label_kind)
+    if columns is None or labels is None:
+        return None
+    if fields.id in table.column_names:
+        id_type = table.column(fields.id).type
+        if pa.types.is_nested(id_type):  # objects would come back with other rows' keys as nulls
+            return None
+        ids = table.column(fields.id).to_pylist()
+    else:
+        ids = [None] * len(values)
+    batch = pa.record_batch({**columns, "label": labels[0]})
+    return Decoded(batch, ids, RowProblems(len(values)), labels[1])
+
+
+def _bulk_features(table: pa.Table, spec: FeatureSpec, fields: MessageFields) -> dict | None:
+    """The spec's columns from the reader's table, when every message has them with the right type."""
+    if spec.kind == "text":
+        column = table.column(fields.text) if fields.text in table.column_names else None
+        if column is None or column.null_count or not pa.types.is_string(column.type):
+            return None
+        return {spec.columns[0]: column.combine_chunks()}
+    column = table.column(fields.features) if fields.features in table.column_names else None
+    if column is None or column.null_count:
+        return None
+    column = column.combine_chunks()
+    if spec.kind == "vector":
+        if not pa.types.is_list(column.type) or not _numeric(column.type.value_type):
+            return None
+        return {spec.columns[0]: column}
+    if not pa.types.is_struct(column.type):
+        return None
+    found = {column.type.field(i).name: column.field(i) for i in range(column.type.num_fields)}
+    wanted = {}
+    for name in spec.columns:
+        child = found.get(name)
+        if child is None or child.null_count:
+            return None
+        if spec.kind == "categorical" and not pa.types.is_string(child.type):
+            return None  # numbers as categories: their text is str() of the number, message by message
+        if spec.kind == "columns" and not _numeric(child.type):
+            return None
+        wanted[name] = child
+    return wanted
+
+
+def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None) -> tuple | None:
+    """(label column, label kind) when every label present is of one usable kind (the model's, if known)."""
+    if fields.label not in table.column_names:
+        return pa.nulls(table.num_rows, pa.string()), None
+    labels = table.column(fields.label).combine_chunks()
+    if labels.null_count == len(labels):
+        return pa.nulls(table.num_rows, pa.string()), None
+    kind = STRING if pa.types.is_string(labels.type) else NUMBER if _numeric(labels.type) else None
+    if kind is None or (label_kind is not None and kind != label_kind):
+        return None
+    return labels, kind
+
+
+def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded:
     n = len(values)
     errors: list[str | None] = [None] * n
     ids, labels = [None] * n, [None] * n

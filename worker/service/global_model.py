@@ -7,7 +7,9 @@ merge is redone only when another replica's state arrives. With forgetting (half
 partition forgets at its own pace, so the merge is redone before the next prediction instead.
 
 Category codes are learned per partition (in order of appearance there); the merge re-maps
-them into one union encoder, as `worker merge` does for snapshots.
+them into one union encoder, as `worker merge` does for snapshots. When the group has one
+state only (one partition, no base), the global model is that state's model itself: nothing
+to merge, nothing to learn twice.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class GlobalModel:
         self.model = fresh()
         self.incremental = self.model.half_life is None
         self._stale = False
+        self._alias = False  # the model is the only state's own
 
     @property
     def categorical(self) -> bool:
@@ -74,7 +77,12 @@ class GlobalModel:
         return STRING if labels.dtype.kind in "US" else NUMBER
 
     def rebuild(self, states: Iterable[PartitionState]) -> None:
-        self.model, self.encoder = merge_states(self._fresh(), self.encoder, states)
+        states = list(states)
+        self._alias = len(states) == 1 and not self.categorical
+        if self._alias:
+            self.model = states[0].model
+        else:
+            self.model, self.encoder = merge_states(self._fresh(), self.encoder, states)
         self._stale = False
 
     def invalidate(self) -> None:
@@ -85,8 +93,16 @@ class GlobalModel:
     def stale(self) -> bool:
         return self._stale
 
+    @property
+    def learns_apart(self) -> bool:
+        """Whether a batch learned into a partition's state must be learned into this model too
+        (not when this model is that state's own)."""
+        return not self._alias
+
     def learn(self, X, y) -> None:
         """Learn a batch already learned into its partition's state (incremental mode only)."""
+        if self._alias:
+            return  # the partition's state learned it: it is this model
         if self.incremental and not self._stale:
             self.model.partial_fit(X, y, classes=self.classes if not self.model.is_fitted else None)
         else:

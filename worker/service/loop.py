@@ -21,7 +21,8 @@ from nbstream.labels import ClassSet
 
 from ..config import MessageFields
 from ..io.interfaces import PredictionSink, RejectSink
-from ..io.kafka.sink import Refusals, input_key
+from ..io.kafka.client import Polled
+from ..io.kafka.sink import Refusals
 from ..io.messages import decode
 from .observability import ServiceMetrics
 from .partitions import GroupState
@@ -40,30 +41,30 @@ class PrequentialLoop:
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
-    def process(self, records: list) -> None:
+    def process(self, polled: Polled) -> None:
         started = time.perf_counter()
-        self._process(records)
+        self._process(polled)
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
 
-    def _process(self, records: list) -> None:
+    def _process(self, polled: Polled) -> None:
         model = self.group.global_model
         if model.stale:
             model.rebuild(self.group.states())
-        decoded = decode([r.value for r in records], model.encoder.spec, self.fields,
+        decoded = decode(polled.values, model.encoder.spec, self.fields,
                          label_kind=model.label_kind() if self.learn else None)
         X, problems = model.encoder.encode(decoded.batch, learn=not model.categorical,
                                            counts_only=model.model.requires_non_negative, problems=decoded.problems)
         labeled, y = self._labels(decoded.batch.column("label"), problems)
-        self._flag_poisoned(records, problems)
-        self.rejects.reject(records, problems)
-        self.metrics.messages.inc(len(records))
+        self._flag_poisoned(polled, problems)
+        self.rejects.reject(polled, problems)
+        self.metrics.messages.inc(len(polled))
         good = problems.good
         if good.any():
             predicted, proba = model.predict(problems.select_good(X))
-            self._emit(records, decoded.ids, good, predicted, proba)
+            self._emit(polled, decoded.ids, good, predicted, proba)
             if self.learn:
-                self._learn(records, decoded.batch, X, y, labeled & good, good, predicted)
-        self._advance(records)
+                self._learn(polled, decoded.batch, X, y, labeled & good, good, predicted)
+        self._advance(polled)
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
         """(labeled mask, label values); a label outside a fixed class set is a problem."""
@@ -79,40 +80,44 @@ class PrequentialLoop:
                           f"label not among the classes {self.classes.labels.tolist()}")
         return labeled, y
 
-    def _flag_poisoned(self, records: list, problems: RowProblems) -> None:
+    def _flag_poisoned(self, polled: Polled, problems: RowProblems) -> None:
         poisoned = self.refusals.poisoned
         if not poisoned:
             return
-        errors = [poisoned.get(input_key(r)) for r in records]
+        errors = [poisoned.get((polled.topic, p, o)) for p, o in zip(polled.partitions.tolist(), polled.offsets.tolist())]
         if any(errors):
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 
-    def _emit(self, records, ids, good, predicted, proba) -> None:
+    def _emit(self, polled: Polled, ids, good, predicted, proba) -> None:
         model = self.group.global_model.model
         version = int(model.n_examples_seen_) if model.is_fitted else 0
-        labels = [str(c) for c in model.classes_.tolist()] if predicted is not None else []
-        predictions = predicted.tolist() if predicted is not None else None
-        for j, i in enumerate(np.flatnonzero(good)):
-            record = records[i]
-            value = {"id": ids[i], "prediction": None if predictions is None else predictions[j],
-                     "probabilities": {} if proba is None else dict(zip(labels, proba[j].tolist())),
-                     "model_version": version, "topic": record.topic, "partition": record.partition,
-                     "offset": record.offset}
-            self.predictions.prediction(record, orjson.dumps(value))
-        self.metrics.predictions.inc(int(good.sum()))
-        stamps = np.fromiter((r.timestamp for r in records), dtype=np.float64, count=len(records))[good]
+        rows = np.flatnonzero(good).tolist()
+        if predicted is None:
+            predictions, probabilities = [None] * len(rows), [{}] * len(rows)
+        else:
+            labels = [str(c) for c in model.classes_.tolist()]
+            predictions = predicted.tolist()
+            probabilities = [dict(zip(labels, p)) for p in proba.tolist()]
+        topic, partitions, offsets, dumps = polled.topic, polled.partitions.tolist(), polled.offsets.tolist(), orjson.dumps
+        values = [dumps({"id": ids[i], "prediction": prediction, "probabilities": probability,
+                         "model_version": version, "topic": topic, "partition": partitions[i], "offset": offsets[i]})
+                  for i, prediction, probability in zip(rows, predictions, probabilities)]
+        self.predictions.send_predictions(polled, rows, values)
+        self.metrics.predictions.inc(len(rows))
+        stamps = polled.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
 
-    def _learn(self, records, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray, predicted) -> None:
+    def _learn(self, polled: Polled, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray,
+               predicted) -> None:
         """Learn the rows in ``learn`` into their partitions' states and the global model, judging
         each against its prediction first."""
         if not learn.any():
             return
         model = self.group.global_model
-        partitions = np.fromiter((r.partition for r in records), dtype=np.int64, count=len(records))
-        right = np.zeros(len(records), dtype=bool)
+        partitions = polled.partitions
+        right = np.zeros(len(polled), dtype=bool)
         if predicted is not None:
-            guessed = np.empty(len(records), dtype=predicted.dtype)
+            guessed = np.empty(len(polled), dtype=predicted.dtype)
             guessed[good] = predicted
             right[learn] = guessed[learn] == y[learn]
         for partition in np.unique(partitions[learn]):
@@ -121,24 +126,29 @@ class PrequentialLoop:
             if state.encoder is not None:  # categorical: codes of the partition's own
                 X_rows = state.encoder.encode(batch.filter(pa.array(rows)), learn=True)[0]
             else:
-                X_rows = X[rows]
-            state.model.partial_fit(X_rows, y[rows], classes=model.classes if not state.model.is_fitted else None)
+                X_rows = _rows_of(X, rows)
+            state.model.partial_fit(X_rows, _rows_of(y, rows),
+                                    classes=model.classes if not state.model.is_fitted else None)
             if predicted is not None:
                 state.judge(int(right[rows].sum()), int(rows.sum()))
             state.changed = True
-        X_learn = model.encoder.encode(batch.filter(pa.array(learn)), learn=True)[0] if model.categorical \
-            else X[learn]
-        model.learn(X_learn, y[learn])
+        if model.learns_apart:
+            X_learn = model.encoder.encode(batch.filter(pa.array(learn)), learn=True)[0] if model.categorical \
+                else _rows_of(X, learn)
+            model.learn(X_learn, _rows_of(y, learn))
         self.metrics.learned.inc(int(learn.sum()))
         self.metrics.examples_seen.set(model.model.n_examples_seen_ if model.model.is_fitted else 0)
 
-    def _advance(self, records) -> None:
-        """Every record's offset is passed, whatever became of it."""
-        last: dict[int, int] = {}
-        for record in records:
-            last[record.partition] = max(last.get(record.partition, -1), record.offset)
-        for partition, offset in last.items():
+    def _advance(self, polled: Polled) -> None:
+        """Every message's offset is passed, whatever became of it."""
+        for partition in np.unique(polled.partitions).tolist():
             state = self.group.owned.get(partition)
-            if state is not None and (state.next_offset is None or offset + 1 > state.next_offset):
-                state.next_offset = offset + 1
+            following = int(polled.offsets[polled.partitions == partition].max()) + 1
+            if state is not None and (state.next_offset is None or following > state.next_offset):
+                state.next_offset = following
                 state.changed = True
+
+
+def _rows_of(values, rows: np.ndarray):
+    """values[rows] for a boolean mask, without copying when every row is kept."""
+    return values if rows.all() else values[rows]

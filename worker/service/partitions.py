@@ -257,11 +257,11 @@ class TransactionalProducer(Producer):
         self.inner = inner
         self.open = False
 
-    def send(self, topic, value, key=None, headers=None, partition=None, context=None) -> None:
+    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
         if not self.open:
             self.inner.begin_transaction()
             self.open = True
-        self.inner.send(topic, value, key=key, headers=headers, partition=partition, context=context)
+        self.inner.send(topic, value, key, headers, partition)
 
     def flush(self, timeout_s: float) -> None:
         self.inner.flush(timeout_s)

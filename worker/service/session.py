@@ -157,14 +157,14 @@ class Session:
         """Poll and process until should_stop() is true, then commit what is left."""
         config = self.config
         while not should_stop():
-            records = self.consumer.poll(0.5, config.max_poll_records)
+            polled = self.consumer.poll(0.5, config.max_poll_records)
             self.group.take_updates(self.follower.poll(0.0))
-            if records:
-                self.loop.process(records)
+            if len(polled):
+                self.loop.process(polled)
                 self.metrics.accuracy.update(self.group.states())
-            if self.checkpointer.policy.record(len(records)):
+            if self.checkpointer.policy.record(len(polled)):
                 self.commit()
-            self._heartbeat(bool(records))
+            self._heartbeat(len(polled) > 0)
         self.commit()
 
     def commit(self) -> None:

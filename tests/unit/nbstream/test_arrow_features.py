@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.feature_extraction.text import CountVectorizer
 
 from nbstream.arrow import UNSEEN_CATEGORY, FeatureEncoder, FeatureError, FeatureSpec, RowProblems, extract_labels
@@ -84,3 +86,16 @@ def test_hashes_are_stable_and_ngrams_count_neighbours_within_a_row():
 def test_text_spec_validates_its_settings():
     with pytest.raises(ValueError, match="hash_bits must be between 1 and 31"):
         FeatureSpec.text("t", hash_bits=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.sampled_from("aZ_09 ,.!\t\nÉéß€-"), max_size=30),
+                          st.text(max_size=20)), max_size=25))
+def test_the_numpy_tokenizer_gives_the_regex_tokenizers_tokens(texts):
+    from nbstream.arrow.hashing import token_hashes, tokenize
+
+    array = pa.array(texts, pa.string())
+    tokens, rows = tokenize(array)
+    hashes, token_rows = token_hashes(array)
+    np.testing.assert_array_equal(token_rows, rows)
+    np.testing.assert_array_equal(hashes, hash_tokens(tokens))

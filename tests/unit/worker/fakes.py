@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from worker.io.kafka.client import Polled
+
 
 @dataclass
 class FakeRecord:
@@ -16,11 +18,11 @@ class FakeRecord:
     timestamp: int = 0  # milliseconds; 0: none (left out of latency)
 
 
-def records(messages: list, first_offset: int = 0) -> list[FakeRecord]:
-    """Records holding the given dicts as JSON (bytes and None are taken as they are)."""
-    return [FakeRecord(m if m is None or isinstance(m, bytes) else json.dumps(m).encode(), first_offset + i,
-                       key=str(first_offset + i).encode())
-            for i, m in enumerate(messages)]
+def records(messages: list, first_offset: int = 0) -> Polled:
+    """A poll of messages holding the given dicts as JSON (bytes and None are taken as they are)."""
+    return Polled.of("in", [FakeRecord(m if m is None or isinstance(m, bytes) else json.dumps(m).encode(),
+                                       first_offset + i, key=str(first_offset + i).encode())
+                            for i, m in enumerate(messages)])
 
 
 class Journal(list):
@@ -30,12 +32,12 @@ class Journal(list):
 class FakeSource:
     """Hands out the queued batches one poll at a time, then empty polls."""
 
-    def __init__(self, journal: Journal, batches: list[list[FakeRecord]]):
+    def __init__(self, journal: Journal, batches: list[Polled]):
         self.journal, self.batches = journal, list(batches)
         self.assigned = {("in", 0)}
 
-    def poll(self, timeout_ms: int) -> list[FakeRecord]:
-        return self.batches.pop(0) if self.batches else []
+    def poll(self, timeout_ms: int) -> Polled:
+        return self.batches.pop(0) if self.batches else records([])
 
     def acknowledge(self) -> None:
         self.journal.append("acknowledge")
@@ -50,12 +52,12 @@ class FakeSink:
         self.rejected: list[tuple[int, str, str]] = []  # (offset, column, message)
         self.count = 0
 
-    def prediction(self, key, value: bytes) -> None:
-        self.predictions.append(json.loads(value))
+    def send_predictions(self, polled, rows, values) -> None:
+        self.predictions.extend(json.loads(value) for value in values)
 
-    def reject(self, rows, problems) -> None:
+    def reject(self, polled, problems) -> None:
         for row, column, message in problems:
-            self.rejected.append((rows[row].offset, column, message))
+            self.rejected.append((int(polled.offsets[row]), column, message))
             self.count += 1
 
     def flush(self) -> None:

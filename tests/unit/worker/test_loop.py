@@ -85,7 +85,7 @@ def test_partitions_learn_apart_and_the_global_model_is_their_merge():
     loop, sink = make_loop(partitions=(0, 1))
     batch = records([{"features": [3, 0], "label": "a"}, {"features": [0, 3], "label": "b"},
                      {"features": [2, 1], "label": "a"}])
-    batch[1].partition = 1
+    batch.partitions[1] = 1
     loop.process(batch)
     owned = loop.group.owned
     assert owned[0].model.n_examples_seen_ == 2 and owned[1].model.n_examples_seen_ == 1
@@ -100,7 +100,7 @@ def test_categorical_codes_are_learned_per_partition_and_aligned_in_the_global_m
     loop, sink = make_loop(partitions=(0, 1), spec=FeatureSpec.categorical(["colour"]), model=nbstream.CategoricalNB)
     batch = records([{"features": {"colour": "red"}, "label": "x"}, {"features": {"colour": "blue"}, "label": "y"},
                      {"features": {"colour": "blue"}, "label": "y"}])
-    batch[1].partition = batch[2].partition = 1
+    batch.partitions[1] = batch.partitions[2] = 1
     loop.process(batch)
     owned = loop.group.owned
     assert owned[0].encoder.categories == [{"red": 0}] and owned[1].encoder.categories == [{"blue": 0}]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from nbstream.arrow import FeatureSpec
 from worker.config import MessageFields
 from worker.io.messages import decode
@@ -59,3 +62,39 @@ def test_labels_are_typed_by_kind():
     assert decoded.label_kind == "number" and decoded.batch.column("label").to_pylist() == [3.0, 1.5, None, 2.0]
     decoded = decode(values[:1] + values[3:], spec, MessageFields(), label_kind="string")
     assert decoded.problems.bad.tolist() == [True, True]
+
+
+FEATURES = {  # per spec: a way every message of a batch may hold its features
+    "vector": [st.lists(st.integers(-5, 300), min_size=3, max_size=3),
+               st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=3, max_size=3),
+               st.lists(st.integers(0, 9), max_size=4)],
+    "text": [st.text(max_size=20)],
+    "columns": [st.fixed_dictionaries({"a": st.floats(-10, 10), "b": st.integers(0, 5)})],
+}
+LABELS = [st.none(), st.sampled_from(["ham", "spam"]), st.integers(0, 3), st.floats(0, 3)]
+IDS = [st.none(), st.integers(0, 10**6), st.text(max_size=5)]
+ODD = st.sampled_from([b"{oops", b"[1]", b"", b'{"text": 1}', b'{"features": "1,2,3"}', b'{"label": true}',
+                       b'{"id": {"k": 1}}', b'{"features": [[1]], "text": null}'])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(FEATURES)), st.data())
+def test_the_bulk_reader_decodes_exactly_as_message_by_message(kind, data):
+    from worker.io.messages import _bulk, _one_by_one
+
+    spec = {"vector": FeatureSpec.vector("features"), "text": FeatureSpec.text("text"),
+            "columns": FeatureSpec.numeric_columns(["a", "b"])}[kind]
+    fields = MessageFields(feature_names=["a", "b"] if kind == "columns" else [])
+    field = "text" if kind == "text" else "features"
+    features, label, id_ = (data.draw(st.sampled_from(options)) for options in (FEATURES[kind], LABELS, IDS))
+    message = st.builds(lambda f, l, i: json.dumps({field: f, "label": l, "id": i}).encode(), features, label, id_)
+    messages = data.draw(st.lists(st.one_of(*[message] * 12, ODD), min_size=2, max_size=8))
+    label_kind = data.draw(st.sampled_from([None, "string", "number"]))
+    bulk = _bulk(messages, spec, fields, label_kind)
+    if bulk is None:
+        return  # left to the message-by-message path: nothing to compare
+    slow = _one_by_one(messages, spec, fields, label_kind)
+    assert not slow.problems.any() and not bulk.problems.any()
+    assert bulk.ids == slow.ids and bulk.label_kind == slow.label_kind
+    for name in slow.batch.schema.names:
+        assert bulk.batch.column(name).to_pylist() == slow.batch.column(name).to_pylist(), name

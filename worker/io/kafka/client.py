@@ -22,6 +22,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...errors import UserError
 from .settings import KafkaSettings
 
@@ -38,14 +40,44 @@ class Record:
     timestamp: int = 0  # milliseconds since the epoch
 
 
+@dataclass
+class Polled:
+    """What one poll brought, column by column: building an object per message would cost more
+    than the rest of its journey. Row i is one message."""
+    topic: str
+    values: list  # bytes or None
+    keys: list  # bytes or None
+    partitions: np.ndarray  # int64
+    offsets: np.ndarray  # int64
+    timestamps: np.ndarray  # int64, milliseconds since the epoch (0: none)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def record(self, i: int) -> Record:
+        return Record(self.topic, int(self.partitions[i]), int(self.offsets[i]), self.keys[i], self.values[i], [],
+                      int(self.timestamps[i]))
+
+    @classmethod
+    def of(cls, topic: str, records: list) -> "Polled":
+        """From Record-like objects (kafka-python's ConsumerRecord, or Record)."""
+        return cls(topic, [r.value for r in records], [r.key for r in records],
+                   np.fromiter((r.partition for r in records), np.int64, len(records)),
+                   np.fromiter((r.offset for r in records), np.int64, len(records)),
+                   np.fromiter((r.timestamp for r in records), np.int64, len(records)))
+
+
 class KafkaFailure(Exception):
     """Something a new Kafka session recovers from (see the module docstring)."""
 
 
 @dataclass
 class Failure:
-    """One record that was not delivered. ``context``: what the sender attached to it."""
-    context: object
+    """One record that was not delivered: the record as it was sent, and why."""
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list
     error: str
     rejected: bool  # the broker refuses this record itself (too large, invalid): retrying cannot help
 
@@ -90,8 +122,8 @@ class Consumer(ABC):
         on_revoked: partitions about to move (commit what you have); on_lost: partitions already gone."""
 
     @abstractmethod
-    def poll(self, timeout_s: float, max_records: int) -> list:
-        """The next records (Record-like), in partition order; empty after the timeout."""
+    def poll(self, timeout_s: float, max_records: int) -> Polled:
+        """The next messages, each partition's in order; none after the timeout."""
 
     @abstractmethod
     def assignment(self) -> set[int]:
@@ -144,8 +176,8 @@ class Producer(ABC):
 
     @abstractmethod
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list | None = None,
-             partition: int | None = None, context: object = None) -> None:
-        """Queue a record. A failure to deliver it is reported, with ``context``, by the next ``flush``."""
+             partition: int | None = None) -> None:
+        """Queue a record. A failure to deliver it is reported, with the record, by the next ``flush``."""
 
     @abstractmethod
     def flush(self, timeout_s: float) -> None:

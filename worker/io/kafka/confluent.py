@@ -9,11 +9,12 @@ import time
 import uuid
 
 import confluent_kafka as ck
+import numpy as np
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ...errors import ConfigError
 from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, Producer, Reader, Record, TopicInfo, refuses_access)
+                     KafkaClient, KafkaFailure, Polled, Producer, Reader, Record, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _E = ck.KafkaError
@@ -135,22 +136,24 @@ class _Consumer(_Reporting, Consumer):
                                  on_lost=lambda consumer, partitions: self._run(on_lost, partitions))
 
     @translated
-    def poll(self, timeout_s: float, max_records: int) -> list:
+    def poll(self, timeout_s: float, max_records: int) -> Polled:
         messages = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
         if self._callback_error is not None:
             error, self._callback_error = self._callback_error, None
             raise error
-        records = []
-        for m in messages:
-            error = m.error()
-            if error is not None:
-                if error.fatal() or error.code() in _ACCESS:
+        if any(m.error() is not None for m in messages):
+            for m in messages:
+                error = m.error()
+                if error is not None and (error.fatal() or error.code() in _ACCESS):
                     raise failure(error)
-                _library_log.debug("consumer: %s", describe(error))
-                continue
-            records.append(Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.headers() or [],
-                                  m.timestamp()[1]))
-        return records
+                if error is not None:
+                    _library_log.debug("consumer: %s", describe(error))
+            messages = [m for m in messages if m.error() is None]
+        n = len(messages)
+        return Polled(self.topic, [m.value() for m in messages], [m.key() for m in messages],
+                      np.fromiter((m.partition() for m in messages), np.int64, n),
+                      np.fromiter((m.offset() for m in messages), np.int64, n),
+                      np.fromiter((m.timestamp()[1] for m in messages), np.int64, n))
 
     def assignment(self) -> set[int]:
         return {tp.partition for tp in self._consumer.assignment() if tp.topic == self.topic}
@@ -229,30 +232,35 @@ class _Reader(_Reporting, Reader):
 class _Producer(_Reporting, Producer):
     def __init__(self, conf: dict):
         super().__init__()
-        self._producer = self._configured(ck.Producer, conf)
+        self._producer = self._configured(ck.Producer, {**conf, "on_delivery": self._delivered,
+                                                        "delivery.report.only.error": True})
         self._failures: list[Failure] = []
         self._queued = 0
 
     def _serve(self) -> None:
         self._producer.poll(0.2)
 
-    def _delivered(self, context, error, message) -> None:
+    def _delivered(self, error, message) -> None:
+        """The producer's one delivery callback; called for failures only (delivery.report.only.error)."""
         if error is not None:
-            self._failures.append(Failure(context, describe(error), error.code() in _REJECTED))
+            self._failures.append(Failure(message.topic(), message.key(), message.value(), message.headers() or [],
+                                          describe(error), error.code() in _REJECTED))
 
-    def send(self, topic, value, key=None, headers=None, partition=None, context=None) -> None:
-        callback = functools.partial(self._delivered, context)
-        options = {} if partition is None else {"partition": partition}
+    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
+        produce = self._producer.produce
         while True:
             try:
-                self._producer.produce(topic, value, key, headers=headers, on_delivery=callback, **options)
+                if partition is None:
+                    produce(topic, value, key, headers=headers)
+                else:
+                    produce(topic, value, key, partition, headers=headers)
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 self._producer.poll(0.1)
             except ck.KafkaException as error:
                 kafka_error = error.args[0]
                 if kafka_error.code() in _REJECTED:
-                    self._failures.append(Failure(context, describe(kafka_error), True))
+                    self._failures.append(Failure(topic, key, value, headers or [], describe(kafka_error), True))
                     return
                 raise failure(error) from None
         self._queued += 1

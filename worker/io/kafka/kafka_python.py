@@ -15,7 +15,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from ...errors import ConfigError
 from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
 from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, Producer, Reader, TopicInfo, refuses_access)
+                     KafkaClient, KafkaFailure, Polled, Producer, Reader, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
@@ -177,12 +177,12 @@ class _Consumer(Consumer):
         self._consumer.subscribe([self.topic], listener=_Listener(self, on_assigned, on_revoked, on_lost))
 
     @translated
-    def poll(self, timeout_s: float, max_records: int) -> list:
+    def poll(self, timeout_s: float, max_records: int) -> Polled:
         batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         if self._callback_error is not None:
             error, self._callback_error = self._callback_error, None
             raise error
-        return [record for tp in sorted(batches, key=lambda tp: tp.partition) for record in batches[tp]]
+        return Polled.of(self.topic, [record for records in batches.values() for record in records])
 
     def assignment(self) -> set[int]:
         return {tp.partition for tp in self._consumer.assignment() if tp.topic == self.topic}
@@ -254,18 +254,18 @@ class _Producer(Producer):
         self._producer = KafkaProducer(**options)
         self._failures: list[Failure] = []
 
-    def _failed(self, context, error) -> None:
-        self._failures.append(Failure(context, describe(error), isinstance(error, _REJECTED)))
+    def _failed(self, topic, key, value, headers, error) -> None:
+        self._failures.append(Failure(topic, key, value, headers or [], describe(error), isinstance(error, _REJECTED)))
 
-    def send(self, topic, value, key=None, headers=None, partition=None, context=None) -> None:
+    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
         try:
             future = self._producer.send(topic, value=value, key=key, headers=headers, partition=partition)
         except _REJECTED as error:  # refused before sending (larger than max_request_size)
-            self._failed(context, error)
+            self._failed(topic, key, value, headers, error)
             return
         except errors.KafkaError as error:
             raise failure(error) from error
-        future.add_errback(self._failed, context)
+        future.add_errback(self._failed, topic, key, value, headers)
 
     @translated
     def flush(self, timeout_s: float) -> None:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import orjson
+
 from nbstream.arrow import RowProblems
 
-from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Producer
+from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Failure, Polled, Producer
 
 
 @dataclass(frozen=True)
@@ -71,20 +73,25 @@ class KafkaSink:
         self.count = 0
         self.diverted = 0  # predictions too large for the output topic
 
-    def prediction(self, record, value: bytes) -> None:
-        size = record_bytes(record.key, value, [])
-        if size > self.predictions.max_record_bytes:
-            self.diverted += 1
-            self.dead_letter(record, f"prediction of {size} bytes exceeds the limit of "
-                                     f"{self.predictions.max_record_bytes} of topic {self.predictions.topic}",
-                             "prediction")
-            return
-        self._send(record, self.predictions.topic, value, [])
+    def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> None:
+        """values[j] is the prediction of message rows[j] of the poll, keyed like it."""
+        topic, room = self.predictions.topic, self.predictions.max_record_bytes - RECORD_BATCH_OVERHEAD
+        keys, send, suspects = polled.keys, self.producer.send, self.refusals.suspects
+        for row, value in zip(rows, values):
+            key = keys[row]
+            if len(value) + len(key or b"") > room:
+                self.diverted += 1
+                self.dead_letter(polled.record(row), f"prediction of {record_bytes(key, value, [])} bytes exceeds "
+                                 f"the limit of {self.predictions.max_record_bytes} of topic {topic}", "prediction")
+            elif suspects and (polled.topic, int(polled.partitions[row]), int(polled.offsets[row])) in suspects:
+                self._alone(polled.record(row), topic, value, [])
+            else:
+                send(topic, value, key)
 
-    def reject(self, records: list, problems: RowProblems) -> None:
-        """Each bad record, unchanged, to the dead-letter topic with the error and its origin in headers."""
+    def reject(self, polled: Polled, problems: RowProblems) -> None:
+        """Each bad message, unchanged, to the dead-letter topic with the error and its origin in headers."""
         for row, column, message in problems:
-            self.dead_letter(records[row], message, column)
+            self.dead_letter(polled.record(row), message, column)
 
     def dead_letter(self, record, error: str, field: str) -> None:
         headers = origin_headers(record, error, field)
@@ -93,29 +100,46 @@ class KafkaSink:
         if value is not None and len(value) > room:
             headers.append(("value.truncated.from", str(len(value)).encode()))
             value = value[:max(0, room)]
-        self._send(record, self.dead_letters.topic, value, headers)
+        if self.refusals.suspects and input_key(record) in self.refusals.suspects:
+            self._alone(record, self.dead_letters.topic, value, headers)
+        else:
+            self.producer.send(self.dead_letters.topic, value, key=record.key, headers=headers)
         self.count += 1
         if self.on_dead_letter is not None:
             self.on_dead_letter(error)
 
-    def _send(self, record, topic: str, value: bytes | None, headers: list) -> None:
-        suspect = input_key(record) in self.refusals.suspects
-        if suspect:  # a batch of its own: a refusal now is this record's
-            self.flush()
-        self.producer.send(topic, value, key=record.key, headers=headers or None, context=record)
-        if suspect:
-            try:
-                self.producer.flush(self.flush_timeout_s)
-            except DeliveryFailed as failed:
-                for failure in failed.failures:
-                    if failure.rejected and failure.context is record:
-                        self.refusals.poisoned[input_key(record)] = f"the broker refused the output: {failure.error}"
-                raise
+    def _alone(self, record, topic: str, value: bytes | None, headers: list) -> None:
+        """A suspect's output in a batch of its own: a refusal now is this record's."""
+        self.flush()
+        self.producer.send(topic, value, key=record.key, headers=headers or None)
+        try:
+            self.producer.flush(self.flush_timeout_s)
+        except DeliveryFailed as failed:
+            if any(failure.rejected for failure in failed.failures):
+                self.refusals.poisoned[input_key(record)] = \
+                    f"the broker refused the output: {failed.failures[0].error}"
+            raise
 
     def flush(self) -> None:
         try:
             self.producer.flush(self.flush_timeout_s)
         except DeliveryFailed as failed:
-            self.refusals.suspects.update(input_key(f.context) for f in failed.failures
-                                          if f.rejected and f.context is not None)
+            self.refusals.suspects.update(origin for f in failed.failures if f.rejected
+                                          and (origin := self.origin_of(f)) is not None)
             raise
+
+    def origin_of(self, failure: Failure) -> tuple | None:
+        """The input message (topic, partition, offset) an undelivered output came from: a dead
+        letter names it in its headers, a prediction in its JSON."""
+        if failure.topic == self.dead_letters.topic:
+            headers = {name: value for name, value in failure.headers}
+            try:
+                return (headers["source.topic"].decode(), int(headers["source.partition"]),
+                        int(headers["source.offset"]))
+            except (KeyError, ValueError):
+                return None
+        try:
+            prediction = orjson.loads(failure.value)
+            return prediction["topic"], prediction["partition"], prediction["offset"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return None

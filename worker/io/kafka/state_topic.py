@@ -56,19 +56,24 @@ def write_records(name: str, payload: bytes, replaced: Iterable[bytes] = ()) -> 
 
 
 class StateAssembler:
-    """Follows state-topic records in offset order and hands out each name's newest complete state."""
+    """Follows state-topic records in offset order and hands out each name's newest complete state.
+
+    Payloads are put together only when taken, so a state nobody asks for (this replica's own,
+    read back) costs no decompression; chunks of a generation older than the newest manifest
+    are dropped as soon as it arrives.
+    """
 
     def __init__(self):
         self._chunks: dict[bytes, bytes] = {}
         self._keys: dict[str, set[bytes]] = {}  # every live chunk key of each name
-        self._ready: dict[str, bytes] = {}  # newest complete payload not yet taken
+        self._manifests: dict[str, dict] = {}  # newest manifest of each name not taken yet
 
     def add(self, key: bytes | None, value: bytes | None) -> str | None:
-        """Take one record; returns the name whose newest state just became complete, if any."""
+        """Take one record; returns the name whose newest state was just announced, if any."""
         if key is None:
             return None
         text = key.decode("utf-8", "replace")
-        name, separator, _ = text.partition(_SEPARATOR)
+        name, separator, rest = text.partition(_SEPARATOR)
         if separator:  # a chunk, or its tombstone
             if value is None:
                 self._chunks.pop(key, None)
@@ -78,36 +83,39 @@ class StateAssembler:
                 self._keys.setdefault(name, set()).add(key)
             return None
         if value is None:  # the whole state was deleted
-            self._ready.pop(name, None)
+            self._manifests.pop(name, None)
             return None
-        payload = self._assemble(name, value)
-        if payload is None:
+        try:
+            manifest = json.loads(value)
+            generation = str(manifest["generation"])
+        except (ValueError, KeyError, TypeError):
             return None
-        self._ready[name] = payload
+        for stale in [k for k in self._chunks if k.startswith(f"{name}{_SEPARATOR}".encode())
+                      and not k.startswith(f"{name}{_SEPARATOR}{generation}{_SEPARATOR}".encode())]:
+            del self._chunks[stale]  # an older generation's bytes: the newest manifest replaces them
+        self._manifests[name] = manifest
         return name
 
-    def _assemble(self, name: str, manifest_bytes: bytes) -> bytes | None:
+    def take(self, name: str) -> bytes | None:
+        """The newest complete payload of ``name`` not taken yet (then forgotten here); None when
+        its chunks are not all read or do not match the manifest's digest."""
+        manifest = self._manifests.pop(name, None)
+        if manifest is None:
+            return None
         try:
-            manifest = json.loads(manifest_bytes)
             keys = [f"{name}{_SEPARATOR}{manifest['generation']}{_SEPARATOR}{i}".encode()
                     for i in range(int(manifest["chunks"]))]
         except (ValueError, KeyError, TypeError):
             return None
         if any(key not in self._chunks for key in keys):
             return None
-        packed = b"".join(self._chunks[key] for key in keys)
+        packed = b"".join(self._chunks.pop(key) for key in keys)  # keep the keys (to tombstone later), not the bytes
         if hashlib.sha256(packed).hexdigest() != manifest.get("sha256"):
             return None
-        for key in keys:  # keep the keys (to tombstone later), not the bytes
-            del self._chunks[key]
         try:
             return zlib.decompress(packed)
         except zlib.error:
             return None
-
-    def take(self, name: str) -> bytes | None:
-        """The newest complete payload of ``name`` not taken yet (then forgotten here)."""
-        return self._ready.pop(name, None)
 
     def chunk_keys(self, name: str) -> frozenset[bytes]:
         """Every chunk key of ``name`` still in the topic as far as read (the next write tombstones them)."""

@@ -1,0 +1,64 @@
+"""The baselines of the Kafka benchmark, each a small program run as its own process.
+
+Each reads ``expected`` messages of a topic from the beginning and prints one JSON line:
+{"messages": n, "seconds": time from its first record to its last}.
+"""
+
+KAFKA_PYTHON_READER = """
+import json, sys, time, orjson
+from kafka import KafkaConsumer
+bootstrap, topic, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
+consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+                         enable_auto_commit=False, max_poll_records=2000, fetch_max_bytes=64 << 20)
+seen, first = 0, None
+while seen < expected:
+    for records in consumer.poll(timeout_ms=500).values():
+        first = first or time.perf_counter()
+        for record in records:
+            orjson.loads(record.value)
+        seen += len(records)
+print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
+"""
+
+CONFLUENT_READER = """
+import json, sys, time, uuid, orjson
+from confluent_kafka import Consumer
+bootstrap, topic, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, "fetch.max.bytes": 64 << 20})
+consumer.subscribe([topic])
+seen, first = 0, None
+while seen < expected:
+    messages = consumer.consume(num_messages=2000, timeout=0.5)
+    if messages:
+        first = first or time.perf_counter()
+    for message in messages:
+        if message.error() is None:
+            orjson.loads(message.value())
+            seen += 1
+print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
+"""
+
+CONFLUENT_RELAY = """
+import json, sys, time, uuid, orjson
+from confluent_kafka import Consumer, Producer
+bootstrap, topic, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, "fetch.max.bytes": 64 << 20})
+producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 1000000})
+consumer.subscribe([topic])
+seen, first = 0, None
+while seen < expected:
+    messages = consumer.consume(num_messages=2000, timeout=0.5)
+    if messages:
+        first = first or time.perf_counter()
+    for message in messages:
+        if message.error() is None:
+            value = orjson.loads(message.value())
+            producer.produce(topic + ".relay", orjson.dumps({"id": value.get("id"), "offset": message.offset()}),
+                             message.key())
+            seen += 1
+    producer.poll(0)
+producer.flush()
+print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
+"""
