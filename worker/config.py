@@ -110,7 +110,9 @@ class ScoreConfig:
 
 @dataclass
 class MessageFields:
-    """Field names of a JSON message, and the size above which a message is refused."""
+    """How messages are written (``format``: "json", one example per message, or "arrow", an
+    Arrow IPC stream of many), their field names, and the size above which one is refused."""
+    format: str = "json"
     id: str = "id"
     features: str = "features"
     text: str = "text"
@@ -120,6 +122,7 @@ class MessageFields:
 
 
 GUARANTEES = ("exactly-once", "at-least-once")
+MESSAGE_FORMATS = ("json", "arrow")
 
 
 @dataclass
@@ -157,6 +160,8 @@ class ServeConfig:
             raise ConfigError(f"--guarantee must be one of {', '.join(GUARANTEES)}; got {self.guarantee!r}.")
         if self.start not in ("earliest", "latest"):
             raise ConfigError(f"--start must be earliest or latest; got {self.start!r}.")
+        if self.fields.format not in MESSAGE_FORMATS:
+            raise ConfigError(f"--format must be one of {', '.join(MESSAGE_FORMATS)}; got {self.fields.format!r}.")
 
     @property
     def exactly_once(self) -> bool:

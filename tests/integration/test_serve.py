@@ -195,3 +195,43 @@ def test_a_group_starts_from_a_train_snapshot_and_keeps_learning_or_only_predict
         assert result.returncode == 0, result.stderr
         expected = 4_459 + 400 if learn == "--learn" else 4_459  # predict-only learns nothing
         assert f"exported {expected:,} examples" in result.stdout and "offsets {0: 400}" in result.stdout
+
+
+def test_arrow_batch_messages_from_produce_are_answered_per_message_and_bad_rows_dead_letter_alone(
+        kafka_bootstrap, kafka_client, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from worker.io.arrow_messages import read_stream, write_stream
+
+    rng = np.random.default_rng(5)
+    _, X, labels = labeled_messages(1_000, rng)
+    pq.write_table(pa.table({"pixels": X.tolist(), "digit": labels, "key": [f"r{i}" for i in range(1_000)]}),
+                   tmp_path / "rows.parquet")
+    topic = new_topic(kafka_bootstrap, "arrow-batches")
+    produced = run_worker("produce", tmp_path / "rows.parquet", "--topic", topic, "--bootstrap", kafka_bootstrap,
+                          "--kafka-client", kafka_client, "--features", "pixels", "--label", "digit", "--id", "key",
+                          "--format", "arrow", "--rows-per-message", 100)
+    assert produced.returncode == 0 and "sent 10 messages (1,000 rows)" in produced.stdout
+    # A lone unreadable message, and a message whose middle row is bad.
+    send(kafka_bootstrap, topic, [b"not arrow at all",
+                                  write_stream(pa.table({"features": [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, -6],
+                                                                      [6, 5, 4, 3, 2, 1]], "label": ["ham"] * 3}))])
+    service = Service(kafka_bootstrap, topic, tmp_path, "--format", "arrow", client=kafka_client).start()
+    dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=2, timeout=90)
+    outputs = read_all(kafka_bootstrap, service.output, expected=11, timeout=90)
+    assert service.process.poll() is None, service.log_tail()
+    tables = [read_stream(r.value) for r in outputs]
+    assert sum(t.num_rows for t in tables) == 1_002
+    assert [t.column("row").to_pylist() for t in tables[:10]] == [list(range(100))] * 10
+    assert tables[0].column("id").to_pylist()[:2] == ["r0", "r1"]
+    assert tables[10].column("row").to_pylist() == [0, 2] and tables[10].column("offset")[0].as_py() == 11
+    headers = [dict(r.headers) for r in dead]
+    assert headers[0]["error"].decode().startswith("not an Arrow IPC stream") and "source.row" not in headers[0]
+    assert dead[0].value == b"not arrow at all"
+    assert headers[1]["error"] == b"negative value (this model needs counts)" and headers[1]["source.row"] == b"1"
+    assert read_stream(dead[1].value).column("features").to_pylist() == [[1, 2, 3, 4, 5, -6]]
+    assert service.terminate() == 0
+    model, _ = service.state()
+    assert_equal_statistics(model, np.vstack([X, [[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]]]),
+                            np.concatenate([labels, ["ham", "ham"]]))

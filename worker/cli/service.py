@@ -22,8 +22,12 @@ from .options import (ALPHA, BINARIZE, BOOTSTRAP, FIT_PRIOR, HALF_LIFE, HASH_BIT
 
 @app.command()
 def serve(
-    input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="Topic of examples (JSON)."),
+    input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="Topic of examples."),
     output_topic: str = typer.Option(..., "--output", envvar=env("OUTPUT"), help="Topic for predictions."),
+    message_format: str = typer.Option("json", "--format", envvar=env("FORMAT"),
+                                       help="json: one example per message (a JSON object); arrow: an Arrow IPC "
+                                            "stream of many rows per message (columns as in Parquet), answered "
+                                            "by one Arrow stream of predictions per message."),
     group: str = typer.Option(..., "--group", envvar=env("GROUP"),
                               help="Consumer group id: every replica of one service uses the same."),
     bootstrap: Optional[str] = BOOTSTRAP,
@@ -128,7 +132,7 @@ def serve(
                                  sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config),
             input=input_topic, output=output_topic, group=group, snapshot_dir=snapshot_dir,
             model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
-            fields=MessageFields(id=id_field, features=features_field, text=text_field, label=label_field,
+            fields=MessageFields(format=message_format, id=id_field, features=features_field, text=text_field, label=label_field,
                                  feature_names=columns(feature_names), max_bytes=max_message_bytes),
             text=text, hash_bits=hash_bits, ngrams=ngrams, classes=parse_classes(columns(classes)),
             dead_letter_topic=dead_letter_topic, state_topic=state_topic, guarantee=guarantee,
@@ -184,8 +188,11 @@ def produce(
     text: Optional[str] = typer.Option(None, "--text", help="A string column, sent as \"text\"."),
     label: Optional[str] = typer.Option(None, "--label", help="Label column, sent as \"label\"."),
     id_column: Optional[str] = typer.Option(None, "--id", help="Id column, sent as \"id\" and used as the key."),
-    rate: float = typer.Option(0.0, "--rate", min=0, help="Messages per second (0: as fast as possible)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Stop after this many messages."),
+    rate: float = typer.Option(0.0, "--rate", min=0, help="Rows per second (0: as fast as possible)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Stop after this many rows."),
+    message_format: str = typer.Option("json", "--format", help="json: one row per message; arrow: an Arrow IPC "
+                                                                  "stream of --rows-per-message rows per message."),
+    rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, help="Rows per Arrow message."),
     security_protocol: Optional[str] = SECURITY_PROTOCOL,
     sasl_mechanism: Optional[str] = SASL_MECHANISM,
     sasl_username: Optional[str] = SASL_USERNAME,
@@ -195,7 +202,7 @@ def produce(
     ssl_keyfile: Optional[Path] = SSL_KEYFILE,
     kafka_config: Optional[Path] = KAFKA_CONFIG,
 ) -> None:
-    """Send Parquet rows to a topic as JSON messages (for demos and benchmarks); every one is confirmed."""
+    """Send Parquet rows to a topic as JSON or Arrow messages (for demos and benchmarks); every one is confirmed."""
     from ..io.kafka.client import KafkaFailure, connect
     from ..service.produce import produce as run_produce
 
@@ -204,11 +211,13 @@ def produce(
                                   sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config)
         try:
             result = run_produce(connect(settings), paths, topic, features=features, text=text, label=label,
-                                 id_column=id_column, rate=rate, limit=limit)
+                                 id_column=id_column, rate=rate, limit=limit, message_format=message_format,
+                                 rows_per_message=rows_per_message)
         except KafkaFailure as failure:
             raise UserError(f"Kafka at {settings.bootstrap}: {failure}") from None
     if result.failed:
         typer.echo(f"error: {result.failed:,} of {result.sent:,} messages were not delivered to {topic} "
                    f"(first: {result.error})", err=True)
         raise typer.Exit(code=1)
-    typer.echo(f"sent {result.sent:,} messages to {topic}")
+    rows = f" ({result.rows:,} rows)" if result.rows != result.sent else ""
+    typer.echo(f"sent {result.sent:,} messages{rows} to {topic}")

@@ -37,6 +37,10 @@ class Decoded:
     ids: list
     problems: RowProblems
     label_kind: str | None  # the kind of the labels read (None: no label in the batch)
+    # Arrow batch messages only (None for JSON, where row i is message i):
+    message_of: np.ndarray | None = None  # (n_rows,) the message each row came from
+    row_in_message: np.ndarray | None = None  # (n_rows,) its row inside that message (-1: the whole message)
+    row_values: object = None  # row_values[i]: row i alone, as the dead-letter topic gets it
 
 
 def label_kind_of(value) -> str | None:

@@ -23,7 +23,8 @@ from ..config import MessageFields
 from ..io.interfaces import PredictionSink, RejectSink
 from ..io.kafka.client import Polled
 from ..io.kafka.sink import Refusals
-from ..io.messages import decode
+from ..io.arrow_messages import decode_arrow, encode_predictions
+from ..io.messages import Decoded, decode
 from .observability import ServiceMetrics
 from .partitions import GroupState
 
@@ -50,20 +51,22 @@ class PrequentialLoop:
         model = self.group.global_model
         if model.stale:
             model.rebuild(self.group.states())
-        decoded = decode(polled.values, model.encoder.spec, self.fields,
-                         label_kind=model.label_kind() if self.learn else None)
+        decoded = (decode_arrow if self.fields.format == "arrow" else decode)(
+            polled.values, model.encoder.spec, self.fields, label_kind=model.label_kind() if self.learn else None)
+        rows = polled if decoded.message_of is None else \
+            polled.expand(decoded.message_of, decoded.row_in_message, decoded.row_values)  # one per example
         X, problems = model.encoder.encode(decoded.batch, learn=not model.categorical,
                                            counts_only=model.model.requires_non_negative, problems=decoded.problems)
         labeled, y = self._labels(decoded.batch.column("label"), problems)
-        self._flag_poisoned(polled, problems)
-        self.rejects.reject(polled, problems)
+        self._flag_poisoned(rows, problems)
+        self.rejects.reject(rows, problems)
         self.metrics.messages.inc(len(polled))
         good = problems.good
         if good.any():
             predicted, proba = model.predict(problems.select_good(X))
-            self._emit(polled, decoded.ids, good, predicted, proba)
+            self._emit(polled, rows, decoded, good, predicted, proba)
             if self.learn:
-                self._learn(polled, decoded.batch, X, y, labeled & good, good, predicted)
+                self._learn(rows, decoded.batch, X, y, labeled & good, good, predicted)
         self._advance(polled)
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
@@ -88,10 +91,22 @@ class PrequentialLoop:
         if any(errors):
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 
-    def _emit(self, polled: Polled, ids, good, predicted, proba) -> None:
+    def _emit(self, polled: Polled, rows: Polled, decoded: Decoded, good, predicted, proba) -> None:
+        """Predictions of the good rows: one JSON message each, or one Arrow stream per input message."""
         model = self.group.global_model.model
         version = int(model.n_examples_seen_) if model.is_fitted else 0
-        rows = np.flatnonzero(good).tolist()
+        if decoded.message_of is not None:
+            messages, values = encode_predictions(polled, decoded, np.flatnonzero(good), predicted, proba,
+                                                  model.classes_ if model.is_fitted else None, version)
+            self.predictions.send_predictions(polled, messages, values)
+        else:
+            self._emit_json(polled, decoded.ids, np.flatnonzero(good).tolist(), predicted, proba, version)
+        self.metrics.predictions.inc(int(good.sum()))
+        stamps = rows.timestamps[good]
+        self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
+
+    def _emit_json(self, polled: Polled, ids, rows: list[int], predicted, proba, version: int) -> None:
+        model = self.group.global_model.model
         if predicted is None:
             predictions, probabilities = [None] * len(rows), [{}] * len(rows)
         else:
@@ -103,9 +118,6 @@ class PrequentialLoop:
                          "model_version": version, "topic": topic, "partition": partitions[i], "offset": offsets[i]})
                   for i, prediction, probability in zip(rows, predictions, probabilities)]
         self.predictions.send_predictions(polled, rows, values)
-        self.metrics.predictions.inc(len(rows))
-        stamps = polled.timestamps[good]
-        self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
 
     def _learn(self, polled: Polled, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray,
                predicted) -> None:

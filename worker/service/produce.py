@@ -1,6 +1,7 @@
-"""`worker produce`: load Parquet rows into a topic as JSON messages (for demos and benchmarks).
+"""`worker produce`: load Parquet rows into a topic (for demos and benchmarks).
 
-Each row becomes {"id": ..., "features": [...] or "text": ..., "label": ...}, keyed by its id.
+As JSON, each row becomes {"id": ..., "features": [...] or "text": ..., "label": ...}, keyed by
+its id; as Arrow, every N rows become one IPC stream with those columns.
 Every record is confirmed by the broker; the count of those that were not is reported.
 """
 
@@ -10,8 +11,10 @@ import time
 from dataclasses import dataclass
 
 import orjson
+import pyarrow as pa
 
 from ..errors import ConfigError
+from ..io.arrow_messages import write_stream
 from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure
 from ..io.kafka.sink import record_bytes
 from ..io.parquet.source import expand_paths, read_batches
@@ -21,9 +24,10 @@ CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure l
 
 @dataclass
 class Produced:
-    sent: int
+    sent: int  # messages
     failed: int
     error: str | None = None  # the first failure, if any
+    rows: int = 0  # examples in the messages sent
 
 
 def _topic_limit(client: KafkaClient, topic: str) -> int:
@@ -41,16 +45,22 @@ def _topic_limit(client: KafkaClient, topic: str) -> int:
 
 def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str | None = None,
             text: str | None = None, label: str | None = None, id_column: str | None = None, rate: float = 0.0,
-            limit: int | None = None, stamp: bool = False, timeout_s: float = 60.0) -> Produced:
-    """Send rows as messages; ``rate`` messages/s (0: as fast as possible).
+            limit: int | None = None, message_format: str = "json",
+            rows_per_message: int = 1000, timeout_s: float = 60.0) -> Produced:
+    """Send rows as messages; ``rate`` rows/s (0: as fast as possible), at most ``limit`` rows.
 
-    stamp: add "sent_at" (Unix seconds) to each message, for latency measurements.
+    message_format: "json" (one row per message) or "arrow" (``rows_per_message`` rows per message,
+        an Arrow IPC stream with the columns "features" or "text", "label", "id").
     """
     if bool(features) == bool(text):
         raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
+    if message_format not in ("json", "arrow"):
+        raise ConfigError(f"--format must be json or arrow; got {message_format!r}.")
     limit_bytes = _topic_limit(client, topic)
     producer = client.producer(linger_ms=5, batch_bytes=limit_bytes)
+    names = {features: "features", text: "text", label: "label", id_column: "id"}
     columns = [c for c in (features, text, label, id_column) if c]
+    messages = _arrow_messages if message_format == "arrow" else _json_messages
     result, started = Produced(0, 0), time.monotonic()
 
     def confirm() -> None:
@@ -64,25 +74,16 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
 
     try:
         for batch in read_batches(expand_paths(paths), columns, CONFIRM_EVERY):
-            data = {name: batch.data.column(name).to_pylist() for name in columns}
-            for i in range(batch.data.num_rows):
-                if limit is not None and result.sent >= limit:
-                    break
-                message = {"features": data[features][i]} if features else {"text": data[text][i]}
-                if label:
-                    message["label"] = data[label][i]
-                key = None
-                if id_column:
-                    message["id"] = data[id_column][i]
-                    key = str(message["id"]).encode()
+            table = pa.table({names[name]: batch.data.column(name) for name in columns})
+            if limit is not None:
+                table = table.slice(0, max(0, limit - result.rows))
+            for rows, key, value in messages(table, rows_per_message):
                 if rate:
-                    delay = started + result.sent / rate - time.monotonic()
+                    delay = started + result.rows / rate - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
-                if stamp:
-                    message["sent_at"] = time.time()
-                value = orjson.dumps(message)
                 result.sent += 1
+                result.rows += rows
                 if record_bytes(key, value, []) > limit_bytes:  # the broker would refuse it (and its batch)
                     result.failed += 1
                     result.error = result.error or (f"a message of {len(value):,} bytes exceeds the topic's limit "
@@ -90,9 +91,25 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
                     continue
                 producer.send(topic, value, key=key)
             confirm()
-            if limit is not None and result.sent >= limit:
+            if limit is not None and result.rows >= limit:
                 break
         confirm()
         return result
     finally:
         producer.close(timeout_s=5.0)
+
+
+def _json_messages(table: pa.Table, rows_per_message: int):
+    """(1, key, value) per row: a JSON object keyed by its id."""
+    data = table.to_pydict()
+    ids = data.get("id")
+    for i in range(table.num_rows):
+        message = {name: values[i] for name, values in data.items()}
+        yield 1, None if ids is None else str(ids[i]).encode(), orjson.dumps(message)
+
+
+def _arrow_messages(table: pa.Table, rows_per_message: int):
+    """(rows, None, value) per rows_per_message rows: an Arrow IPC stream."""
+    for start in range(0, table.num_rows, rows_per_message):
+        part = table.slice(start, rows_per_message)
+        yield part.num_rows, None, write_stream(part)

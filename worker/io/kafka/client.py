@@ -38,6 +38,7 @@ class Record:
     value: bytes | None
     headers: list = field(default_factory=list)
     timestamp: int = 0  # milliseconds since the epoch
+    row: int | None = None  # the row inside an Arrow batch message (-1: the whole message)
 
 
 @dataclass
@@ -50,13 +51,20 @@ class Polled:
     partitions: np.ndarray  # int64
     offsets: np.ndarray  # int64
     timestamps: np.ndarray  # int64, milliseconds since the epoch (0: none)
+    rows: np.ndarray | None = None  # per row, its row inside an Arrow batch message (None: JSON messages)
 
     def __len__(self) -> int:
         return len(self.values)
 
     def record(self, i: int) -> Record:
         return Record(self.topic, int(self.partitions[i]), int(self.offsets[i]), self.keys[i], self.values[i], [],
-                      int(self.timestamps[i]))
+                      int(self.timestamps[i]), None if self.rows is None else int(self.rows[i]))
+
+    def expand(self, message_of: np.ndarray, rows: np.ndarray, values) -> "Polled":
+        """One row per example when messages hold many (Arrow batches): row i comes from message
+        message_of[i], where it is row rows[i]; values[i] is what stands for it alone."""
+        return Polled(self.topic, values, [self.keys[m] for m in message_of.tolist()], self.partitions[message_of],
+                      self.offsets[message_of], self.timestamps[message_of], rows)
 
     @classmethod
     def of(cls, topic: str, records: list) -> "Polled":

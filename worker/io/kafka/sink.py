@@ -22,6 +22,7 @@ import orjson
 
 from nbstream.arrow import RowProblems
 
+from ..arrow_messages import prediction_origin
 from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Failure, Polled, Producer
 
 
@@ -49,10 +50,15 @@ def record_bytes(key: bytes | None, value: bytes | None, headers: list) -> int:
 
 
 def origin_headers(record, error: str, field: str) -> list[tuple[str, bytes]]:
-    """Kafka Connect style: the error and where the message came from."""
-    return [("error", error.encode("utf-8", "replace")), ("error.field", field.encode("utf-8", "replace")),
-            ("source.topic", record.topic.encode()), ("source.partition", str(record.partition).encode()),
-            ("source.offset", str(record.offset).encode())]
+    """Kafka Connect style: the error and where the message came from (and the row, for a row
+    of an Arrow batch message)."""
+    headers = [("error", error.encode("utf-8", "replace")), ("error.field", field.encode("utf-8", "replace")),
+               ("source.topic", record.topic.encode()), ("source.partition", str(record.partition).encode()),
+               ("source.offset", str(record.offset).encode())]
+    row = getattr(record, "row", None)
+    if row is not None and row >= 0:
+        headers.append(("source.row", str(row).encode()))
+    return headers
 
 
 class KafkaSink:
@@ -130,7 +136,7 @@ class KafkaSink:
 
     def origin_of(self, failure: Failure) -> tuple | None:
         """The input message (topic, partition, offset) an undelivered output came from: a dead
-        letter names it in its headers, a prediction in its JSON."""
+        letter names it in its headers, a prediction in its JSON (or Arrow) columns."""
         if failure.topic == self.dead_letters.topic:
             headers = {name: value for name, value in failure.headers}
             try:
@@ -142,4 +148,4 @@ class KafkaSink:
             prediction = orjson.loads(failure.value)
             return prediction["topic"], prediction["partition"], prediction["offset"]
         except (orjson.JSONDecodeError, KeyError, TypeError):
-            return None
+            return prediction_origin(failure.value)

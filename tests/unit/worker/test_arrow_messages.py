@@ -1,0 +1,123 @@
+"""Arrow batch messages: many rows per message, problems per row or per message, predictions back per message."""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pytest
+
+from nbstream.arrow import FeatureSpec
+from worker.config import MessageFields
+from worker.io.arrow_messages import decode_arrow, encode_predictions, prediction_origin, read_stream, write_stream
+from worker.io.kafka.client import Polled
+from worker.io.kafka.sink import origin_headers
+
+
+def _stream(**columns) -> bytes:
+    return write_stream(pa.table(columns))
+
+
+def _polled(values) -> Polled:
+    n = len(values)
+    return Polled("in", values, [None] * n, np.zeros(n, np.int64), np.arange(10, 10 + n, dtype=np.int64),
+                  np.zeros(n, np.int64))
+
+
+SPEC = FeatureSpec.vector("features")
+
+
+def test_rows_of_every_message_come_out_in_order_with_their_message_and_row():
+    values = [_stream(features=[[1, 0], [0, 1]], label=[1, 2], id=["a", "b"]),
+              _stream(features=[[1.5, 2.0]], label=[3])]
+    decoded = decode_arrow(values, SPEC, MessageFields())
+    assert decoded.batch.column("features").to_pylist() == [[1, 0], [0, 1], [1.5, 2.0]]
+    assert decoded.batch.column("label").to_pylist() == [1, 2, 3]
+    assert decoded.ids == ["a", "b", None]
+    assert decoded.message_of.tolist() == [0, 0, 1] and decoded.row_in_message.tolist() == [0, 1, 0]
+    assert not decoded.problems.any() and decoded.label_kind == "number"
+
+
+@pytest.mark.parametrize("value, problem", [
+    (None, "empty message (null value)"),
+    (b"", "empty message"),
+    (b"{\"features\": [1, 2]}", "not an Arrow IPC stream"),
+    (_stream(pixels=[[1, 2]]), "column 'features' not found"),
+    (_stream(features=["a"]), "column 'features' has type string"),
+    (_stream(features=[[1]], label=[[1]]), "label column 'label' has type list"),
+    (_stream(features=[[1]]) [:-9], "not an Arrow IPC stream"),
+])
+def test_a_message_that_cannot_be_read_alone_is_one_row_with_its_problem(value, problem):
+    decoded = decode_arrow([value], SPEC, MessageFields())
+    assert decoded.batch.num_rows == 1 and decoded.row_in_message.tolist() == [-1]
+    assert decoded.problems.message[0].startswith(problem)
+    assert decoded.row_values[0] == value  # dead-lettered unchanged
+
+
+def test_a_message_over_the_size_limit_is_refused_before_it_is_read():
+    value = _stream(features=[[1.0] * 100])
+    decoded = decode_arrow([value], SPEC, MessageFields(max_bytes=100))
+    assert decoded.problems.message[0].startswith(f"message of {len(value)} bytes exceeds the limit of 100")
+
+
+def test_bad_rows_are_problems_of_their_own_and_dead_letter_alone_with_their_row():
+    values = [_stream(features=[[1, 0], None, [0, 1]], label=[1, 2, 3])]
+    decoded = decode_arrow(values, SPEC, MessageFields())
+    polled = _polled(values)
+    rows = polled.expand(decoded.message_of, decoded.row_in_message, decoded.row_values)
+    _, problems = SPEC.encoder().encode(decoded.batch, learn=True, problems=decoded.problems)
+    assert problems.bad.tolist() == [False, True, False]
+    record = rows.record(1)
+    assert (record.offset, record.row) == (10, 1)
+    assert read_stream(record.value).to_pydict() == {"features": [None], "label": [2]}
+    assert ("source.row", b"1") in origin_headers(record, "null value", "features")
+
+
+def test_labels_of_another_kind_than_the_models_are_problems_of_the_labeled_rows():
+    values = [_stream(features=[[1], [2]], label=["spam", None]), _stream(features=[[3]], label=[1])]
+    decoded = decode_arrow(values, SPEC, MessageFields(), label_kind="number")
+    assert decoded.problems.bad.tolist() == [True, False, False]
+    assert "labels of this message are strings" in decoded.problems.message[0]
+
+
+def test_messages_whose_columns_differ_in_type_are_combined():
+    values = [_stream(features=pa.array([[1, 2]], pa.list_(pa.uint8()))), _stream(features=[[0.5, 1.5]])]
+    decoded = decode_arrow(values, SPEC, MessageFields())
+    assert decoded.batch.column("features").to_pylist() == [[1.0, 2.0], [0.5, 1.5]]
+
+
+def test_every_message_bad_still_gives_a_typed_batch():
+    decoded = decode_arrow([b"x", None], FeatureSpec.text("text"), MessageFields())
+    assert decoded.batch.schema.field("text").type == pa.string()
+    assert decoded.problems.bad.tolist() == [True, True]
+
+
+def test_predictions_come_back_as_one_stream_per_message_with_id_row_and_origin():
+    values = [_stream(features=[[1], [2], [3]], id=["a", "b", "c"]), _stream(features=[[4]], id=["d"])]
+    decoded = decode_arrow(values, SPEC, MessageFields())
+    polled = _polled(values)
+    good = np.array([0, 2, 3])  # row 1 was bad
+    proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    messages, outputs = encode_predictions(polled, decoded, good, np.array(["x", "y", "x"]), proba,
+                                           np.array(["x", "y"]), 7)
+    assert messages == [0, 1]
+    first = read_stream(outputs[0])
+    assert first.column("id").to_pylist() == ["a", "c"] and first.column("row").to_pylist() == [0, 2]
+    assert first.column("prediction").to_pylist() == ["x", "y"]
+    assert first.column("probabilities").to_pylist() == [[0.9, 0.1], [0.2, 0.8]]
+    assert first.column("offset").to_pylist() == [10, 10] and first.column("model_version").to_pylist() == [7, 7]
+    assert orjson.loads(first.schema.metadata[b"classes"]) == ["x", "y"]
+    assert prediction_origin(outputs[1]) == ("in", 0, 11)
+
+
+def test_no_truncation_or_flipped_byte_of_a_message_raises():
+    value = _stream(features=[[1, 2], [3, 4]], label=["a", "b"], id=[1, 2])
+    spec, fields = SPEC, MessageFields()
+    mutants = [value[:cut] for cut in range(len(value))]
+    mutants += [value[:i] + bytes([value[i] ^ 0xFF]) + value[i + 1:] for i in range(len(value))]
+    for mutant in mutants:
+        decoded = decode_arrow([mutant], spec, fields)  # a cut after the schema is a valid message of no rows
+        assert len(decoded.message_of) == decoded.batch.num_rows <= 2
+        if decoded.batch.num_rows and decoded.row_in_message[0] == -1:
+            assert decoded.problems.bad.all()
+        spec.encoder().encode(decoded.batch, learn=True, problems=decoded.problems)

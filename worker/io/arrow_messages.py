@@ -1,0 +1,271 @@
+"""Kafka message values that are Arrow IPC streams of many rows (``--format arrow``).
+
+A message holds the same columns as a Parquet file of examples: the feature spec's columns
+(a list column, numeric or categorical columns, or a text column), optionally the label and
+an id column, named as the message fields are. Rows are examples; each message's rows come
+out in order, one after another, with their message and their row index inside it.
+
+Nothing about a message's content raises. A message that cannot be read as a whole (not an
+Arrow stream, a column missing or of the wrong type, too large) becomes one row with that
+problem and row index -1, so it goes to the dead-letter topic unchanged; a bad row of a good
+message (a null, NaN, a label of the wrong kind) becomes a problem of its row, which goes to
+the dead-letter topic alone, as a one-row Arrow stream with its row index.
+
+Predictions come back as one Arrow IPC stream per input message: its good rows in order,
+with the columns of ``PREDICTION_SCHEMA_FIELDS`` and the class labels of the probability
+lists in the schema metadata (``classes``, JSON).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from nbstream.arrow import FeatureSpec, RowProblems
+from nbstream.arrow.arrays import is_numeric_type, is_string_type
+
+from ..config import MessageFields
+from .messages import NUMBER, STRING, Decoded
+
+WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
+
+
+def read_stream(value: bytes) -> pa.Table:
+    """An Arrow IPC stream's rows as a table; raises pa.ArrowException for anything malformed."""
+    with pa.ipc.open_stream(pa.py_buffer(value)) as reader:
+        table = reader.read_all()
+    table.validate(full=True)  # offsets and lengths that point outside the message
+    return table
+
+
+def write_stream(table: pa.Table | pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write(table)
+    return sink.getvalue().to_pybytes()
+
+
+@dataclass
+class _Message:
+    table: pa.Table | None  # the columns the model reads, plus "label" and "id" when present
+    problem: str | None = None
+
+
+def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
+                 label_kind: str | None = None) -> Decoded:
+    """Decode a poll's messages into one batch of all their rows (see the module docstring).
+
+    label_kind : the kind of label the model learns (STRING or NUMBER), or None while it has
+        learned none: then the first message with labels decides.
+    """
+    messages = [_read(value, spec, fields) for value in values]
+    for message in messages:
+        if message.table is not None and "label" in message.table.column_names:
+            kind = _kind(message.table.column("label").type)
+            label_kind = label_kind or kind
+    pieces, message_of, row_in_message = [], [], []
+    problem_rows, problem_columns, problem_messages = [], [], []
+    for index, message in enumerate(messages):
+        if message.table is None:
+            pieces.append(None)
+            message_of.append(np.array([index]))
+            row_in_message.append(np.array([WHOLE_MESSAGE]))
+            problem_rows.append(np.ones(1, dtype=bool))
+            problem_columns.append("message")
+            problem_messages.append(message.problem)
+            continue
+        n = message.table.num_rows
+        pieces.append(message.table)
+        message_of.append(np.full(n, index))
+        row_in_message.append(np.arange(n))
+        rows, problem = _foreign_labels(message.table, label_kind)
+        problem_rows.append(rows)
+        problem_columns.append("label")
+        problem_messages.append(problem)
+    batch, ids = _combine(pieces, spec, label_kind)
+    problems = RowProblems(batch.num_rows)
+    start = 0
+    for rows, column, problem in zip(problem_rows, problem_columns, problem_messages):
+        if problem is not None:
+            flagged = np.zeros(batch.num_rows, dtype=bool)
+            flagged[start:start + len(rows)] = rows
+            problems.flag(flagged, column, problem)
+        start += len(rows)
+    labels_seen = batch.column("label").null_count < batch.num_rows
+    message_of = np.concatenate(message_of) if message_of else np.zeros(0, np.int64)
+    row_in_message = np.concatenate(row_in_message) if row_in_message else np.zeros(0, np.int64)
+    return Decoded(batch, ids, problems, label_kind if labels_seen else None, message_of, row_in_message,
+                   RowValues(values, pieces, message_of, row_in_message))
+
+
+def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Message:
+    if value is None:
+        return _Message(None, "empty message (null value)")
+    if not value:
+        return _Message(None, "empty message")
+    if len(value) > fields.max_bytes:
+        return _Message(None, f"message of {len(value)} bytes exceeds the limit of {fields.max_bytes}")
+    try:
+        table = read_stream(value)
+    except (pa.ArrowException, OSError, ValueError) as error:  # truncated streams raise OSError
+        return _Message(None, f"not an Arrow IPC stream: {error}")
+    encoder = spec.encoder()
+    for name in spec.columns:
+        if name not in table.column_names:
+            return _Message(None, f"column {name!r} not found; columns are {table.column_names}")
+        if not encoder.accepts(table.schema.field(name).type):
+            return _Message(None, f"column {name!r} has type {table.schema.field(name).type}; "
+                                  f"expected {encoder.expected}")
+    columns = {name: table.column(name) for name in spec.columns}
+    if fields.label in table.column_names:
+        label = table.column(fields.label)
+        if label.null_count < len(label) and _kind(label.type) is None:
+            return _Message(None, f"label column {fields.label!r} has type {label.type}; expected strings or numbers")
+        columns["label"] = label
+    if fields.id in table.column_names:
+        columns["id"] = table.column(fields.id)
+    return _Message(pa.table(columns))
+
+
+def _kind(arrow_type: pa.DataType) -> str | None:
+    if pa.types.is_null(arrow_type):
+        return None
+    if is_string_type(arrow_type):
+        return STRING
+    if is_numeric_type(arrow_type) and not pa.types.is_boolean(arrow_type):
+        return NUMBER
+    return None
+
+
+def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[np.ndarray, str | None]:
+    """(rows, problem): the labeled rows of a message whose labels are not of the model's kind."""
+    n = table.num_rows
+    if "label" not in table.column_names or table.column("label").null_count == n:
+        return np.zeros(n, dtype=bool), None
+    kind = _kind(table.column("label").type)
+    if kind == label_kind:
+        return np.zeros(n, dtype=bool), None
+    labeled = table.column("label").is_valid().to_numpy(zero_copy_only=False)
+    return labeled, f"labels of this message are {kind}s; the model's labels are {label_kind}s"
+
+
+def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None) -> tuple[pa.RecordBatch, list]:
+    """One batch of every message's rows (a placeholder null row for an unreadable message)."""
+    feature_types = _common_types([p.select(list(spec.columns)) for p in pieces if p is not None], spec)
+    label_type = pa.string() if label_kind == STRING else pa.float64() if label_kind == NUMBER else pa.string()
+    columns = {name: [] for name in (*spec.columns, "label")}
+    ids: list = []
+    for piece in pieces:
+        n = 1 if piece is None else piece.num_rows
+        for name in spec.columns:
+            columns[name].append(pa.nulls(n, feature_types[name]) if piece is None
+                                 else piece.column(name).cast(feature_types[name]).combine_chunks())
+        labels = None if piece is None or "label" not in piece.column_names else piece.column("label")
+        if labels is None or _kind(labels.type) != label_kind:
+            columns["label"].append(pa.nulls(n, label_type))
+        else:
+            columns["label"].append(labels.cast(label_type).combine_chunks())
+        ids.extend(piece.column("id").to_pylist() if piece is not None and "id" in piece.column_names
+                   else [None] * n)
+    arrays = {name: pa.concat_arrays(parts) if parts else pa.array([], feature_types.get(name, label_type))
+              for name, parts in columns.items()}
+    if label_kind == NUMBER and len(arrays["label"]) and _all_integral(arrays["label"]):
+        arrays["label"] = arrays["label"].cast(pa.int64())
+    return pa.record_batch(arrays), ids
+
+
+def _common_types(tables: list[pa.Table], spec: FeatureSpec) -> dict[str, pa.DataType]:
+    """One type per feature column that every message's column can be cast to."""
+    types = {}
+    for name in spec.columns:
+        seen = {table.schema.field(name).type for table in tables}
+        if len(seen) == 1:
+            types[name] = seen.pop()
+        elif spec.kind == "vector":
+            types[name] = pa.list_(pa.float64())
+        elif spec.kind == "columns":
+            types[name] = pa.float64()
+        else:
+            types[name] = pa.string()
+        if not seen and not tables:
+            types[name] = {"vector": pa.list_(pa.float64()), "columns": pa.float64()}.get(spec.kind, pa.string())
+    return types
+
+
+def _all_integral(labels: pa.Array) -> bool:
+    values = labels.drop_null().to_numpy(zero_copy_only=False)
+    return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values))
+                and np.all(np.abs(values) < 2**53))
+
+
+class RowValues:
+    """values[i]: what goes to the dead-letter topic for row i of a decoded poll: the message
+    itself when it could not be read, else the row alone as a one-row Arrow stream."""
+
+    def __init__(self, messages: list, tables: list, message_of: np.ndarray, row_in_message: np.ndarray):
+        self.messages, self.tables = messages, tables
+        self.message_of, self.row_in_message = message_of, row_in_message
+
+    def __len__(self) -> int:
+        return len(self.message_of)
+
+    def __getitem__(self, i: int) -> bytes | None:
+        message, row = int(self.message_of[i]), int(self.row_in_message[i])
+        if row == WHOLE_MESSAGE:
+            return self.messages[message]
+        return write_stream(self.tables[message].slice(row, 1))
+
+
+def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, proba, classes, version: int
+                       ) -> tuple[list[int], list[bytes]]:
+    """One Arrow stream per input message with good rows: (message indexes, values).
+
+    polled : the poll (one row per message); rows : (n_good,) the decoded rows predicted, in order;
+    predicted : (n_good,) labels or None while the model knows no class; proba : (n_good, n_classes)
+    """
+    message_of, row_in_message = decoded.message_of[rows], decoded.row_in_message[rows]
+    ids = [decoded.ids[i] for i in rows.tolist()]
+    n_classes = 0 if proba is None else proba.shape[1]
+    metadata = {b"classes": orjson.dumps([] if classes is None else np.asarray(classes).tolist())}
+    values, messages = [], []
+    starts = np.flatnonzero(np.r_[True, message_of[1:] != message_of[:-1]]) if len(rows) else np.zeros(0, int)
+    ends = np.r_[starts[1:], len(rows)]
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        message = int(message_of[start])
+        n = end - start
+        columns = {
+            "id": _ids(ids[start:end]),
+            "row": pa.array(row_in_message[start:end], pa.int32()),
+            "prediction": pa.nulls(n) if predicted is None else pa.array(predicted[start:end]),
+            "probabilities": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.ascontiguousarray(proba[start:end]).ravel()), n_classes) if proba is not None
+            else pa.nulls(n, pa.list_(pa.float64())),
+            "model_version": pa.array(np.full(n, version, np.int64)),
+            "topic": pa.array([polled.topic] * n, pa.string()),
+            "partition": pa.array(np.full(n, polled.partitions[message], np.int32)),
+            "offset": pa.array(np.full(n, polled.offsets[message], np.int64)),
+        }
+        table = pa.table(columns).replace_schema_metadata(metadata)
+        messages.append(message)
+        values.append(write_stream(table))
+    return messages, values
+
+
+def _ids(values: list) -> pa.Array:
+    try:
+        return pa.array(values)
+    except (pa.ArrowException, TypeError, OverflowError):
+        return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
+def prediction_origin(value: bytes) -> tuple | None:
+    """(topic, partition, offset) of the input message an Arrow prediction message answers."""
+    try:
+        table = read_stream(value)
+        first = {name: table.column(name)[0].as_py() for name in ("topic", "partition", "offset")}
+        return first["topic"], first["partition"], first["offset"]
+    except (pa.ArrowException, OSError, ValueError, KeyError, IndexError):
+        return None
