@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -44,6 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from scripts.bench.contenders import CONFLUENT_READER, CONFLUENT_RELAY, KAFKA_PYTHON_READER  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
+from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
 SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
@@ -131,7 +133,11 @@ class Predictions(threading.Thread):
 
     def run(self):
         while not self.stop:
-            for message in self.consumer.consume(num_messages=5000, timeout=0.2):
+            # consume() waits its whole timeout unless num_messages arrive: take what is queued,
+            # else wait for one message, so that receipt times are not held back.
+            messages = self.consumer.consume(num_messages=5000, timeout=0) or \
+                self.consumer.consume(num_messages=1, timeout=0.2)
+            for message in messages:
                 if message.error() is None:
                     received = time.time()
                     for key in self._keys(message.value()):
@@ -144,9 +150,7 @@ class Predictions(threading.Thread):
             prediction = orjson.loads(value)
             yield prediction["partition"], prediction["offset"]
         else:  # an Arrow IPC message of many rows
-            import pyarrow as pa
-
-            table = pa.ipc.open_stream(value).read_all()
+            table = read_stream(value)
             for partition, offset, row in zip(table["partition"].to_pylist(), table["offset"].to_pylist(),
                                               table["row"].to_pylist()):
                 yield partition, offset * 1_000_000 + row
@@ -182,7 +186,8 @@ def serve_rate(bootstrap, topic, expected, client, extra, folder, replicas=1) ->
             process.terminate()
             process.wait(timeout=120)
     stamps = np.array([stamp for stamp, _ in predictions.seen.values()])
-    return expected / (stamps.max() - stamps.min())
+    first = stamps.min()  # the rows predicted by then were done before the clock started
+    return (expected - int((stamps == first).sum())) / (stamps.max() - first)
 
 
 def latency(bootstrap, client, values, rate, extra, folder) -> tuple[float, float]:
@@ -242,6 +247,100 @@ def throughput(bootstrap, data_dir, n, folder) -> None:
            "worker serve, kafka-python", "worker serve, confluent"], rows)
 
 
+def arrow_messages(data_dir: Path, n: int, rows_per_message: int = 1_000) -> dict[str, list[bytes]]:
+    """The MNIST and SMS rows as Arrow IPC messages of ``rows_per_message`` rows (pixels stay uint8)."""
+    mnist = load_mnist(data_dir / "mnist")
+    images, labels = mnist["train_images"], mnist["train_labels"]
+    sms = pq.read_table(REPO / "scripts" / "data" / "sms_spam" / "train.parquet")
+    messages = {"MNIST": [], "SMS": []}
+    for start in range(0, n, rows_per_message):
+        index = np.arange(start, min(n, start + rows_per_message))
+        flat = pa.array(images[index % 60_000].reshape(-1))
+        messages["MNIST"].append(write_stream(pa.table({
+            "features": pa.FixedSizeListArray.from_arrays(flat, 784), "label": labels[index % 60_000],
+            "id": index})))
+        rows = sms.take(pa.array(index % sms.num_rows))
+        messages["SMS"].append(write_stream(pa.table({"text": rows["text"], "label": rows["label"], "id": index})))
+    return messages
+
+
+def in_memory_rate(values: list[bytes], spec, model, rows_per_call: int = 10_000) -> float:
+    """Rows/s of the same model in one process: encode, predict_proba, partial_fit, ``rows_per_call``
+    rows at a time (the service's poll takes many messages together, too)."""
+    rows = pa.concat_tables([read_stream(value) for value in values])
+    tables = [rows.slice(start, rows_per_call) for start in range(0, rows.num_rows, rows_per_call)]
+    encoder = spec.encoder()
+    classes = np.unique(np.concatenate([t.column("label").to_numpy() for t in tables]))
+    started = time.perf_counter()
+    for table in tables:
+        batch = table.combine_chunks().to_batches()[0]
+        X, _ = encoder.encode(batch, learn=True, counts_only=model.requires_non_negative)
+        y = table.column("label").to_numpy()
+        if model.is_fitted:
+            model.predict_proba(X)
+        model.partial_fit(X, y, classes=classes)
+    return sum(t.num_rows for t in tables) / (time.perf_counter() - started)
+
+
+def arrow(bootstrap, data_dir, n, folder) -> None:
+    import nbstream
+    from nbstream.arrow import FeatureSpec
+
+    rows = []
+    messages = arrow_messages(data_dir, n)
+    for name, spec, model, options in (
+            ("MNIST", FeatureSpec.vector("features"), nbstream.BernoulliNB(binarize=127.5), MNIST_MODEL),
+            ("SMS", FeatureSpec.text("text"), nbstream.MultinomialNB(), SMS_MODEL)):
+        memory = in_memory_rate(messages[name], spec, model)
+        topic = create_topic(bootstrap, "bench-arrow")
+        send(bootstrap, topic, messages[name])
+        rates = [serve_rate(bootstrap, topic, n, client, [*options, "--format", "arrow"], folder)
+                 for client in ("kafka-python", "confluent")]
+        rows.append([f"{name} ({len(messages[name][0]) / 1000:,.0f} KB per message)", f"{memory:,.0f}",
+                     *(f"{rate:,.0f} ({rate / memory:.2f}x)" for rate in rates)])
+    print(f"--format arrow, rows/s ({n:,} rows per topic in messages of 1,000 rows, one partition):\n")
+    table(["rows", "in memory: encode + predict_proba + partial_fit", "worker serve, kafka-python",
+           "worker serve, confluent"], rows)
+
+
+def latencies(bootstrap, n_seconds, rate, folder) -> None:
+    """At-least-once (predictions visible when sent) with each client."""
+    values = sms_messages(int(n_seconds * rate))
+    rows = []
+    for client in ("kafka-python", "confluent"):
+        p50, p99 = latency(bootstrap, client, values, rate, [*SMS_MODEL, "--guarantee", "at-least-once"], folder)
+        rows.append([client, f"{p50:,.1f}", f"{p99:,.1f}"])
+    print(f"Latency at {rate:,.0f} SMS messages/s for {n_seconds:.0f} s, at-least-once, input timestamp to a "
+          f"consumer's receipt of the prediction, ms:\n")
+    table(["client", "p50", "p99"], rows)
+
+
+def intervals(bootstrap, n_seconds, rate, folder) -> None:
+    """Exactly-once: predictions become visible at the commit, so the commit interval is the latency."""
+    values = sms_messages(int(n_seconds * rate))
+    rows = []
+    for interval in (0.2, 1.0, 5.0):
+        p50, p99 = latency(bootstrap, "confluent", values, rate,
+                           [*SMS_MODEL, "--checkpoint-interval", str(interval)], folder)
+        rows.append([f"{interval:g} s", f"{p50:,.0f}", f"{p99:,.0f}"])
+    print(f"Exactly-once latency at {rate:,.0f} SMS messages/s (confluent), read_committed consumer, ms:\n")
+    table(["commit interval", "p50", "p99"], rows)
+
+
+def replicas(bootstrap, n, folder) -> None:
+    values = sms_messages(n)
+    topic = create_topic(bootstrap, "bench-replicas", partitions=4)
+    send(bootstrap, topic, values, partitions=4)
+    rows = []
+    for guarantee in ("exactly-once", "at-least-once"):
+        rates = [serve_rate(bootstrap, topic, n, "confluent", [*SMS_MODEL, "--guarantee", guarantee], folder,
+                            replicas=count) for count in (1, 2)]
+        rows.append([guarantee, f"{rates[0]:,.0f}", f"{rates[1]:,.0f} ({rates[1] / rates[0]:.2f}x)"])
+    print(f"Replicas, SMS text JSON messages/s ({n:,} messages, 4 partitions, confluent client, "
+          f"each replica its own process on the same machine):\n")
+    table(["guarantee", "1 replica", "2 replicas"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
@@ -256,6 +355,14 @@ def main() -> None:
         folder = Path(folder)
         if "throughput" in sections:
             throughput(bootstrap, args.data_dir, args.messages, folder)
+        if "arrow" in sections:
+            arrow(bootstrap, args.data_dir, args.messages, folder)
+        if "latency" in sections:
+            latencies(bootstrap, args.seconds, args.rate, folder)
+        if "replicas" in sections:
+            replicas(bootstrap, args.messages, folder)
+        if "interval" in sections:
+            intervals(bootstrap, args.seconds, args.rate, folder)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                           TimeRemainingColumn)
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TaskProgressColumn,
+                           TextColumn, TimeRemainingColumn)
+from rich.text import Text
+
+
+class RowsPerSecond(ProgressColumn):
+    """The task's speed, or a dash until rich has measured one (it needs two updates)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{'—':>10} rows/s" if speed is None else f"{speed:>10,.0f} rows/s")
 
 
 class RowProgress:
@@ -14,8 +23,7 @@ class RowProgress:
         self._progress = None
         if self.enabled:
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TaskProgressColumn(), TextColumn("{task.speed:>10,.0f} rows/s"),
-                                      TimeRemainingColumn(), transient=False)
+                                      TaskProgressColumn(), RowsPerSecond(), TimeRemainingColumn(), transient=False)
             self._task = self._progress.add_task(description, total=total, completed=done)
 
     def __enter__(self) -> "RowProgress":

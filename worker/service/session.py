@@ -57,9 +57,11 @@ class Session:
         timeout = config.transaction_timeout
         limits = self._ensure_topics(client)
         batch_limit = min(limits[config.output], limits[config.dlq])
+        # Under at-least-once a prediction is visible once sent, so the producer waits little to
+        # fill a batch; under exactly-once it becomes visible at the commit anyway.
         raw = client.producer(transactional_id=transactional_id if config.exactly_once else None,
                               transaction_timeout_s=timeout, max_request_bytes=max(limits.values()),
-                              batch_bytes=batch_limit)
+                              batch_bytes=batch_limit, linger_ms=20 if config.exactly_once else 2)
         if config.exactly_once:
             # Before reading the state topic: this aborts what an earlier run of this replica left
             # open, which would otherwise hold back everything after it for read_committed readers.

@@ -137,7 +137,13 @@ class _Consumer(_Reporting, Consumer):
 
     @translated
     def poll(self, timeout_s: float, max_records: int) -> Polled:
-        messages = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
+        # librdkafka's consume() waits for the whole timeout unless max_records arrive: take what
+        # is queued, else wait for one message only, then take what came with it.
+        messages = self._consumer.consume(num_messages=max_records, timeout=0)
+        if not messages:
+            messages = self._consumer.consume(num_messages=1, timeout=timeout_s)
+            if messages and max_records > 1:
+                messages += self._consumer.consume(num_messages=max_records - 1, timeout=0)
         if self._callback_error is not None:
             error, self._callback_error = self._callback_error, None
             raise error
