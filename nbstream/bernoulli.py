@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .discrete import DiscreteNB
@@ -44,6 +46,12 @@ class BernoulliNB(DiscreteNB):
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.half_life = half_life
+
+    def check_params(self) -> None:
+        super().check_params()
+        if self.binarize is not None and (not isinstance(self.binarize, numbers.Real)
+                                          or isinstance(self.binarize, bool) or not np.isfinite(self.binarize)):
+            raise ValueError(f"binarize must be a finite number or None; got {self.binarize!r}.")
 
     def _prepare(self, X):
         """Binarize: dense input becomes a bool array; CSR keeps its sparsity."""

@@ -36,8 +36,8 @@ class DiscreteNB(NaiveBayes):
     def check_params(self) -> None:
         super().check_params()
         if isinstance(self.alpha, numbers.Real):
-            if self.alpha < 0:
-                raise ValueError(f"alpha must be >= 0; got {self.alpha}.")
+            if not np.isfinite(self.alpha) or self.alpha < 0:
+                raise ValueError(f"alpha must be a finite number >= 0; got {self.alpha}.")
         elif not self._alpha_may_be_array:
             raise ValueError(f"{type(self).__name__} needs a scalar alpha; got {self.alpha!r}.")
         if self.class_prior is not None:
@@ -53,7 +53,7 @@ class DiscreteNB(NaiveBayes):
             if alpha.shape != (self.n_features_in_,):
                 raise ValueError(f"alpha as an array needs one value per feature "
                                  f"({self.n_features_in_}); got shape {alpha.shape}.")
-            if (alpha < 0).any():
+            if not np.isfinite(alpha).all() or (alpha < 0).any():
                 raise ValueError("All values in alpha must be greater than 0.")
         if np.min(alpha) < _ALPHA_FLOOR and not self.force_alpha:
             warnings.warn(f"alpha too small will result in numeric errors, setting alpha = "

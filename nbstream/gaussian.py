@@ -54,8 +54,9 @@ class GaussianNB(NaiveBayes):
 
     def check_params(self) -> None:
         super().check_params()
-        if not isinstance(self.var_smoothing, numbers.Real) or self.var_smoothing < 0:
-            raise ValueError(f"var_smoothing must be a number >= 0; got {self.var_smoothing!r}.")
+        if not isinstance(self.var_smoothing, numbers.Real) or not np.isfinite(self.var_smoothing) \
+                or self.var_smoothing < 0:
+            raise ValueError(f"var_smoothing must be a finite number >= 0; got {self.var_smoothing!r}.")
         if self.priors is not None:
             priors = np.asarray(self.priors, dtype=np.float64)
             if priors.ndim != 1 or (priors < 0).any() or not np.isclose(priors.sum(), 1.0):

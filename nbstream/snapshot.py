@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import struct
 import tempfile
 from pathlib import Path
@@ -155,28 +156,119 @@ def loads(data: bytes, source: str = "snapshot") -> tuple[NaiveBayes, dict]:
     return _model_from(*_verified(data, source), source)
 
 
-def _model_from(header: dict, payload: memoryview, source) -> tuple[NaiveBayes, dict]:
+def _model_from(header, payload: memoryview, source) -> tuple[NaiveBayes, dict]:
+    """The model a verified snapshot describes, after checking that its header and content
+    are what ``save`` writes: anything else (a re-sealed file with a forged header, say) is a
+    SnapshotError, raised before anything is allocated from the header's numbers."""
     try:
+        _check_header(header, len(payload))
         arrays = {entry["name"]: _array_from(payload, entry) for entry in header["arrays"]}
         model = model_class(header["kind"])()
         model.set_params(**{name: _decode_value(value, arrays) for name, value in header["params"].items()})
-        fixed = not header["open_classes"]
-        model._start(ClassSet(_decode_value(header["classes"], arrays), fixed), header["n_features"])
+        model.check_params()
+        classes = _decode_value(header["classes"], arrays)
+        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or len(np.unique(classes)) != len(classes):
+            raise ValueError("classes must be a list of distinct labels")
         stats = {name.removeprefix("stats."): a for name, a in arrays.items() if name.startswith("stats.")}
+        n_values = sum(a.size for a in stats.values())
+        if not 1 <= header["n_features"] <= max(n_values, 1) or len(classes) > max(n_values, 1):
+            raise ValueError(f"n_features {header['n_features']} and {len(classes)} classes do not fit the "
+                             f"{n_values} values of the statistics")
+        model._start(ClassSet(classes, not header["open_classes"]), header["n_features"])
         model._stats = type(model._stats).from_arrays(stats)
+        model._stats.check(len(classes), header["n_features"])
         model.n_examples_seen_ = header["examples_seen"]
-        model._tables = _decode_tables(arrays) or None
-    except (KeyError, TypeError, ValueError) as error:
-        raise SnapshotError(f"{source}: snapshot content is inconsistent ({error!r}).") from None
+        stored = _decode_tables(arrays)
+        if stored:
+            _check_tables(stored, model._refresh())
+        model._tables = stored or None
+    except SnapshotError as error:
+        raise SnapshotError(f"{source}: {error}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:
+        raise SnapshotError(f"{source}: snapshot content is inconsistent ({error}).") from None
     return model, header
+
+
+_HEADER_TYPES = {"kind": str, "params": dict, "open_classes": bool, "n_features": int,
+                 "examples_seen": (int, float), "created_at": str, "meta": dict, "arrays": list}
+
+
+def _check_header(header, payload_bytes: int) -> None:
+    """Types and ranges of every header field, and every array inside the payload."""
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    for name, kind in _HEADER_TYPES.items():
+        if not isinstance(header.get(name), kind) or isinstance(header.get(name), bool) and kind is not bool:
+            raise ValueError(f"header field {name!r} is missing or of the wrong type")
+    if not np.isfinite(header["examples_seen"]) or header["examples_seen"] < 0:
+        raise ValueError("examples_seen must be a non-negative number")
+    names = set()
+    for entry in header["arrays"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry["name"] in names:
+            raise ValueError("an array entry has no name, or a duplicate one")
+        names.add(entry["name"])
+        shape, offset = entry.get("shape"), entry.get("offset")
+        if entry.get("dtype") not in _ALLOWED_DTYPES:
+            raise SnapshotError(f"array {entry['name']!r} has disallowed dtype {entry.get('dtype')!r}.")
+        if not isinstance(shape, list) or len(shape) > 2 or not all(_natural(n) for n in shape) \
+                or not _natural(offset):
+            raise ValueError(f"array {entry['name']!r} has an invalid shape or offset")
+        size = int(np.dtype(entry["dtype"]).itemsize) * _product(shape)  # Python ints: no overflow
+        if offset + size > payload_bytes:
+            raise ValueError(f"array {entry['name']!r} lies beyond the end of the file")
+
+
+def _natural(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _product(shape: list[int]) -> int:
+    result = 1
+    for n in shape:
+        result *= n
+    return result
+
+
+def _check_tables(stored: dict, computed: dict) -> None:
+    """The smoothed tables stored must be those of the statistics (to rounding)."""
+    if set(stored) != set(computed):
+        raise ValueError(f"stored tables {sorted(stored)}; expected {sorted(computed)}")
+    for name, value in computed.items():
+        mine = value if isinstance(value, list) else [value]
+        theirs = stored[name] if isinstance(stored[name], list) else [stored[name]]
+        if len(mine) != len(theirs) or any(not _close(a, b) for a, b in zip(mine, theirs)):
+            raise ValueError(f"the stored table {name!r} does not match the statistics")
+
+
+def _close(computed, stored) -> bool:
+    """Equal values to rounding (a scalar is stored as an array of one)."""
+    computed, stored = np.asarray(computed), np.asarray(stored)
+    if computed.shape != stored.shape and computed.size != 1:
+        return False
+    return computed.size == stored.size and bool(np.allclose(computed.ravel(), stored.ravel(), rtol=1e-9, atol=0))
 
 
 def _read_verified(path: Path) -> tuple[dict, memoryview]:
     try:
-        data = path.read_bytes()
+        with open(path, "rb", opener=_open_no_wait) as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise SnapshotError(f"{path}: not a regular file.")
+            data = file.read(info.st_size + 1)
+    except SnapshotError:
+        raise
+    except IsADirectoryError:
+        raise SnapshotError(f"{path}: is a directory, not a snapshot.") from None
     except OSError as error:
-        raise SnapshotError(f"{path}: cannot read snapshot ({error.strerror}).") from None
+        raise SnapshotError(f"{path}: cannot read snapshot ({error.strerror or error}).") from None
     return _verified(data, path)
+
+
+def _open_no_wait(path, flags: int) -> int:
+    """Open without blocking (a FIFO would wait for a writer); reads stay blocking."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _verified(data: bytes, source) -> tuple[dict, memoryview]:
@@ -191,15 +283,19 @@ def _verified(data: bytes, source) -> tuple[dict, memoryview]:
     if hashlib.sha256(body).digest() != checksum:
         raise SnapshotError(f"{source}: checksum mismatch: the file is truncated or was altered.")
     (header_length,) = struct.unpack_from("<Q", body, len(_MAGIC) + 1)
-    header = json.loads(body[prefix:prefix + header_length])
+    if header_length > len(body) - prefix:
+        raise SnapshotError(f"{source}: the header length runs past the end of the file.")
+    try:
+        header = json.loads(body[prefix:prefix + header_length])
+    except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise SnapshotError(f"{source}: the header is not valid JSON ({type(error).__name__}).") from None
     return header, memoryview(body)[prefix + header_length:]
 
 
 def _array_from(payload: memoryview, entry: dict) -> np.ndarray:
-    if entry["dtype"] not in _ALLOWED_DTYPES:
-        raise SnapshotError(f"array {entry['name']!r} has disallowed dtype {entry['dtype']!r}.")
+    """An array the header describes (already checked to lie inside the payload)."""
     dtype = np.dtype(entry["dtype"])
-    count = int(np.prod(entry["shape"], dtype=np.int64))
+    count = _product(entry["shape"])
     array = np.frombuffer(payload, dtype=dtype, count=count, offset=entry["offset"])
     return array.reshape(entry["shape"]).copy()
 

@@ -56,6 +56,11 @@ class DiscreteCounts:
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "DiscreteCounts":
         return cls(arrays["class_count"], arrays["feature_count"])
 
+    def check(self, n_classes: int, n_features: int) -> None:
+        """Raise ValueError unless these are statistics of that shape a model could have learned."""
+        _check_weights(self.class_count, n_classes)
+        _check_table("feature_count", self.feature_count, (n_classes, n_features), non_negative=True)
+
 
 class GaussianMoments:
     """Per class and feature: weight, mean and M2 (sum of squared deviations from the mean).
@@ -129,6 +134,12 @@ class GaussianMoments:
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "GaussianMoments":
         return cls(arrays["class_count"], arrays["mean"], arrays["m2"])
+
+    def check(self, n_classes: int, n_features: int) -> None:
+        """Raise ValueError unless these are statistics of that shape a model could have learned."""
+        _check_weights(self.class_count, n_classes)
+        _check_table("mean", self.mean, (n_classes, n_features), non_negative=False)
+        _check_table("m2", self.m2, (n_classes, n_features), non_negative=True)
 
 
 class CategoryCounts:
@@ -205,3 +216,26 @@ class CategoryCounts:
         ends = np.cumsum(arrays["category_widths"])
         tables = np.split(arrays["category_count"], ends[:-1], axis=1) if len(ends) else []
         return cls(arrays["class_count"], [np.ascontiguousarray(t) for t in tables])
+
+    def check(self, n_classes: int, n_features: int) -> None:
+        """Raise ValueError unless these are statistics of that shape a model could have learned."""
+        _check_weights(self.class_count, n_classes)
+        if len(self.category_count) != n_features:
+            raise ValueError(f"{len(self.category_count)} category tables for {n_features} features")
+        for table in self.category_count:
+            _check_table("category_count", table, (n_classes, table.shape[1]), non_negative=True)
+
+
+def _check_weights(class_count: np.ndarray, n_classes: int) -> None:
+    _check_table("class_count", class_count, (n_classes,), non_negative=True)
+
+
+def _check_table(name: str, array: np.ndarray, shape: tuple, non_negative: bool) -> None:
+    if array.shape != shape:
+        raise ValueError(f"{name} has shape {array.shape}; expected {shape}")
+    if array.dtype.kind not in "f":
+        raise ValueError(f"{name} has dtype {array.dtype}; expected floating point")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} holds NaN or infinite values")
+    if non_negative and (array < 0).any():
+        raise ValueError(f"{name} holds negative values")

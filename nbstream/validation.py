@@ -25,6 +25,9 @@ def is_sparse(X) -> bool:
     return _sparse is not None and _sparse.issparse(X)
 
 
+LARGEST_VALUE = 1e150  # beyond it, a stream's sums or squares could overflow float64
+
+
 def check_X(X, *, n_features: int | None, accept_sparse: bool, model: str):
     """Validate a feature matrix.
 
@@ -61,6 +64,9 @@ def check_X(X, *, n_features: int | None, accept_sparse: bool, model: str):
             row, col = np.argwhere(~np.isfinite(X))[0]
             where = f" (first at row {row}, feature {col})"
         raise ValueError(f"{model} input contains NaN or infinity{where}; all features must be finite.")
+    if values.dtype.kind == "f" and values.size and np.abs(values).max() > LARGEST_VALUE:
+        raise ValueError(f"{model} input holds a value beyond ±{LARGEST_VALUE:g}: sums and squares of such "
+                         f"values overflow the statistics to infinity.")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{model} was fitted with {n_features} features; "
                          f"got {X.shape[1]} features.")
@@ -113,5 +119,5 @@ def check_positive(value, name: str, *, allow_none: bool = False) -> None:
     """A parameter that must be a positive number."""
     if value is None and allow_none:
         return
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"{name} must be a positive number; got {value!r}.")
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a finite positive number; got {value!r}.")

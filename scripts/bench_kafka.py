@@ -303,16 +303,18 @@ def arrow(bootstrap, data_dir, n, folder) -> None:
            "worker serve, confluent"], rows)
 
 
-def latencies(bootstrap, n_seconds, rate, folder) -> None:
-    """At-least-once (predictions visible when sent) with each client."""
-    values = sms_messages(int(n_seconds * rate))
+def latencies(bootstrap, data_dir, n_seconds, rate, folder) -> None:
+    """At-least-once (predictions visible when sent) with each client, on both models."""
+    n = int(n_seconds * rate)
     rows = []
-    for client in ("kafka-python", "confluent"):
-        p50, p99 = latency(bootstrap, client, values, rate, [*SMS_MODEL, "--guarantee", "at-least-once"], folder)
-        rows.append([client, f"{p50:,.1f}", f"{p99:,.1f}"])
-    print(f"Latency at {rate:,.0f} SMS messages/s for {n_seconds:.0f} s, at-least-once, input timestamp to a "
-          f"consumer's receipt of the prediction, ms:\n")
-    table(["client", "p50", "p99"], rows)
+    for name, values, model in (("MNIST JSON, bernoulli (784 features)", mnist_messages(data_dir, n), MNIST_MODEL),
+                                ("SMS text JSON, multinomial (2^20 features)", sms_messages(n), SMS_MODEL)):
+        for client in ("kafka-python", "confluent"):
+            p50, p99 = latency(bootstrap, client, values, rate, [*model, "--guarantee", "at-least-once"], folder)
+            rows.append([name, client, f"{p50:,.1f}", f"{p99:,.1f}"])
+    print(f"Latency at {rate:,.0f} messages/s for {n_seconds:.0f} s, at-least-once, from the input's timestamp to "
+          f"a consumer's receipt of the prediction, ms:\n")
+    table(["topic", "client", "p50", "p99"], rows)
 
 
 def intervals(bootstrap, n_seconds, rate, folder) -> None:
@@ -358,7 +360,7 @@ def main() -> None:
         if "arrow" in sections:
             arrow(bootstrap, args.data_dir, args.messages, folder)
         if "latency" in sections:
-            latencies(bootstrap, args.seconds, args.rate, folder)
+            latencies(bootstrap, args.data_dir, args.seconds, args.rate, folder)
         if "replicas" in sections:
             replicas(bootstrap, args.messages, folder)
         if "interval" in sections:

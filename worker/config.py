@@ -5,6 +5,7 @@ The command line builds these; the commands take nothing else.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 @dataclass
 class ModelOptions:
     """Model kind and the parameters given on the command line (None: the model's default)."""
-    kind: str = "multinomial"
+    kind: str | None = "multinomial"
     alpha: float | None = None
     binarize: float | None = None
     fit_prior: bool | None = None
@@ -30,12 +31,21 @@ class ModelOptions:
     min_categories: int | None = None
     half_life: float | None = None
 
+    def __post_init__(self):
+        """Any letter case; an unknown kind is refused here, with the closest name suggested.
+        (None: the kind of the snapshot resumed.)"""
+        if self.kind is None:
+            return
+        kind = self.kind.strip().lower()
+        if kind not in nbstream.MODEL_KINDS:
+            close = difflib.get_close_matches(kind, nbstream.MODEL_KINDS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(f"unknown model {self.kind!r}{hint}; choose one of {', '.join(nbstream.MODEL_KINDS)}.")
+        self.kind = kind
+
     def parameters(self) -> dict:
         """The parameters given, checked against what the kind accepts."""
-        try:
-            accepted = nbstream.model_class(self.kind).param_names()
-        except ValueError:
-            raise ConfigError(f"unknown model {self.kind!r}; choose one of {sorted(nbstream.MODEL_KINDS)}.") from None
+        accepted = nbstream.model_class(self.kind).param_names()
         given = {name: value for name, value in asdict(self).items() if name != "kind" and value is not None}
         unused = sorted(set(given) - set(accepted))
         if unused:

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrays import is_list_type, is_numeric_type, numpy_values
+from ..validation import LARGEST_VALUE
 from .problems import RowProblems
 from .spec import FeatureEncoder
 
@@ -13,6 +14,7 @@ from .spec import FeatureEncoder
 def _flag_values(X: np.ndarray, column: str, counts_only: bool, problems: RowProblems) -> None:
     if X.dtype.kind == "f":
         problems.flag(~np.isfinite(X).all(axis=1), column, "NaN or infinite value")
+        problems.flag((np.abs(X) > LARGEST_VALUE).any(axis=1), column, f"value beyond ±{LARGEST_VALUE:g}")
     if counts_only and X.dtype.kind in "if":
         problems.flag((X < 0).any(axis=1), column, "negative value (this model needs counts)")
 

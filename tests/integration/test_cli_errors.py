@@ -35,3 +35,12 @@ def test_labels_of_two_types_across_files_are_a_user_error(tmp_path):
                     "--out", tmp_path / "m.nbs")
     assert result.exit_code == 2
     assert "b.parquet: rows 0 to 0, column 'label': labels mix numbers and strings" in result.output
+
+
+def test_version_and_model_names_in_any_case(tmp_path):
+    import nbstream as library
+    from tests.helpers.cli import invoke
+
+    assert invoke("--version").output.strip() == f"nbstream {library.__version__}"
+    result = invoke("train", "x.parquet", "--label", "y", "--model", "bernouli", "--out", tmp_path / "m.nbs")
+    assert result.exit_code == 2 and "did you mean bernoulli?" in result.output

@@ -8,15 +8,25 @@ _EPS = 1e-15  # probabilities are clipped here for log-loss, as scikit-learn doe
 
 
 class ConfusionCounts:
-    """Confusion matrix over the model's classes plus any true label it never learned."""
+    """Confusion counts over the model's classes plus any true label it never learned.
+
+    A label the model never learned can be a true label but never a prediction, so it adds a
+    row and no column: the counts are (n_labels, n_model_classes), grown by doubling, and the
+    cost of a new label does not depend on how many came before.
+    """
 
     def __init__(self, classes: np.ndarray):
         self.labels = list(classes.tolist())
         self._index = {label: i for i, label in enumerate(self.labels)}
         self._n_model_classes = len(self.labels)
-        self.matrix = np.zeros((len(self.labels), len(self.labels)), dtype=np.int64)
+        self._rows = np.zeros((max(1, len(self.labels)), len(self.labels)), dtype=np.int64)
         self.log_loss_sum = 0.0
         self.n = 0
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(n_labels, n_model_classes): rows true labels, columns predicted classes."""
+        return self._rows[:len(self.labels)]
 
     def add(self, y_true: np.ndarray, proba: np.ndarray) -> None:
         """y_true: (n,) labels; proba: (n, n_model_classes) predicted probabilities."""
@@ -24,10 +34,13 @@ class ConfusionCounts:
             if label not in self._index:
                 self._index[label] = len(self.labels)
                 self.labels.append(label)
-                self.matrix = np.pad(self.matrix, [(0, 1), (0, 1)])
+        if len(self.labels) > len(self._rows):
+            grown = np.zeros((2 * len(self.labels), self._n_model_classes), dtype=np.int64)
+            grown[:len(self._rows)] = self._rows
+            self._rows = grown
         true = np.array([self._index[label] for label in y_true.tolist()], dtype=np.int64)
         predicted = np.argmax(proba, axis=1)
-        np.add.at(self.matrix, (true, predicted), 1)
+        np.add.at(self._rows, (true, predicted), 1)
         known = true < self._n_model_classes
         p_true = np.zeros(len(true))
         p_true[known] = proba[np.flatnonzero(known), true[known]]
@@ -35,23 +48,29 @@ class ConfusionCounts:
         self.n += len(true)
 
     def report(self) -> dict:
-        """Metrics as plain numbers and lists (JSON-ready)."""
-        tp = np.diag(self.matrix).astype(float)
-        predicted = self.matrix.sum(axis=0)
-        actual = self.matrix.sum(axis=1)
+        """Metrics as plain numbers and lists (JSON-ready), labels in sorted order."""
+        counts = self.counts
+        n_labels, n_model = counts.shape
+        tp = np.zeros(n_labels)
+        tp[:n_model] = np.diag(counts[:n_model])
+        predicted = np.zeros(n_labels, dtype=np.int64)
+        predicted[:n_model] = counts.sum(axis=0)
+        actual = counts.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             precision = np.where(predicted > 0, tp / predicted, 0.0)
             recall = np.where(actual > 0, tp / actual, 0.0)
             f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
         present = (predicted + actual) > 0
+        order = sorted(range(n_labels), key=lambda i: (isinstance(self.labels[i], str), self.labels[i]))
+        square = np.zeros((n_labels, n_labels), dtype=np.int64)
+        square[:, :n_model] = counts
         return {
             "rows": self.n,
             "accuracy": float(tp.sum() / self.n) if self.n else 0.0,
             "macro_f1": float(f1[present].mean()) if present.any() else 0.0,
             "log_loss": self.log_loss_sum / self.n if self.n else 0.0,
-            "classes": [{"label": label, "precision": float(p), "recall": float(r), "f1": float(f),
-                         "support": int(s)}
-                        for label, p, r, f, s in zip(self.labels, precision, recall, f1, actual)],
-            "labels": self.labels,
-            "confusion_matrix": self.matrix.tolist(),
+            "classes": [{"label": self.labels[i], "precision": float(precision[i]), "recall": float(recall[i]),
+                         "f1": float(f1[i]), "support": int(actual[i])} for i in order],
+            "labels": [self.labels[i] for i in order],
+            "confusion_matrix": square[np.ix_(order, order)].tolist(),
         }

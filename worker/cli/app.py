@@ -18,14 +18,24 @@ from nbstream.arrow import FeatureError
 from ..errors import UserError
 
 app = typer.Typer(help="nbstream worker: streaming Naive Bayes over Parquet files and Kafka topics.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
+                  no_args_is_help=True, pretty_exceptions_show_locals=False)
 
 USER_ERRORS = (UserError, FeatureError, nbstream.SnapshotError)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"nbstream {nbstream.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _commands() -> None:
-    """Train, evaluate and serve streaming Naive Bayes models; see each command's --help."""
+def _commands(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                           help="Print the version and exit.")) -> None:
+    """Train, evaluate and serve streaming Naive Bayes models; see each command's --help.
+
+    The same program is installed as `worker` and as `nbstream`.
+    """
     from ..service.logs import configure_logging
 
     configure_logging(json_lines=False, level="warning")  # serve sets its own

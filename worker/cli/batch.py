@@ -66,13 +66,13 @@ def train(
 
     if resume is None and model is None:
         model = "multinomial"
-    config = TrainConfig(
-        paths=paths, label=label, out=out,
-        model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
-        features=FeatureOptions(columns=columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
-        batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
-        skip_invalid=skip_invalid, rejects=rejects)
     with reported_errors():
+        config = TrainConfig(
+            paths=paths, label=label, out=out,
+            model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
+            features=FeatureOptions(columns=columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
+            batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
+            skip_invalid=skip_invalid, rejects=rejects)
         summary = run_train(config, progress=progress)
     rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
     if summary.resumed_from:

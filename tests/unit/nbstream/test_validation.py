@@ -59,11 +59,11 @@ def test_one_dimensional_X_and_text_dtype(family):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: nbstream.MultinomialNB(alpha=-1), "alpha must be >= 0"),
+    (lambda: nbstream.MultinomialNB(alpha=-1), "alpha must be a finite number >= 0"),
     (lambda: nbstream.MultinomialNB(alpha=[1.0, 2.0, 3.0]), r"one value per feature \(2\); got shape \(3,\)"),
     (lambda: nbstream.MultinomialNB(class_prior=[0.5, 0.2]), "sum to 1"),
-    (lambda: nbstream.MultinomialNB(half_life=0), "half_life must be a positive number"),
-    (lambda: nbstream.GaussianNB(var_smoothing=-1), "var_smoothing must be a number >= 0"),
+    (lambda: nbstream.MultinomialNB(half_life=0), "half_life must be a finite positive number"),
+    (lambda: nbstream.GaussianNB(var_smoothing=-1), "var_smoothing must be a finite number >= 0"),
     (lambda: nbstream.GaussianNB(priors=[0.7, 0.7]), "priors must be non-negative and sum to 1"),
     (lambda: nbstream.CategoricalNB(alpha=[1.0, 1.0]), "needs a scalar alpha"),
     (lambda: nbstream.CategoricalNB(min_categories=0), "min_categories must be positive integers"),
@@ -116,3 +116,27 @@ def test_tiny_alpha_is_floored_with_a_warning_unless_forced():
     with np.errstate(divide="ignore"):
         forced = nbstream.MultinomialNB(alpha=0.0, force_alpha=True).fit(X, y).feature_log_prob_
     assert np.isneginf(forced).any()
+
+
+@pytest.mark.parametrize("model", [
+    lambda: nbstream.MultinomialNB(alpha=float("inf")), lambda: nbstream.MultinomialNB(alpha=float("nan")),
+    lambda: nbstream.BernoulliNB(binarize=float("nan")), lambda: nbstream.BernoulliNB(binarize=float("inf")),
+    lambda: nbstream.GaussianNB(var_smoothing=float("inf")), lambda: nbstream.ComplementNB(half_life=float("inf")),
+    lambda: nbstream.CategoricalNB(alpha=1e309),
+], ids=["alpha inf", "alpha nan", "binarize nan", "binarize inf", "var_smoothing inf", "half_life inf",
+        "categorical alpha 1e309"])
+def test_non_finite_parameters_are_refused_before_learning(model):
+    with pytest.raises(ValueError, match="finite"):
+        model().check_params()
+    with pytest.raises(ValueError, match="finite"):
+        model().partial_fit([[1, 2]], [0])
+
+
+@pytest.mark.parametrize("family", [nbstream.MultinomialNB, nbstream.GaussianNB, nbstream.ComplementNB])
+def test_values_whose_statistics_would_overflow_are_refused_and_the_model_is_unchanged(family):
+    model = family().partial_fit([[1.0, 2.0], [3.0, 1.0]], [0, 1])
+    before = model.predict_proba([[1.0, 1.0]])
+    with pytest.raises(ValueError, match="beyond"):
+        model.partial_fit([[1e308, 1.0]], [0])
+    np.testing.assert_array_equal(model.predict_proba([[1.0, 1.0]]), before)
+    assert np.isfinite(before).all()

@@ -1,0 +1,159 @@
+"""Snapshots forged by someone who can re-seal them: every one is refused with a SnapshotError,
+before anything is allocated from the forged numbers, and nothing else escapes."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import nbstream
+from nbstream.snapshot import SnapshotError
+
+MAGIC = b"NBSNAP\x00\x01"
+
+
+def split(raw: bytes) -> tuple[dict, bytes]:
+    length = struct.unpack_from("<Q", raw, 8)[0]
+    return json.loads(raw[16:16 + length]), raw[16 + length:-32]
+
+
+def seal(header, payload: bytes, header_bytes: bytes | None = None) -> bytes:
+    """A snapshot with a valid checksum around whatever header and payload we like."""
+    header_bytes = json.dumps(header).encode() if header_bytes is None else header_bytes
+    body = MAGIC + struct.pack("<Q", len(header_bytes)) + header_bytes + payload
+    return body + hashlib.sha256(body).digest()
+
+
+@pytest.fixture(params=["categorical", "multinomial", "gaussian"])
+def genuine(request, tmp_path):
+    rng = np.random.default_rng(3)
+    X, y = rng.integers(0, 4, size=(60, 5)), rng.choice(["a", "b"], size=60)
+    model = {"categorical": nbstream.CategoricalNB, "multinomial": nbstream.MultinomialNB,
+             "gaussian": nbstream.GaussianNB}[request.param]().fit(X, y)
+    return split(nbstream.save(model, tmp_path / "m.nbs").read_bytes())
+
+
+def refused(tmp_path, raw: bytes) -> str:
+    path = tmp_path / "forged.nbs"
+    path.write_bytes(raw)
+    with pytest.raises(SnapshotError) as caught:
+        nbstream.load(path)
+    return str(caught.value)
+
+
+def entry(header, name):
+    return next(e for e in header["arrays"] if e["name"] == name)
+
+
+FORGERIES = {
+    "n_features 1e9": lambda h: h.update(n_features=10**9),
+    "n_features float": lambda h: h.update(n_features=1e9),
+    "n_features 0": lambda h: h.update(n_features=0),
+    "shape 2**70": lambda h: entry(h, "stats.class_count").update(shape=[2**70]),
+    "offset 2**70": lambda h: entry(h, "stats.class_count").update(offset=2**70),
+    "shape -1": lambda h: entry(h, "stats.class_count").update(shape=[-1]),
+    "shape of three axes": lambda h: entry(h, "stats.class_count").update(shape=[1, 1, 2]),
+    "dtype object": lambda h: entry(h, "stats.class_count").update(dtype="|O"),
+    "classes a number": lambda h: h.update(classes=7),
+    "classes duplicated": lambda h: h.update(classes={"strings": ["a", "a"]}),
+    "params a list": lambda h: h.update(params=[1, 2]),
+    "params unknown": lambda h: h["params"].update(bogus=1),
+    "alpha infinite": lambda h: h["params"].update(alpha=1e309) if "alpha" in h["params"] else
+    h["params"].update(var_smoothing=-1.0),
+    "meta a string": lambda h: h.update(meta="x"),
+    "created_at missing": lambda h: h.pop("created_at"),
+    "arrays missing": lambda h: h.pop("arrays"),
+    "kind unknown": lambda h: h.update(kind="quantum"),
+    "examples_seen negative": lambda h: h.update(examples_seen=-5),
+    "open_classes a string": lambda h: h.update(open_classes="yes"),
+    "tables removed from directory": lambda h: h.update(arrays=[e for e in h["arrays"]
+                                                                if not e["name"].startswith("stats.")]),
+    "header a list": lambda h: h.clear() or h.update(__list__=True),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_forged_headers_are_refused(tmp_path, genuine, forgery):
+    header, payload = copy.deepcopy(genuine[0]), genuine[1]
+    FORGERIES[forgery](header)
+    if header.get("__list__"):
+        header = [1, 2, 3]
+    assert "forged.nbs" in refused(tmp_path, seal(header, payload))
+
+
+def test_a_header_nested_deeply_or_not_utf8_or_longer_than_the_file_is_refused(tmp_path, genuine):
+    header, payload = genuine
+    refused(tmp_path, seal(None, payload, b"[" * 100_000 + b"]" * 100_000))
+    refused(tmp_path, seal(None, payload, b'{"kind": "\xff"}'))
+    raw = bytearray(seal(header, payload))
+    raw[8:16] = struct.pack("<Q", 2**63)
+    body = bytes(raw[:-32])
+    refused(tmp_path, body + hashlib.sha256(body).digest())
+
+
+def test_statistics_that_no_training_gives_are_refused(tmp_path, genuine):
+    header, payload = genuine
+    if header["kind"] == "categorical":
+        return  # its counts are checked the same way; multinomial and gaussian stand for all
+    for value in (np.nan, np.inf, -1.0):
+        forged = bytearray(payload)
+        where = entry(header, "stats.class_count")["offset"]
+        forged[where:where + 8] = np.float64(value).tobytes()
+        assert "class_count" in refused(tmp_path, seal(header, bytes(forged)))
+
+
+def test_tables_that_do_not_match_the_statistics_are_refused(tmp_path, genuine):
+    header, payload = genuine
+    table = next(e for e in header["arrays"] if e["name"].startswith("table.") and e["dtype"] == "<f8")
+    forged = bytearray(payload)
+    forged[table["offset"]:table["offset"] + 8] = np.float64(12345.0).tobytes()
+    assert "does not match the statistics" in refused(tmp_path, seal(header, bytes(forged)))
+
+
+def test_fifos_directories_and_devices_are_refused_without_waiting(tmp_path):
+    fifo = tmp_path / "fifo.nbs"
+    os.mkfifo(fifo)
+    assert "not a regular file" in refused_path(fifo)
+    assert "directory" in refused_path(tmp_path)
+    assert "not a regular file" in refused_path("/dev/zero")
+    link = tmp_path / "zero.nbs"
+    link.symlink_to("/dev/zero")
+    assert "not a regular file" in refused_path(link)
+    assert "cannot read" in refused_path(tmp_path / "missing.nbs")
+
+
+def refused_path(path) -> str:
+    with pytest.raises(SnapshotError) as caught:
+        nbstream.load(path)
+    return str(caught.value)
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                       max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_mutation_of_a_header_field_is_loaded_or_refused_never_crashes(tmp_path, genuine, data):
+    header, payload = copy.deepcopy(genuine[0]), genuine[1]
+    targets = [header, header["params"], *header["arrays"]]
+    target = data.draw(st.sampled_from(targets))
+    key = data.draw(st.sampled_from(sorted(target)) if target else st.just("x"))
+    target[key] = data.draw(JSON_VALUES)
+    path = tmp_path / "fuzzed.nbs"
+    path.write_bytes(seal(header, payload, json.dumps(header, allow_nan=True).encode()))
+    try:
+        model = nbstream.load(path)
+    except SnapshotError:
+        return
+    probabilities = model.predict_proba(np.ones((2, model.n_features_in_), dtype=int))  # what loads, predicts
+    assert np.isfinite(probabilities).all()
