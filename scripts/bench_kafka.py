@@ -23,6 +23,7 @@ Without --bootstrap a local broker is started with scripts/kafka_broker.py (and 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import subprocess
 import sys
@@ -269,17 +270,20 @@ def in_memory_rate(values: list[bytes], spec, model, rows_per_call: int = 10_000
     rows at a time (the service's poll takes many messages together, too)."""
     rows = pa.concat_tables([read_stream(value) for value in values])
     tables = [rows.slice(start, rows_per_call) for start in range(0, rows.num_rows, rows_per_call)]
-    encoder = spec.encoder()
     classes = np.unique(np.concatenate([t.column("label").to_numpy() for t in tables]))
-    started = time.perf_counter()
-    for table in tables:
-        batch = table.combine_chunks().to_batches()[0]
-        X, _ = encoder.encode(batch, learn=True, counts_only=model.requires_non_negative)
-        y = table.column("label").to_numpy()
-        if model.is_fitted:
-            model.predict_proba(X)
-        model.partial_fit(X, y, classes=classes)
-    return sum(t.num_rows for t in tables) / (time.perf_counter() - started)
+    best = float("inf")
+    for _ in range(3):  # best of three: a short run in a shared process is noisy
+        encoder, fresh = spec.encoder(), copy.deepcopy(model)
+        started = time.perf_counter()
+        for table in tables:
+            batch = table.combine_chunks().to_batches()[0]
+            X, _ = encoder.encode(batch, learn=True, counts_only=fresh.requires_non_negative)
+            y = table.column("label").to_numpy()
+            if fresh.is_fitted:
+                fresh.predict_proba(X)
+            fresh.partial_fit(X, y, classes=classes)
+        best = min(best, time.perf_counter() - started)
+    return rows.num_rows / best
 
 
 def arrow(bootstrap, data_dir, n, folder) -> None:
@@ -294,11 +298,14 @@ def arrow(bootstrap, data_dir, n, folder) -> None:
         memory = in_memory_rate(messages[name], spec, model)
         topic = create_topic(bootstrap, "bench-arrow")
         send(bootstrap, topic, messages[name])
-        rates = [serve_rate(bootstrap, topic, n, client, [*options, "--format", "arrow"], folder)
-                 for client in ("kafka-python", "confluent")]
+        # 10 messages (10,000 rows) per poll, as many rows as a JSON poll takes: the predictions
+        # then leave in many steps and their timestamps can time the run.
+        rates = [serve_rate(bootstrap, topic, n, client, [*options, "--format", "arrow", "--max-poll-records", "10"],
+                            folder) for client in ("kafka-python", "confluent")]
         rows.append([f"{name} ({len(messages[name][0]) / 1000:,.0f} KB per message)", f"{memory:,.0f}",
                      *(f"{rate:,.0f} ({rate / memory:.2f}x)" for rate in rates)])
-    print(f"--format arrow, rows/s ({n:,} rows per topic in messages of 1,000 rows, one partition):\n")
+    print(f"--format arrow, rows/s ({n:,} rows per topic in messages of 1,000 rows, one partition, "
+          f"--max-poll-records 10):\n")
     table(["rows", "in memory: encode + predict_proba + partial_fit", "worker serve, kafka-python",
            "worker serve, confluent"], rows)
 

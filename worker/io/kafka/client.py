@@ -111,6 +111,7 @@ def refuses_access(cause: str | None) -> bool:
     return bool(cause) and any(marker in cause for marker in ACCESS_REFUSED)
 
 
+PARTITION_FETCH_BYTES = 16 << 20  # per partition and fetch: Arrow batch messages are often near 1 MiB each
 RECORD_BATCH_OVERHEAD = 256  # bytes a record batch may add to its records (header, lengths, attributes)
 
 # on_assigned(partitions) returns where each partition starts: an offset, "earliest" or "latest".

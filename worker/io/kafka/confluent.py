@@ -13,7 +13,7 @@ import numpy as np
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ...errors import ConfigError
-from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
+from .client import (PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
                      KafkaClient, KafkaFailure, Polled, Producer, Reader, Record, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
@@ -350,7 +350,8 @@ class ConfluentClient(KafkaClient):
                 "enable.auto.offset.store": False, "auto.offset.reset": start,
                 "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                 "session.timeout.ms": session_ms, "heartbeat.interval.ms": max(1_000, session_ms // 4),
-                "fetch.max.bytes": fetch_max_bytes, "partition.assignment.strategy": "range"}
+                "fetch.max.bytes": fetch_max_bytes, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES,
+                "partition.assignment.strategy": "range"}
         if instance_id:
             conf["group.instance.id"] = instance_id
         if client_id:
@@ -361,7 +362,7 @@ class ConfluentClient(KafkaClient):
         return _Reader({**self._connection, "group.id": f"nbstream-reader-{uuid.uuid4().hex}",
                         "enable.auto.commit": False, "enable.partition.eof": True,
                         "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-                        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+                        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES})
 
     def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
                  batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:

@@ -14,7 +14,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ...errors import ConfigError
 from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
-from .client import (RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
+from .client import (PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
                      KafkaClient, KafkaFailure, Polled, Producer, Reader, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
@@ -348,12 +348,12 @@ class KafkaPythonClient(KafkaClient):
         return _Consumer(topic, group_id=group, group_instance_id=instance_id, enable_auto_commit=False,
                          auto_offset_reset=start, session_timeout_ms=session_ms,
                          heartbeat_interval_ms=max(1_000, session_ms // 4), fetch_max_bytes=fetch_max_bytes,
-                         isolation_level="read_committed" if read_committed else "read_uncommitted",
+                         max_partition_fetch_bytes=PARTITION_FETCH_BYTES, isolation_level="read_committed" if read_committed else "read_uncommitted",
                          **self._with_client_id(client_id))
 
     def reader(self, *, read_committed=True) -> Reader:
         return _Reader(isolation_level="read_committed" if read_committed else "read_uncommitted",
-                       fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20, **self._connection)
+                       fetch_max_bytes=64 << 20, max_partition_fetch_bytes=PARTITION_FETCH_BYTES, **self._connection)
 
     def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
                  batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
