@@ -20,32 +20,14 @@ while seen < expected:
 print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
 """
 
-CONFLUENT_READER = """
-import json, sys, time, uuid, orjson
-from confluent_kafka import Consumer
-bootstrap, topic, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
-consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest",
-                     "enable.auto.commit": False, "fetch.max.bytes": 64 << 20})
-consumer.subscribe([topic])
-seen, first = 0, None
-while seen < expected:
-    messages = consumer.consume(num_messages=2000, timeout=0.5)
-    if messages:
-        first = first or time.perf_counter()
-    for message in messages:
-        if message.error() is None:
-            orjson.loads(message.value())
-            seen += 1
-print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
-"""
-
-CONFLUENT_RELAY = """
+_CONFLUENT = """
 import json, sys, time, uuid, orjson
 from confluent_kafka import Consumer, Producer
 bootstrap, topic, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
 consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest",
                      "enable.auto.commit": False, "fetch.max.bytes": 64 << 20})
-producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 1000000})
+producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 1000000}) \
+    if RELAY else None
 consumer.subscribe([topic])
 seen, first = 0, None
 while seen < expected:
@@ -55,10 +37,16 @@ while seen < expected:
     for message in messages:
         if message.error() is None:
             value = orjson.loads(message.value())
-            producer.produce(topic + ".relay", orjson.dumps({"id": value.get("id"), "offset": message.offset()}),
-                             message.key())
+            if RELAY:
+                producer.produce(topic + ".relay", orjson.dumps({"id": value.get("id"), "offset": message.offset()}),
+                                 message.key())
             seen += 1
-    producer.poll(0)
-producer.flush()
+    if RELAY:
+        producer.poll(0)
+if RELAY:
+    producer.flush()
 print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
 """
+
+CONFLUENT_READER = "RELAY = False\n" + _CONFLUENT  # read + orjson
+CONFLUENT_RELAY = "RELAY = True\n" + _CONFLUENT  # read + orjson + produce one small JSON per message
