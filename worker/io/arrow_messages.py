@@ -25,10 +25,9 @@ import orjson
 import pyarrow as pa
 
 from nbstream.arrow import FeatureSpec, RowProblems
-from nbstream.arrow.arrays import is_numeric_type, is_string_type
 
 from ..config import MessageFields
-from .messages import NUMBER, STRING, Decoded
+from .messages import NUMBER, STRING, Decoded, label_kind_of_type, value_problem
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
 
@@ -64,7 +63,7 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
     messages = [_read(value, spec, fields) for value in values]
     for message in messages:
         if message.table is not None and "label" in message.table.column_names:
-            kind = _kind(message.table.column("label").type)
+            kind = label_kind_of_type(message.table.column("label").type)
             label_kind = label_kind or kind
     pieces, message_of, row_in_message = [], [], []
     problem_rows, problem_columns, problem_messages = [], [], []
@@ -102,12 +101,9 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
 
 
 def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Message:
-    if value is None:
-        return _Message(None, "empty message (null value)")
-    if not value:
-        return _Message(None, "empty message")
-    if len(value) > fields.max_bytes:
-        return _Message(None, f"message of {len(value)} bytes exceeds the limit of {fields.max_bytes}")
+    problem = value_problem(value, fields.max_bytes)
+    if problem is not None:
+        return _Message(None, problem)
     try:
         table = read_stream(value)
     except (pa.ArrowException, OSError, ValueError) as error:  # truncated streams raise OSError
@@ -122,7 +118,7 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
     columns = {name: table.column(name) for name in spec.columns}
     if fields.label in table.column_names:
         label = table.column(fields.label)
-        if label.null_count < len(label) and _kind(label.type) is None:
+        if label.null_count < len(label) and label_kind_of_type(label.type) is None:
             return _Message(None, f"label column {fields.label!r} has type {label.type}; expected strings or numbers")
         columns["label"] = label
     if fields.id in table.column_names:
@@ -130,22 +126,12 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
     return _Message(pa.table(columns))
 
 
-def _kind(arrow_type: pa.DataType) -> str | None:
-    if pa.types.is_null(arrow_type):
-        return None
-    if is_string_type(arrow_type):
-        return STRING
-    if is_numeric_type(arrow_type) and not pa.types.is_boolean(arrow_type):
-        return NUMBER
-    return None
-
-
 def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[np.ndarray, str | None]:
     """(rows, problem): the labeled rows of a message whose labels are not of the model's kind."""
     n = table.num_rows
     if "label" not in table.column_names or table.column("label").null_count == n:
         return np.zeros(n, dtype=bool), None
-    kind = _kind(table.column("label").type)
+    kind = label_kind_of_type(table.column("label").type)
     if kind == label_kind:
         return np.zeros(n, dtype=bool), None
     labeled = table.column("label").is_valid().to_numpy(zero_copy_only=False)
@@ -164,7 +150,7 @@ def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None) -> tuple[p
             columns[name].append(pa.nulls(n, feature_types[name]) if piece is None
                                  else piece.column(name).cast(feature_types[name]).combine_chunks())
         labels = None if piece is None or "label" not in piece.column_names else piece.column("label")
-        if labels is None or _kind(labels.type) != label_kind:
+        if labels is None or label_kind_of_type(labels.type) != label_kind:
             columns["label"].append(pa.nulls(n, label_type))
         else:
             columns["label"].append(labels.cast(label_type).combine_chunks())
@@ -190,8 +176,6 @@ def _common_types(tables: list[pa.Table], spec: FeatureSpec) -> dict[str, pa.Dat
             types[name] = pa.float64()
         else:
             types[name] = pa.string()
-        if not seen and not tables:
-            types[name] = {"vector": pa.list_(pa.float64()), "columns": pa.float64()}.get(spec.kind, pa.string())
     return types
 
 

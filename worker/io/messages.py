@@ -52,6 +52,24 @@ def label_kind_of(value) -> str | None:
     return None
 
 
+def label_kind_of_type(arrow_type: pa.DataType) -> str | None:
+    """The same for a column of labels: STRING, NUMBER, or None (booleans, nulls, nested)."""
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return STRING
+    return NUMBER if _numeric(arrow_type) else None
+
+
+def value_problem(value: bytes | None, max_bytes: int) -> str | None:
+    """What makes a message value unusable before it is even parsed, if anything."""
+    if value is None:
+        return "empty message (null value)"
+    if not value:
+        return "empty message"
+    if len(value) > max_bytes:
+        return f"message of {len(value)} bytes exceeds the limit of {max_bytes}"
+    return None
+
+
 def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
            label_kind: str | None = None) -> Decoded:
     """Decode a poll's message values.
@@ -134,7 +152,7 @@ def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None)
     labels = table.column(fields.label).combine_chunks()
     if labels.null_count == len(labels):
         return pa.nulls(table.num_rows, pa.string()), None
-    kind = STRING if pa.types.is_string(labels.type) else NUMBER if _numeric(labels.type) else None
+    kind = label_kind_of_type(labels.type)
     if kind is None or (label_kind is not None and kind != label_kind):
         return None
     return labels, kind
@@ -172,12 +190,9 @@ def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_ki
 
 def _parse(value: bytes | None, max_bytes: int) -> tuple[dict | None, str | None]:
     """(message, None) or (None, the problem)."""
-    if value is None:
-        return None, "empty message (null value)"
-    if not value:
-        return None, "empty message"
-    if len(value) > max_bytes:
-        return None, f"message of {len(value)} bytes exceeds the limit of {max_bytes}"
+    problem = value_problem(value, max_bytes)
+    if problem is not None:
+        return None, problem
     try:
         message = orjson.loads(value)
     except orjson.JSONDecodeError as error:
