@@ -13,13 +13,17 @@ import numpy as np
 
 from .kernels import log_normalize
 from .labels import ClassSet
-from .validation import (NotFittedError, check_labels, check_non_negative, check_positive,
-                         check_sample_weight, check_X)
+from .sklearn_compat import EstimatorProtocol, not_fitted
+from .validation import (NotFittedError, check_feature_names, check_labels, check_non_negative,
+                         check_positive, check_sample_weight, check_X, feature_names_of)
 
 
 class cached_table:
     """A fitted attribute derived from the statistics, recomputed only when it is read
-    after the statistics changed (scikit-learn recomputes on every partial_fit)."""
+    after the statistics changed (scikit-learn recomputes on every partial_fit).
+
+    The tables live in one dict that is emptied when the statistics change and filled when
+    read, so predicting never rebinds the estimator's attributes."""
 
     def __set_name__(self, owner, name):
         self.name = name
@@ -30,12 +34,16 @@ class cached_table:
         return model._fresh_tables()[self.name]
 
 
-class NaiveBayes:
+class NaiveBayes(EstimatorProtocol):
     """Base class; see the five models for parameters and examples."""
 
     kind: str = ""  # the name a snapshot records and the registry knows
     requires_non_negative: bool = False  # features are counts: negative values are refused
     _accept_sparse = True
+
+    def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
+        """Raise ValueError when a per-feature or per-class parameter does not fit the data
+        (n_classes is None while the class set is open)."""
 
     # ---- what each model supplies -------------------------------------------------------
     def _new_statistics(self, n_features: int):
@@ -74,42 +82,54 @@ class NaiveBayes:
         -------
         self
         """
+        return self._learn(X, y, classes, sample_weight, restart=not self.is_fitted)
+
+    def fit(self, X, y, sample_weight=None):
+        """Forget everything, then learn from X, y with the fixed class set ``unique(y)``.
+
+        Input that is refused leaves a previously fitted model as it was."""
+        y = check_labels(y, n_samples=None)
+        return self._learn(X, y, np.unique(y), sample_weight, restart=True)
+
+    def _learn(self, X, y, classes, sample_weight, *, restart: bool):
+        """Validate everything, then (re)start if asked and add the batch to the statistics."""
         self.check_params()
-        first_call = not self.is_fitted
-        X = check_X(X, n_features=None if first_call else self.n_features_in_,
+        names = feature_names_of(X)
+        X = check_X(X, n_features=None if restart else self.n_features_in_,
                     accept_sparse=self._accept_sparse, model=type(self).__name__)
+        if not restart:
+            check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
         y = check_labels(y, X.shape[0])
         weights = check_sample_weight(sample_weight, X.shape[0])
         if self.requires_non_negative:
             check_non_negative(X, type(self).__name__)
         X = self._prepare(X)
-        if first_call:
+        if restart:
             class_set = ClassSet.open() if classes is None else ClassSet.fixed_from(classes)
-            rows = class_set.index(y)  # an unknown label fails here, before any state exists
-            self._start(class_set, X.shape[1])
+            self._check_shapes(X.shape[1], len(class_set) if class_set.fixed else None)
+            rows = class_set.index(y)  # an unknown label fails here, before any state changes
+            self._start(class_set, X.shape[1], names)
         else:
-            if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            if classes is not None and not np.array_equal(np.unique(classes), np.unique(self.classes_)):
                 raise ValueError(f"classes={np.unique(classes).tolist()} differs from the classes "
                                  f"{self.classes_.tolist()} of the first partial_fit.")
             rows = self._classes.index(y)
         self._stats.grow(len(self._classes))
         self._stats.update(X, rows, self._forget(X.shape[0], weights))
         self.n_examples_seen_ += X.shape[0]
-        self._tables = None
+        self._tables.clear()
         return self
 
-    def fit(self, X, y, sample_weight=None):
-        """Forget everything, then learn from X, y with the fixed class set ``unique(y)``."""
-        self._classes = None
-        y = check_labels(y, n_samples=None)
-        return self.partial_fit(X, y, classes=np.unique(y), sample_weight=sample_weight)
-
-    def _start(self, class_set: ClassSet, n_features: int) -> None:
+    def _start(self, class_set: ClassSet, n_features: int, feature_names: np.ndarray | None = None) -> None:
         self._classes = class_set
         self._stats = self._new_statistics(n_features)
         self.n_features_in_ = n_features
         self.n_examples_seen_ = 0
-        self._tables = None
+        self._tables = {}
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
 
     def _forget(self, n_rows: int, weights: np.ndarray | None) -> np.ndarray | None:
         """Age the statistics by n_rows examples and weight the new rows by their age.
@@ -144,7 +164,8 @@ class NaiveBayes:
         if not other.is_fitted:
             return self
         if not self.is_fitted:
-            self._start(ClassSet(other.classes_.copy(), other._classes.fixed), other.n_features_in_)
+            self._start(ClassSet(other.classes_.copy(), other._classes.fixed), other.n_features_in_,
+                        getattr(other, "feature_names_in_", None))
         elif other.n_features_in_ != self.n_features_in_:
             raise ValueError(f"cannot merge: this model has {self.n_features_in_} features, "
                              f"the other {other.n_features_in_}.")
@@ -152,7 +173,7 @@ class NaiveBayes:
         self._stats.grow(len(self._classes))
         self._stats.merge(other._stats, rows)
         self.n_examples_seen_ += other.n_examples_seen_
-        self._tables = None
+        self._tables.clear()
         return self
 
     # ---- fitted attributes -------------------------------------------------------------
@@ -176,22 +197,29 @@ class NaiveBayes:
 
     def _require_fitted(self) -> None:
         if not self.is_fitted:
-            raise NotFittedError(f"This {type(self).__name__} has not seen any data yet; "
-                                 "call fit or partial_fit first.")
+            raise not_fitted(NotFittedError, f"This {type(self).__name__} instance is not fitted yet: it has "
+                             "not seen any data; call fit or partial_fit first.")
 
     def _fresh_tables(self) -> dict[str, object]:
         self._require_fitted()
-        if self._tables is None:
+        if not self._tables:
             self.check_params()
-            self._tables = self._refresh()
+            self._tables.update(self._refresh())
         return self._tables
+
+    def _invalidate_tables(self) -> None:
+        """Forget the smoothed tables after the statistics or parameters changed."""
+        if self.is_fitted:
+            self._tables.clear()
 
     # ---- prediction --------------------------------------------------------------------
     def predict_joint_log_proba(self, X) -> np.ndarray:
         """log P(x, c) for each row and class, shape (n_samples, n_classes)."""
         self._fresh_tables()
+        names = feature_names_of(X)
         X = check_X(X, n_features=self.n_features_in_, accept_sparse=self._accept_sparse,
                     model=type(self).__name__)
+        check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
         return self._joint_log_likelihood(self._prepare(X))
 
     def predict_log_proba(self, X) -> np.ndarray:
@@ -230,15 +258,8 @@ class NaiveBayes:
                              f"valid: {self.param_names()}.")
         for name, value in params.items():
             setattr(self, name, value)
-        self._tables = None
+        self._invalidate_tables()
         return self
-
-    def __sklearn_tags__(self):
-        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
-
-        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags(),
-                    input_tags=InputTags(positive_only=self.requires_non_negative))
 
     def __repr__(self) -> str:
         defaults = inspect.signature(type(self).__init__).parameters

@@ -50,8 +50,10 @@ class BernoulliNB(DiscreteNB):
     def check_params(self) -> None:
         super().check_params()
         if self.binarize is not None and (not isinstance(self.binarize, numbers.Real)
-                                          or isinstance(self.binarize, bool) or not np.isfinite(self.binarize)):
-            raise ValueError(f"binarize must be a finite number or None; got {self.binarize!r}.")
+                                          or isinstance(self.binarize, bool) or not np.isfinite(self.binarize)
+                                          or self.binarize < 0):
+            raise ValueError(f"binarize must be a finite number >= 0 or None; got {self.binarize!r} "
+                             "(a negative threshold would turn the implicit zeros of sparse input into ones).")
 
     def _prepare(self, X):
         """Binarize: dense input becomes a bool array; CSR keeps its sparsity."""

@@ -40,6 +40,7 @@ class CategoricalNB(DiscreteNB):
     kind = "categorical"
     _accept_sparse = False
     _alpha_may_be_array = False
+    _categorical_input = True
     n_categories_ = cached_table()
 
     def __init__(self, *, alpha=1.0, force_alpha=True, fit_prior=True, class_prior=None,
@@ -51,13 +52,19 @@ class CategoricalNB(DiscreteNB):
         self.min_categories = min_categories
         self.half_life = half_life
 
+    def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
+        super()._check_shapes(n_features, n_classes)
+        if self.min_categories is not None:
+            minimum = np.asarray(self.min_categories)
+            if minimum.dtype.kind not in "iu" or (minimum < 1).any() or minimum.ndim > 1 \
+                    or (minimum.ndim == 1 and minimum.shape != (n_features,)):
+                raise ValueError(f"min_categories must be a positive integer or one per feature "
+                                 f"({n_features}); got {self.min_categories!r}.")
+
     def _new_statistics(self, n_features: int):
         counts = CategoryCounts.empty(n_features)
         if self.min_categories is not None:
-            minimum = np.broadcast_to(np.asarray(self.min_categories), (n_features,))
-            if minimum.dtype.kind not in "iu" or (minimum < 1).any():
-                raise ValueError(f"min_categories must be positive integers; got {self.min_categories!r}.")
-            counts.widen(minimum)
+            counts.widen(np.broadcast_to(np.asarray(self.min_categories), (n_features,)))
         return counts
 
     @property
@@ -70,7 +77,7 @@ class CategoricalNB(DiscreteNB):
         category codes were assigned in different orders). Returns self."""
         self._require_fitted()
         self._stats.recode(new_codes)
-        self._tables = None
+        self._invalidate_tables()
         return self
 
     @property
@@ -79,14 +86,15 @@ class CategoricalNB(DiscreteNB):
 
     def _prepare(self, X):
         """Category codes as integers; floats are accepted only when integral."""
+        if X.dtype.kind in "if" and X.size and X.min() < 0:
+            raise ValueError(f"Negative values in data passed to CategoricalNB: category codes start at 0; "
+                             f"got {X.min()}.")
         if X.dtype.kind == "f":
             if (X != np.floor(X)).any():
                 raise ValueError("CategoricalNB expects integer category codes; got fractional values.")
             X = X.astype(np.int64)
         if X.dtype.kind == "b":
             X = X.view(np.uint8)
-        if X.dtype.kind == "i" and X.size and X.min() < 0:
-            raise ValueError(f"CategoricalNB expects non-negative category codes; got {X.min()}.")
         return X
 
     def _smooth(self, alpha, class_log_prior):

@@ -22,6 +22,7 @@ class DiscreteNB(NaiveBayes):
     """
 
     _alpha_may_be_array = True
+    _poor_score = True  # scikit-learn's generic accuracy checks use Gaussian blobs
     class_log_prior_ = cached_table()
     feature_log_prob_ = cached_table()
 
@@ -44,6 +45,18 @@ class DiscreteNB(NaiveBayes):
             prior = np.asarray(self.class_prior, dtype=np.float64)
             if prior.ndim != 1 or (prior < 0).any() or not np.isclose(prior.sum(), 1.0):
                 raise ValueError(f"class_prior must be non-negative and sum to 1; got {self.class_prior!r}.")
+
+    def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
+        if not isinstance(self.alpha, numbers.Real):
+            alpha = np.asarray(self.alpha, dtype=np.float64)
+            if alpha.shape != (n_features,):
+                raise ValueError(f"alpha as an array needs one value per feature ({n_features}); "
+                                 f"got shape {alpha.shape}.")
+            if not np.isfinite(alpha).all() or (alpha < 0).any():
+                raise ValueError("All values in alpha must be finite and >= 0.")
+        if self.class_prior is not None and n_classes is not None and len(self.class_prior) != n_classes:
+            raise ValueError(f"Number of priors must match number of classes: class_prior has "
+                             f"{len(self.class_prior)} entries for {n_classes} classes.")
 
     def _checked_alpha(self):
         """alpha as scikit-learn applies it: per-feature arrays checked, tiny values floored

@@ -19,7 +19,8 @@ class GaussianNB(NaiveBayes):
     priors : array of shape (n_classes,) or None   fixed class priors (else learned)
     var_smoothing : float, default 1e-9
         Added to every variance: this fraction of the largest feature variance over all
-        data seen so far.
+        data seen so far (weighted by sample_weight; scikit-learn's ``fit`` ignores the
+        weights here).
     half_life : float or None, default None   forgetting, in examples
 
     Fitted attributes: classes_, class_count_ (n_classes,), theta_ and var_
@@ -62,6 +63,11 @@ class GaussianNB(NaiveBayes):
             if priors.ndim != 1 or (priors < 0).any() or not np.isclose(priors.sum(), 1.0):
                 raise ValueError(f"priors must be non-negative and sum to 1; got {self.priors!r}.")
 
+    def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
+        if self.priors is not None and n_classes is not None and len(self.priors) != n_classes:
+            raise ValueError(f"Number of priors must match number of classes: priors has "
+                             f"{len(self.priors)} entries for {n_classes} classes.")
+
     def _class_prior(self) -> np.ndarray:
         count = self._stats.class_count
         if self.priors is None:
@@ -82,28 +88,61 @@ class GaussianNB(NaiveBayes):
             var = np.where(moments.class_count[:, None] > 0, moments.m2 / moments.class_count[:, None], 0.0)
         var = var + epsilon
         prior = self._class_prior()
-        # Scores expand sum((x - theta)^2 / var) into two matrix products. Centring x and
-        # theta on the grand mean first keeps the expansion free of cancellation.
-        total = moments.class_count.sum()
-        center = moments.class_count @ moments.mean / total if total else np.zeros(var.shape[1])
+        # Scores expand sum((x - theta)^2 / var) into two matrix products around a centre
+        # per feature: the mean of the class where the feature varies least, whose tiny
+        # variance would otherwise magnify the expansion's rounding most (a pixel that is
+        # always 0 in one class, say). _joint_log_likelihood rescores directly wherever the
+        # expansion could still lose digits.
+        learned = moments.class_count > 0
+        stiffest = np.argmin(np.where(learned[:, None], var, np.inf), axis=0)
+        center = moments.mean[stiffest, np.arange(var.shape[1])] if learned.any() else np.zeros(var.shape[1])
         inv_var = 1.0 / var
         offset = moments.mean - center
         with np.errstate(divide="ignore"):
-            bias = np.log(prior) - 0.5 * (np.log(2.0 * np.pi * var).sum(axis=1)
-                                          + (offset**2 * inv_var).sum(axis=1))
+            normalizer = np.log(prior) - 0.5 * np.log(2.0 * np.pi * var).sum(axis=1)
         return {"theta_": moments.mean.copy(), "var_": var, "class_prior_": prior,
-                "epsilon_": np.float64(epsilon), "center": center,
-                "linear": (offset * inv_var).T, "quadratic": -0.5 * inv_var.T, "bias": bias}
+                "epsilon_": np.float64(epsilon), "center": center, "inv_var": inv_var,
+                "linear": (offset * inv_var).T, "half_inv_var": 0.5 * inv_var.T,
+                "offset_term": 0.5 * (offset**2 * inv_var).sum(axis=1), "normalizer": normalizer}
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
+        """log N(x | theta_c, var_c) + log prior_c, shape (n_samples, n_classes).
+
+        The fast path is exact up to rounding of its terms: the products of x - center with
+        the tables and the per-class constant, each of size up to ``magnitude``. Where that
+        rounding could reach 1e-10 (features of tiny variance far from the grand mean, say)
+        and the class could matter to the row (within 745 of its best score, beyond which
+        exp underflows), the score is computed again from direct differences.
+        """
         tables = self._fresh_tables()
-        scores = np.empty((X.shape[0], len(tables["bias"])))
+        scores = np.empty((X.shape[0], len(tables["normalizer"])))
+        # Rounding of a sum of F products: a few ulps of the largest term, growing as sqrt(F).
+        rounding = 8 * np.finfo(np.float64).eps * np.sqrt(X.shape[1])
         for block in row_blocks(X.shape[0], X.shape[1]):
             centred = X[block].astype(np.float64)
             centred -= tables["center"]
             out = scores[block]
             np.matmul(centred, tables["linear"], out=out)
             centred *= centred
-            out += centred @ tables["quadratic"]
-        scores += tables["bias"]
+            squares = centred @ tables["half_inv_var"]  # >= 0
+            out -= squares
+            out += tables["normalizer"] - tables["offset_term"]
+            magnitude = squares
+            magnitude += tables["offset_term"]
+            error = magnitude
+            error *= rounding
+            self._rescore(X[block], out, error)
         return scores
+
+    def _rescore(self, X, scores: np.ndarray, error: np.ndarray) -> None:
+        """Recompute, from direct differences, the scores whose error bound is too large."""
+        best_lower = (scores - error).max(axis=1, keepdims=True)
+        redo = (error > 1e-10) & (scores + error >= best_lower - 745.0)
+        if not redo.any():
+            return
+        tables = self._fresh_tables()
+        for c in np.flatnonzero(redo.any(axis=0)):
+            rows = np.flatnonzero(redo[:, c])
+            diff = X[rows].astype(np.float64) - tables["theta_"][c]
+            diff *= diff
+            scores[rows, c] = tables["normalizer"][c] - 0.5 * (diff @ tables["inv_var"][c])

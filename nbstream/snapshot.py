@@ -76,6 +76,8 @@ def _serialise(model: NaiveBayes, meta: dict | None, *, tables: bool) -> tuple[b
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "meta": meta or {},
     }
+    if hasattr(model, "feature_names_in_"):
+        header["feature_names"] = model.feature_names_in_.tolist()
     for name, array in model._stats.arrays().items():
         arrays[f"stats.{name}"] = array
     if tables:
@@ -174,19 +176,31 @@ def _model_from(header, payload: memoryview, source) -> tuple[NaiveBayes, dict]:
         if not 1 <= header["n_features"] <= max(n_values, 1) or len(classes) > max(n_values, 1):
             raise ValueError(f"n_features {header['n_features']} and {len(classes)} classes do not fit the "
                              f"{n_values} values of the statistics")
-        model._start(ClassSet(classes, not header["open_classes"]), header["n_features"])
+        model._check_shapes(header["n_features"], None if header["open_classes"] else len(classes))
+        model._start(ClassSet(classes, not header["open_classes"]), header["n_features"],
+                     _feature_names(header.get("feature_names"), header["n_features"]))
         model._stats = type(model._stats).from_arrays(stats)
         model._stats.check(len(classes), header["n_features"])
         model.n_examples_seen_ = header["examples_seen"]
+        computed = model._refresh()
         stored = _decode_tables(arrays)
-        if stored:
-            _check_tables(stored, model._refresh())
-        model._tables = stored or None
+        if set(stored) == set(computed):  # tables of another version are left aside: they are derived
+            _check_tables(stored, computed)
+        model._tables.update(computed)
     except SnapshotError as error:
         raise SnapshotError(f"{source}: {error}") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:
         raise SnapshotError(f"{source}: snapshot content is inconsistent ({error}).") from None
     return model, header
+
+
+def _feature_names(names, n_features: int) -> np.ndarray | None:
+    """The optional column names a model was fitted with, one string per feature."""
+    if names is None:
+        return None
+    if not isinstance(names, list) or len(names) != n_features or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"feature_names must be {n_features} strings")
+    return np.asarray(names, dtype=object)
 
 
 _HEADER_TYPES = {"kind": str, "params": dict, "open_classes": bool, "n_features": int,
@@ -231,8 +245,6 @@ def _product(shape: list[int]) -> int:
 
 def _check_tables(stored: dict, computed: dict) -> None:
     """The smoothed tables stored must be those of the statistics (to rounding)."""
-    if set(stored) != set(computed):
-        raise ValueError(f"stored tables {sorted(stored)}; expected {sorted(computed)}")
     for name, value in computed.items():
         mine = value if isinstance(value, list) else [value]
         theirs = stored[name] if isinstance(stored[name], list) else [stored[name]]

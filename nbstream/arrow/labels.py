@@ -25,6 +25,10 @@ def label_values(labels: pa.Array, column: str, problems: RowProblems) -> tuple[
     y = numpy_values(labels)
     if y.dtype.kind == "f":
         problems.flag(np.isnan(y), column, "NaN label")
+        problems.flag(np.isinf(y), column, "infinite label")
+        with np.errstate(invalid="ignore"):
+            fractional = np.isfinite(y) & (y != np.round(y))
+        problems.flag(fractional, column, "fractional label (a class is an integer or a string)")
     return labeled, y
 
 

@@ -21,7 +21,9 @@ def _flag_values(X: np.ndarray, column: str, counts_only: bool, problems: RowPro
 
 class VectorEncoder(FeatureEncoder):
     """One list or fixed-size-list column of numbers, read in its own dtype (MNIST's uint8
-    pixels stay uint8). The width is learned from the first good row and then required."""
+    pixels stay uint8). The width is learned from the first batch with a non-empty list (its
+    most common length, so one malformed first row does not reject the good rows after it)
+    and then required."""
 
     kind = "vector"
     expected = "a list of numbers"
@@ -54,11 +56,12 @@ class VectorEncoder(FeatureEncoder):
             offsets = column.offsets.to_numpy().astype(np.int64)
         values = column.values
         lengths = np.diff(offsets)
-        if self.width is None:
-            valid = ~problems.bad
-            if not valid.any():
+        if self.width is None:  # the most common non-zero length of the first usable batch
+            lengths_seen, counts = np.unique(lengths[~problems.bad & (lengths > 0)], return_counts=True)
+            if not lengths_seen.size:
+                problems.flag(lengths == 0, name, "empty list (a model needs at least one feature)")
                 return np.zeros((n, 0))
-            self.width = int(lengths[np.argmax(valid)])
+            self.width = int(lengths_seen[np.argmax(counts)])
         width = self.width
         wrong = lengths != width
         if wrong.any():

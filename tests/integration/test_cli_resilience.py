@@ -100,6 +100,12 @@ def write(tmp_path, name, **columns):
      r"bad.parquet: column 'v' not found; columns are \['w', 'label'\]"),
     ("wrong type", {"v": pa.array(["x"]), "label": pa.array(["a"])},
      r"bad.parquet: column 'v' has type string; expected a numeric column"),
+    ("fractional label", {"v": pa.array([[1, 2], [3, 4]]), "label": pa.array([1.0, 2.5])},
+     r"bad.parquet: row 1, column 'label': fractional label"),
+    ("infinite label", {"v": pa.array([[1, 2], [3, 4]]), "label": pa.array([np.inf, 1.0])},
+     r"bad.parquet: row 0, column 'label': infinite label"),
+    ("only empty lists", {"v": pa.array([[], []], pa.list_(pa.int64())), "label": pa.array(["a", "b"])},
+     r"bad.parquet: row 0, column 'v': empty list \(a model needs at least one feature\)"),
 ])
 def test_bad_input_is_named_by_file_column_and_row(tmp_path, case, columns, expected):
     path = write(tmp_path, "bad.parquet", **columns)
@@ -107,6 +113,23 @@ def test_bad_input_is_named_by_file_column_and_row(tmp_path, case, columns, expe
                     "--out", tmp_path / "m.nbs")
     assert result.exit_code == 2
     assert re.search(expected, result.output.replace("\n", " ")), result.output
+
+
+def test_a_malformed_first_row_does_not_set_the_list_width(tmp_path):
+    path = write(tmp_path, "a.parquet", v=pa.array([[1], [1, 2], [3, 4], [5, 6]]), label=pa.array(["x", "y", "x", "y"]))
+    result = invoke("train", path, "--label", "label", "--features", "v", "--out", tmp_path / "m.nbs",
+                    "--skip-invalid")
+    assert result.exit_code == 0, result.output
+    assert "learned 3 rows (1 rejected in all)" in result.output
+    assert nbstream.load(tmp_path / "m.nbs").n_features_in_ == 2
+
+
+def test_a_file_of_empty_lists_only_is_refused_not_learned(tmp_path):
+    path = write(tmp_path, "a.parquet", v=pa.array([[], []], pa.list_(pa.int64())), label=pa.array(["x", "y"]))
+    result = invoke("train", path, "--label", "label", "--features", "v", "--out", tmp_path / "m.nbs",
+                    "--skip-invalid")
+    assert result.exit_code == 2 and "no valid labeled rows" in result.output
+    assert not (tmp_path / "m.nbs").exists()
 
 
 def test_an_unreadable_parquet_file_is_named(tmp_path):

@@ -20,6 +20,8 @@ POISON = [  # (value, the start of the error in the dead letter's headers)
     (b'{"features": [1, 1, 1, 1, 1, 1], "label": ' + b"[" * 1_500 + b"]" * 1_500 + b"}", "malformed JSON"),
     (json_message(features=[1, 2, "x", 4, 5, 6], label=1), "non-numeric value"),
     (json_message(features=[1, 2, 3, 4, 5, -6], label=1), "negative value (this model needs counts)"),
+    (json_message(features=[1] * 6, label=2.5), "fractional label"),
+    (b'{"features": [1, 1, 1, 1, 1, 1], "label": 1e999}', "malformed JSON: number is infinity"),
 ]
 
 
