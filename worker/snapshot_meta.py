@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbstream
-from nbstream.arrow import FeatureEncoder, FeatureError
+from nbstream.arrow import FeatureEncoder, feature_encoder_of
 from nbstream.base import NaiveBayes
 from nbstream.snapshot import load_with_header
 
-from .errors import ConfigError
 from .io.parquet.source import Position
 
 
@@ -111,18 +110,15 @@ class SnapshotMeta:
 
     @classmethod
     def from_json(cls, meta: dict, path) -> "SnapshotMeta":
-        """Raise ConfigError when the snapshot was not written by a worker command."""
-        if not isinstance(meta, dict) or "features" not in meta:
-            raise ConfigError(f"{path} has no feature spec; it was not written by worker train.")
+        """Raise SnapshotError when the snapshot was not written by a worker command."""
+        features = feature_encoder_of(meta, path)
         try:
             source = _source_from_json(meta.get("source"))
-            return cls(features=FeatureEncoder.from_json(meta["features"]), label=meta.get("label"), source=source,
+            return cls(features=features, label=meta.get("label"), source=source,
                        run=meta.get("run"), rows_read=int(meta.get("rows_read", 0)),
                        rows_rejected=int(meta.get("rows_rejected", 0)),
                        extra={key: value for key, value in meta.items()
                               if key not in _KNOWN_KEYS or (key == "source" and source is None)})
-        except FeatureError:
-            raise
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise nbstream.SnapshotError(f"{path}: worker metadata is inconsistent ({error!r}).") from None
 

@@ -6,7 +6,6 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.errors import ConfigError
 from worker.io.parquet.source import Position
 from worker.snapshot_meta import (
     KafkaOffsets,
@@ -44,7 +43,7 @@ def test_each_source_type_is_typed():
 
 def test_a_snapshot_without_features_was_not_written_by_the_worker(tmp_path):
     path = nbstream.save(nbstream.MultinomialNB().fit([[1]], [0]), tmp_path / "plain.nbs", meta={"source": "x"})
-    with pytest.raises(ConfigError, match="has no feature spec; it was not written by worker train"):
+    with pytest.raises(nbstream.SnapshotError, match="has no feature spec; it was not written by worker train"):
         read_snapshot(path)
 
 
