@@ -42,6 +42,13 @@ class ParquetProgress:
         state = "complete" if self.complete else f"at file {position.file_index}, row {position.row}"
         return f"{len(self.files)} Parquet file(s), {state}"
 
+    def learned_from(self) -> set[str]:
+        """The files whose rows (some or all) the model learned."""
+        if self.complete:
+            return set(self.files)
+        read = self.position.file_index + (1 if self.position.row > 0 else 0)
+        return set(self.files[:read])
+
 
 @dataclass(frozen=True)
 class KafkaOffsets:
@@ -55,6 +62,10 @@ class KafkaOffsets:
 
     def describe(self) -> str:
         return json.dumps(self.to_json())
+
+    def learned_from(self) -> set[str]:
+        """The partitions the model learned records of, as 'topic[partition]'."""
+        return {f"{self.topic}[{partition}]" for partition, offset in self.offsets.items() if offset > 0}
 
 
 @dataclass(frozen=True)

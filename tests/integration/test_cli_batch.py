@@ -58,6 +58,40 @@ def test_every_option_reads_its_environment_variable(tmp_path):
     assert isinstance(model, nbstream.BernoulliNB) and model.alpha == 0.5
 
 
+def _environment_variables() -> dict[tuple[str, str], list[str]]:
+    """(variable, option) -> the commands whose option reads that variable."""
+    import typer.main
+    from worker.cli import app
+    rows: dict[tuple[str, str], list[str]] = {}
+    for name, command in sorted(typer.main.get_command(app).commands.items()):
+        for param in command.params:
+            if param.param_type_name == "option" and param.opts[0] != "--help":
+                rows.setdefault((param.envvar or "", param.opts[0]), []).append(name)
+    return rows
+
+
+def test_environment_variables_form_one_scheme_documented_in_one_table():
+    from tests.helpers.paths import REPO
+    readme = (REPO / "README.md").read_text()
+    rows = _environment_variables()
+    assert all(variable for variable, _ in rows), [option for variable, option in rows if not variable]
+    variables = [variable for variable, _ in rows]
+    assert len(variables) == len(set(variables)), "one variable, one meaning"
+    for (variable, option), commands in rows.items():
+        assert variable in (f"NBSTREAM_{option[2:].upper().replace('-', '_')}",
+                            *(f"NBSTREAM_{c.upper()}_{option[2:].upper().replace('-', '_')}" for c in commands))
+        assert f"| `{variable}` | `{option}` | {', '.join(commands)} |" in readme, variable
+
+
+def test_predict_and_evaluate_read_their_variables(tmp_path):
+    train = invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--out", tmp_path / "m.nbs")
+    assert train.exit_code == 0, train.output
+    result = invoke("predict", tmp_path / "m.nbs", SMS / "test.parquet", env={"NBSTREAM_OUT": str(tmp_path / "p.parquet")})
+    assert result.exit_code == 0 and (tmp_path / "p.parquet").exists(), result.output
+    result = invoke("evaluate", tmp_path / "m.nbs", SMS / "test.parquet", env={"NBSTREAM_JSON": "1"})
+    assert result.exit_code == 0 and '"accuracy"' in result.output, result.output
+
+
 def test_a_real_subprocess_end_to_end(tmp_path):
     out = tmp_path / "sub.nbs"
     train = run_worker("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--ngrams", "2",
@@ -119,6 +153,26 @@ def test_merging_categorical_shards_remaps_their_category_codes(tmp_path):
     report_whole = json.loads(invoke("evaluate", tmp_path / "all.nbs", first, second, "--json").output)
     assert report_merged["confusion_matrix"] == report_whole["confusion_matrix"]
     assert report_merged["log_loss"] == pytest.approx(report_whole["log_loss"], rel=1e-12)
+
+
+def test_merging_snapshots_of_the_same_data_warns_that_it_counts_twice(tmp_path):
+    first, second = shards(tmp_path, pq.read_table(SMS / "train.parquet"), 2)
+    train = ("--label", "label", "--text", "text")
+    for inputs, out in (((first,), "a.nbs"), ((first,), "again.nbs"), ((second,), "b.nbs")):
+        assert invoke("train", *inputs, *train, "--out", tmp_path / out).exit_code == 0
+    disjoint = invoke("merge", tmp_path / "a.nbs", tmp_path / "b.nbs", "--out", tmp_path / "ab.nbs")
+    assert disjoint.exit_code == 0 and "warning" not in disjoint.output, disjoint.output
+    same = invoke("merge", tmp_path / "a.nbs", tmp_path / "again.nbs", "--out", tmp_path / "twice.nbs")
+    assert same.exit_code == 0
+    assert f"warning: {tmp_path / 'a.nbs'} and {tmp_path / 'again.nbs'} both learned from {first.resolve()}" \
+        in same.output.replace("\n", "")
+    # a merge of a merge still knows where its data came from; so does a resumed run
+    nested = invoke("merge", tmp_path / "ab.nbs", tmp_path / "again.nbs", "--out", tmp_path / "n.nbs")
+    assert f"both learned from {first.resolve()}" in nested.output.replace("\n", "")
+    assert invoke("train", second, "--label", "label", "--resume", tmp_path / "a.nbs", "--out",
+                  tmp_path / "resumed.nbs").exit_code == 0
+    resumed = invoke("merge", tmp_path / "resumed.nbs", tmp_path / "again.nbs", "--out", tmp_path / "r.nbs")
+    assert f"both learned from {first.resolve()}" in resumed.output.replace("\n", "")
 
 
 def test_merge_refuses_different_kinds_and_features(tmp_path):

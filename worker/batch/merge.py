@@ -6,19 +6,33 @@ from pathlib import Path
 
 import nbstream
 from nbstream.arrow import CategoricalEncoder
+from nbstream.snapshot import read_header
 
 from ..errors import ConfigError
 from ..snapshot_meta import MergedFrom, SnapshotMeta, read_snapshot, write_snapshot
 
+_MAX_DEPTH = 8  # merges of merges followed this deep when looking for shared sources
 
-def merge_snapshots(paths: list[Path], out: Path) -> nbstream.base.NaiveBayes:
-    """Merge into the first snapshot's model; refused when kinds, parameters or features differ."""
+
+def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBayes, list[str]]:
+    """Merge into the first snapshot's model; refused when kinds, parameters or features differ.
+
+    Returns the model and one warning per pair of snapshots that learned from the same data
+    (the same Parquet file, Kafka partition or snapshot): their merge counts it twice."""
     if len(paths) < 2:
         raise ConfigError("merge needs at least two snapshots.")
     model, first = read_snapshot(paths[0])
     features = first.features
+    learned_by = {source: paths[0] for source in _learned_from(first)}
+    overlaps: list[str] = []
     for path in paths[1:]:
         other, meta = read_snapshot(path)
+        shared = sorted(source for source in _learned_from(meta) if source in learned_by)
+        if shared:
+            overlaps.append(f"{learned_by[shared[0]]} and {path} both learned from {shared[0]}"
+                            f"{f' (and {len(shared) - 1} more)' if len(shared) > 1 else ''}: "
+                            "the merged model counts those examples twice.")
+        learned_by.update({source: path for source in _learned_from(meta)})
         if other.kind != model.kind:
             raise ConfigError(f"cannot merge {path} ({other.kind}) into {paths[0]} ({model.kind}).")
         if not features.same_layout(meta.features):
@@ -33,4 +47,24 @@ def merge_snapshots(paths: list[Path], out: Path) -> nbstream.base.NaiveBayes:
     meta = SnapshotMeta(features=features, label=first.label,
                         source=MergedFrom([str(Path(p).resolve()) for p in paths]))
     write_snapshot(model, out, meta)
-    return model
+    return model, overlaps
+
+
+def _learned_from(meta: SnapshotMeta, depth: int = 0) -> set[str]:
+    """What a snapshot's model learned from: files, partitions, and what the snapshots it
+    continued (--resume) or merged learned from, as far as they can still be read."""
+    sources: set[str] = set()
+    earlier = [meta.run["resume"]["path"]] if isinstance(meta.run, dict) and isinstance(meta.run.get("resume"), dict) \
+        else []
+    if isinstance(meta.source, MergedFrom):
+        earlier += meta.source.snapshots
+    elif meta.source is not None:
+        sources |= meta.source.learned_from()
+    for path in earlier:
+        try:
+            if depth >= _MAX_DEPTH:
+                raise OSError("too deep")
+            sources |= _learned_from(SnapshotMeta.from_json(read_header(path)["meta"], path), depth + 1)
+        except (OSError, nbstream.SnapshotError):
+            sources.add(str(path))  # gone or unreadable: the snapshot itself stands for its data
+    return sources

@@ -89,7 +89,7 @@ def train(
 def predict(
     snapshot: Path = SNAPSHOT,
     paths: list[str] = PATHS,
-    out: Path = typer.Option(..., "--out", envvar=env("PREDICTIONS"), help="Parquet file to write."),
+    out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Parquet file to write."),
     proba: bool = typer.Option(False, "--proba", envvar=env("PROBA"),
                                help="Add a proba_<class> column per class."),
     id_column: Optional[str] = typer.Option(None, "--id", envvar=env("ID"),
@@ -113,7 +113,7 @@ def evaluate(
     paths: list[str] = PATHS,
     label: Optional[str] = typer.Option(None, "--label", envvar=env("LABEL"),
                                         help="Label column (default: the one the model was trained on)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
+    as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the metrics as JSON."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: Optional[bool] = PROGRESS,
@@ -145,7 +145,7 @@ def evaluate(
 
 @app.command()
 def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_default=False),
-            as_json: bool = typer.Option(False, "--json", help="Print the header as JSON.")) -> None:
+            as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the header as JSON.")) -> None:
     """Kind, parameters, classes and counts, examples seen, features, source position, checksum."""
     with reported_errors():
         model, header = load_with_header(snapshot)
@@ -184,6 +184,8 @@ def merge(snapshots: list[Path] = typer.Argument(..., help="Snapshots trained on
     from ..batch.merge import merge_snapshots
 
     with reported_errors():
-        model = merge_snapshots(snapshots, out)
+        model, overlaps = merge_snapshots(snapshots, out)
+    for overlap in overlaps:
+        typer.echo(f"warning: {overlap}", err=True)
     typer.echo(f"merged {len(snapshots)} snapshots: {model.n_examples_seen_:,} examples, "
                f"{len(model.classes_)} classes -> {out}")
