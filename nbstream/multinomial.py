@@ -39,12 +39,14 @@ class MultinomialNB(DiscreteNB):
         self.half_life = half_life
 
     def _smooth(self, alpha, class_log_prior):
-        smoothed = self._stats.feature_count + alpha
-        log_total = np.log(smoothed.sum(axis=1))
+        counts = self._stats.feature_count
         # Written straight into the (n_features, n_classes) layout the sparse product wants:
-        # half the time of computing (n_classes, n_features) and transposing a copy.
-        weights = np.empty(smoothed.shape[::-1])
-        for c, row in enumerate(smoothed):
-            np.log(row, out=weights[:, c])
-            weights[:, c] -= log_total[c]
+        # half the time of computing (n_classes, n_features) and transposing a copy; one
+        # class at a time, so a refresh needs one row of scratch, not a copy of the counts.
+        weights = np.empty(counts.shape[::-1])
+        smoothed = np.empty(counts.shape[1])
+        for c, row in enumerate(counts):
+            np.add(row, alpha, out=smoothed)
+            np.log(smoothed, out=weights[:, c])
+            weights[:, c] -= np.log(smoothed.sum())
         return {"feature_log_prob_": weights.T, "weights": weights, "bias": class_log_prior}

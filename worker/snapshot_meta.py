@@ -142,4 +142,4 @@ def read_snapshot(path) -> tuple[NaiveBayes, SnapshotMeta]:
 
 def write_snapshot(model: NaiveBayes, path, meta: SnapshotMeta) -> Path:
     """Write the model and its metadata atomically (see ``nbstream.save``)."""
-    return nbstream.save(model, path, meta=meta.to_json())
+    return nbstream.save(model, path, meta=meta.to_json(), tables=False)  # load recomputes them

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import is_numeric_type, is_string_type, numpy_values
+from .arrays import is_numeric_type, is_string_type, numpy_values, with_valid_utf8
 from .problems import FeatureError, RowProblems
 
 
@@ -17,6 +17,9 @@ def label_values(labels: pa.Array, column: str, problems: RowProblems) -> tuple[
         np.ones(len(labels), dtype=bool)
     if pa.types.is_null(labels.type):
         return labeled, np.zeros(len(labels))
+    labels, invalid_rows = with_valid_utf8(labels)
+    if invalid_rows is not None:
+        problems.flag(invalid_rows, column, "invalid UTF-8")
     if is_string_type(labels.type) or pa.types.is_dictionary(labels.type):
         return labeled, np.asarray(pc.fill_null(labels.cast(pa.string()), "").to_numpy(zero_copy_only=False),
                                    dtype=str)

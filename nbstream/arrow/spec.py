@@ -19,6 +19,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
+from .arrays import with_valid_utf8
 from .problems import FeatureError, RowProblems
 
 
@@ -133,6 +134,10 @@ class FeatureEncoder:
             column = batch.column(name)
             if column.null_count:
                 problems.flag(column.is_null().to_numpy(zero_copy_only=False), name, "null value")
+            valid, invalid_rows = with_valid_utf8(column)
+            if invalid_rows is not None:
+                problems.flag(invalid_rows, name, "invalid UTF-8")
+                batch = batch.set_column(batch.schema.get_field_index(name), name, valid)
         return self._encode(batch, problems, learn=learn, counts_only=counts_only), problems
 
     def to_json(self) -> dict:

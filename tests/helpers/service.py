@@ -41,6 +41,7 @@ class Service:
         self.log = self.folder / f"{name}.log"
         self.extra = [str(e) for e in extra]
         self.process = None
+        self._started_before = 0
 
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "worker", "serve", *self.connection, "--input", self.topic,
@@ -52,6 +53,7 @@ class Service:
 
     def start(self):
         self.folder.mkdir(parents=True, exist_ok=True)
+        self._started_before = self._starts_logged()
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=log, env=worker_env())
         return self
@@ -69,7 +71,15 @@ class Service:
     def resume(self):
         self.process.send_signal(signal.SIGCONT)
 
+    def _starts_logged(self) -> int:
+        return self.log.read_text(errors="replace").count("serving") if self.log.exists() else 0
+
     def terminate(self, timeout=90) -> int:
+        """SIGTERM once the process has installed its stop handler (a signal during start-up
+        would end it by the default action), then its exit status."""
+        deadline = time.monotonic() + 60
+        while self.running() and self._starts_logged() <= self._started_before and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=timeout)
 

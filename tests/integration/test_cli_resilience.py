@@ -83,6 +83,9 @@ def test_an_existing_snapshot_of_another_run_is_not_overwritten(tmp_path):
     assert result.exit_code == 0 and nbstream.load(out).n_examples_seen_ == 4_459
 
 
+INVALID_UTF8 = pa.array([b"ok", b"\xff\xfe bad"], pa.binary()).view(pa.string())  # Arrow does not validate views
+
+
 def write(tmp_path, name, **columns):
     path = tmp_path / name
     pq.write_table(pa.table(columns), path)
@@ -104,6 +107,8 @@ def write(tmp_path, name, **columns):
      r"bad.parquet: row 1, column 'label': fractional label"),
     ("infinite label", {"v": pa.array([[1, 2], [3, 4]]), "label": pa.array([np.inf, 1.0])},
      r"bad.parquet: row 0, column 'label': infinite label"),
+    ("invalid UTF-8 label", {"v": pa.array([[1, 2], [3, 4]]), "label": INVALID_UTF8},
+     r"bad.parquet: row 1, column 'label': invalid UTF-8"),
     ("only empty lists", {"v": pa.array([[], []], pa.list_(pa.int64())), "label": pa.array(["a", "b"])},
      r"bad.parquet: row 0, column 'v': empty list \(a model needs at least one feature\)"),
 ])
@@ -113,6 +118,22 @@ def test_bad_input_is_named_by_file_column_and_row(tmp_path, case, columns, expe
                     "--out", tmp_path / "m.nbs")
     assert result.exit_code == 2
     assert re.search(expected, result.output.replace("\n", " ")), result.output
+
+
+@pytest.mark.parametrize("options", [("--text", "text"), ("--features", "text", "--model", "categorical")])
+def test_invalid_utf8_text_is_a_bad_row_in_train_predict_and_evaluate(tmp_path, options):
+    path = write(tmp_path, "a.parquet", text=pa.array([b"spam spam", b"\xff\xfe", b"ham"], pa.binary()).view(pa.string()),
+                 label=pa.array(["spam", "ham", "ham"]))
+    refused = invoke("train", path, "--label", "label", *options, "--out", tmp_path / "m.nbs")
+    assert refused.exit_code == 2 and "a.parquet: row 1, column 'text': invalid UTF-8" in refused.output
+    result = invoke("train", path, "--label", "label", *options, "--out", tmp_path / "m.nbs", "--skip-invalid")
+    assert result.exit_code == 0 and "learned 2 rows (1 rejected in all)" in result.output, result.output
+    predicted = invoke("predict", tmp_path / "m.nbs", path, "--out", tmp_path / "p.parquet", "--skip-invalid")
+    assert predicted.exit_code == 0, predicted.output
+    table = pq.read_table(tmp_path / "p.parquet")
+    assert table.column("prediction").to_pylist()[1] is None and table.num_rows == 3
+    evaluated = invoke("evaluate", tmp_path / "m.nbs", path, "--skip-invalid")
+    assert evaluated.exit_code == 0 and "support" in evaluated.output, evaluated.output
 
 
 def test_a_malformed_first_row_does_not_set_the_list_width(tmp_path):
