@@ -103,6 +103,7 @@ class TrainConfig:
     fresh: bool = False
     skip_invalid: bool = False
     rejects: Path | None = None
+    max_classes: int = 1_000
 
     @property
     def rejects_dir(self) -> Path:
@@ -164,6 +165,7 @@ class ServeConfig:
     session_timeout: float = 10.0
     learn: bool = True
     init_model: Path | None = None
+    max_classes: int = 1_000
 
     def __post_init__(self):
         if self.guarantee not in GUARANTEES:

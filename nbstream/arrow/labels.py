@@ -40,3 +40,21 @@ def extract_labels(batch: pa.RecordBatch, column: str, problems: RowProblems) ->
     labeled, y = label_values(batch.column(column), column, problems)
     problems.flag(~labeled, column, "null label")
     return y
+
+
+def flag_classes_beyond(y: np.ndarray, known: np.ndarray | None, limit: int, column: str, problems: RowProblems,
+                        message: str, labeled: np.ndarray | None = None) -> None:
+    """Flag the rows whose label would make the class set larger than ``limit``.
+
+    y : shape (n_rows,); known : the classes learned so far (None: none yet); labeled : which
+    rows carry a label (default: all). New labels are admitted in order of first appearance
+    until the set holds ``limit`` classes; rows of the others get ``message``."""
+    rows = ~problems.bad if labeled is None else labeled & ~problems.bad
+    if not rows.any():
+        return
+    unique, first_seen = np.unique(y[rows], return_index=True)
+    known_labels = set(known.tolist()) if known is not None else set()
+    new = [label for _, label in sorted(zip(first_seen.tolist(), unique.tolist())) if label not in known_labels]
+    room = max(limit - len(known_labels), 0)
+    if len(new) > room:
+        problems.flag(rows & np.isin(y, np.asarray(new[room:])), column, message)

@@ -136,6 +136,20 @@ def test_invalid_utf8_text_is_a_bad_row_in_train_predict_and_evaluate(tmp_path, 
     assert evaluated.exit_code == 0 and "support" in evaluated.output, evaluated.output
 
 
+def test_the_class_set_is_bounded_by_max_classes(tmp_path):
+    many = write(tmp_path, "many.parquet", a=pa.array(np.ones(5_000)), label=pa.array(np.arange(5_000)))
+    refused = invoke("train", many, "--label", "label", "--features", "a", "--model", "gaussian",
+                     "--out", tmp_path / "m.nbs")
+    assert refused.exit_code == 2
+    assert "many.parquet: row 1000, column 'label': label would add a class beyond --max-classes 1000" \
+        in refused.output.replace("\n", " ")
+    four = write(tmp_path, "four.parquet", a=pa.array(np.ones(6)), label=pa.array([1, 2, 3, 1, 4, 2]))
+    result = invoke("train", four, "--label", "label", "--features", "a", "--model", "gaussian", "--max-classes", 3,
+                    "--out", tmp_path / "f.nbs", "--skip-invalid")
+    assert result.exit_code == 0 and "learned 5 rows (1 rejected in all)" in result.output, result.output
+    assert nbstream.load(tmp_path / "f.nbs").classes_.tolist() == [1, 2, 3]
+
+
 def test_a_malformed_first_row_does_not_set_the_list_width(tmp_path):
     path = write(tmp_path, "a.parquet", v=pa.array([[1], [1, 2], [3, 4], [5, 6]]), label=pa.array(["x", "y", "x", "y"]))
     result = invoke("train", path, "--label", "label", "--features", "v", "--out", tmp_path / "m.nbs",

@@ -51,3 +51,25 @@ def test_each_bad_message_alone_is_dead_lettered_and_the_service_goes_on(kafka_b
         predictions.close(), dead.close()
         if service.running():
             service.kill()
+
+
+def test_a_label_beyond_max_classes_is_dead_lettered(kafka_bootstrap, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "max-classes")
+    service = Service(kafka_bootstrap, topic, tmp_path, "--max-classes", 2, client=kafka_client).start()
+    predictions, dead = TopicWatcher(kafka_bootstrap, service.output), TopicWatcher(kafka_bootstrap, f"{topic}.dlq")
+    try:
+        labels = [1, 2, 3, 1, 4, 2]
+        send(kafka_bootstrap, topic, [json_message(features=[1, 0, 2, 0, 3, i], label=label, id=f"m{i}")
+                                      for i, label in enumerate(labels)])
+        assert dead.wait_until(lambda records: len(records) == 2), service.log_tail()
+        assert [json.loads(r.value)["label"] for r in dead.records] == [3, 4]
+        assert all(dict(r.headers)["error"].decode() == "label would add a class beyond --max-classes 2"
+                   for r in dead.records)
+        assert predictions.wait_until(lambda records: len(records) == 4), service.log_tail()
+        assert service.running() and service.terminate() == 0
+        model, _ = service.state()
+        assert sorted(model.classes_.tolist()) == [1, 2] and model.n_examples_seen_ == 4
+    finally:
+        predictions.close(), dead.close()
+        if service.running():
+            service.kill()

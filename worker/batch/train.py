@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbstream
-from nbstream.arrow import FeatureEncoder, extract_labels
+from nbstream.arrow import FeatureEncoder, extract_labels, flag_classes_beyond
 from nbstream.arrow.arrays import is_list_type
 from nbstream.snapshot import read_header
 
@@ -126,6 +126,8 @@ def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:
         for batch in read_batches(files, columns, config.batch_size, run.start, check_schema=encoder.check_schema):
             X, problems = encoder.encode(batch.data, learn=True, counts_only=model.requires_non_negative)
             y = extract_labels(batch.data, config.label, problems)
+            flag_classes_beyond(y, model.classes_ if model.is_fitted else None, config.max_classes, config.label,
+                                problems, f"label would add a class beyond --max-classes {config.max_classes}")
             if problems.any():
                 if not config.skip_invalid:
                     raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to set such rows aside.")

@@ -17,7 +17,8 @@ from ..config import FeatureOptions, ScoreConfig, TrainConfig
 from ..snapshot_meta import ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
 from .options import (ALPHA, BATCH_SIZE, BINARIZE, FIT_PRIOR, HALF_LIFE, HASH_BITS, MIN_CATEGORIES, NGRAMS, NORM,
-                      PATHS, PROGRESS, SKIP_INVALID, SNAPSHOT, VAR_SMOOTHING, columns, env, model_options)
+                      MAX_CLASSES, PATHS, PROGRESS, SKIP_INVALID, SNAPSHOT, VAR_SMOOTHING, columns, env,
+                      model_options)
 
 
 @app.command()
@@ -43,6 +44,7 @@ def train(
     var_smoothing: Optional[float] = VAR_SMOOTHING,
     min_categories: Optional[int] = MIN_CATEGORIES,
     half_life: Optional[float] = HALF_LIFE,
+    max_classes: int = MAX_CLASSES,
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", min=1,
                                                    envvar=env("CHECKPOINT_EVERY"),
                                                    help="Write the snapshot every N rows (the run can then "
@@ -72,7 +74,7 @@ def train(
             model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
             features=FeatureOptions(columns=columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
             batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
-            skip_invalid=skip_invalid, rejects=rejects)
+            skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes)
         summary = run_train(config, progress=progress)
     rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
     if summary.resumed_from:

@@ -46,6 +46,11 @@ VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=env("VAR_SMO
                              help="Gaussian: variance smoothing (default: 1e-9).")
 MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_CATEGORIES"),
                               help="Categorical: minimum categories per feature.")
+MAX_CLASSES = typer.Option(1_000, "--max-classes", min=1, envvar=env("MAX_CLASSES"),
+                           help="Most classes the model may hold: a label that would add one more is a bad "
+                                "row (train: an error, or set aside with --skip-invalid; serve: a dead "
+                                "letter). Each class costs 8 to 24 bytes per feature (16 MiB for a multinomial "
+                                "model of 2^20 hashed features).")
 HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
                          help="Forget: an example's weight halves every N newer examples.")
 

@@ -15,7 +15,7 @@ from ..config import MessageFields, ServeConfig, parse_classes
 from ..errors import UserError
 from .app import app, reported_errors
 from .options import (ALPHA, BINARIZE, BOOTSTRAP, FIT_PRIOR, HALF_LIFE, HASH_BITS, KAFKA_CLIENT, KAFKA_CONFIG,
-                      MIN_CATEGORIES, NGRAMS, NORM, PATHS, SASL_MECHANISM, SASL_PASSWORD_FILE, SASL_USERNAME,
+                      MAX_CLASSES, MIN_CATEGORIES, NGRAMS, NORM, PATHS, SASL_MECHANISM, SASL_PASSWORD_FILE, SASL_USERNAME,
                       SECURITY_PROTOCOL, SSL_CAFILE, SSL_CERTFILE, SSL_KEYFILE, VAR_SMOOTHING, columns, env,
                       kafka_settings, model_options)
 
@@ -59,6 +59,7 @@ def serve(
     var_smoothing: Optional[float] = VAR_SMOOTHING,
     min_categories: Optional[int] = MIN_CATEGORIES,
     half_life: Optional[float] = HALF_LIFE,
+    max_classes: int = MAX_CLASSES,
     classes: Optional[str] = typer.Option(None, "--classes", envvar=env("CLASSES"),
                                           help="Fixed class set, comma-separated (numbers if all are); other "
                                                "labels go to the dead-letter topic (default: open, grows)."),
@@ -139,7 +140,8 @@ def serve(
             checkpoint_every=checkpoint_every, checkpoint_interval=checkpoint_interval,
             transaction_timeout=transaction_timeout, start=start, keep_snapshots=keep_snapshots,
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
-            session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records)
+            session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
+            max_classes=max_classes)
         run_serve(config)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from nbstream.arrow import FeatureError, RowProblems, label_values
+from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label_values
 from nbstream.labels import ClassSet
 
 from ..config import MessageFields
@@ -31,13 +31,15 @@ from .partitions import GroupState
 
 class PrequentialLoop:
     """learn : learn from labeled messages (False: predict only, labels ignored).
-    refusals : what the broker refused (see KafkaSink); a poisoned input is dead-lettered."""
+    refusals : what the broker refused (see KafkaSink); a poisoned input is dead-lettered.
+    max_classes : a label that would grow an open class set beyond it is dead-lettered."""
 
     def __init__(self, fields: MessageFields, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
-                 metrics: ServiceMetrics, *, learn: bool = True, refusals: Refusals | None = None):
+                 metrics: ServiceMetrics, *, learn: bool = True, refusals: Refusals | None = None,
+                 max_classes: int = 1_000):
         self.fields, self.group = fields, group
         self.predictions, self.rejects, self.metrics = predictions, rejects, metrics
-        self.learn = learn
+        self.learn, self.max_classes = learn, max_classes
         self.refusals = refusals or Refusals()
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
@@ -81,6 +83,10 @@ class PrequentialLoop:
         if self.classes is not None:
             problems.flag(labeled & ~self.classes.known(y), "label",
                           f"label not among the classes {self.classes.labels.tolist()}")
+        else:
+            model = self.group.global_model.model
+            flag_classes_beyond(y, model.classes_ if model.is_fitted else None, self.max_classes, "label", problems,
+                                f"label would add a class beyond --max-classes {self.max_classes}", labeled)
         return labeled, y
 
     def _flag_poisoned(self, polled: Polled, problems: RowProblems) -> None:

@@ -89,7 +89,7 @@ class Session:
         self.checkpointer = Checkpointer(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
                                          outputs=[self.sink], state=self.state_writer, upstream=upstream)
         self.loop = PrequentialLoop(config.fields, self.group, self.sink, self.sink, metrics, learn=config.learn,
-                                    refusals=refusals)
+                                    refusals=refusals, max_classes=config.max_classes)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
         self._probed = time.monotonic()
 
