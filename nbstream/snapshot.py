@@ -116,6 +116,17 @@ def _write_body(out, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> None
 
 
 def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
+    """An OSError names ``path`` (not the temporary file beside it)."""
+    try:
+        return _replace_atomically(path, header_bytes, arrays)
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else (error.strerror or str(error))
+        raise OSError(error.errno, f"cannot write the snapshot ({reason})", str(path)) from None
+
+
+def _replace_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
+    if path.is_dir():
+        raise IsADirectoryError(21, "Is a directory", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

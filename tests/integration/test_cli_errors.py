@@ -44,3 +44,73 @@ def test_version_and_model_names_in_any_case(tmp_path):
     assert invoke("--version").output.strip() == f"nbstream {library.__version__}"
     result = invoke("train", "x.parquet", "--label", "y", "--model", "bernouli", "--out", tmp_path / "m.nbs")
     assert result.exit_code == 2 and "did you mean bernoulli?" in result.output
+
+
+# ---- what the operating system refuses: one line naming the path ----------------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spam_model(tmp_path_factory):
+    out = tmp_path_factory.mktemp("model") / "m.nbs"
+    assert invoke("train", SMS / "test.parquet", "--label", "label", "--text", "text", "--out", out).exit_code == 0
+    return out
+
+
+def _one_line(result) -> str:
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["train", "predict", "merge", "rejects"])
+def test_an_output_path_that_cannot_be_written_is_named(tmp_path, spam_model, command):
+    (tmp_path / "a-directory").mkdir()
+    with_bad_row = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"v": [1.0, 2.0], "label": [1.0, 2.5]}), with_bad_row)
+    (tmp_path / "a-file").write_text("")
+    unwritable = (tmp_path / "a-file", "File exists") if command == "rejects" else (tmp_path / "a-directory", "s a directory")
+    for target, reason in (unwritable, ("/proc/nbstream-test", "No such file")):
+        args = {"train": ("train", SMS / "test.parquet", "--label", "label", "--text", "text", "--out", target),
+                "predict": ("predict", spam_model, SMS / "test.parquet", "--out", target),
+                "merge": ("merge", spam_model, spam_model, "--out", target),
+                "rejects": ("train", with_bad_row, "--label", "label", "--features", "v", "--model", "gaussian",
+                            "--skip-invalid", "--rejects", target, "--out", tmp_path / "g.nbs", "--fresh")}[command]
+        line = _one_line(invoke(*args))
+        assert line.startswith(f"error: {target}") and reason in line and ".tmp" not in line, line
+
+
+@pytest.mark.parametrize("make", [os.mkfifo, lambda path: os.symlink("/dev/zero", path)], ids=["fifo", "device"])
+def test_an_input_that_is_not_a_regular_file_is_refused_at_once(tmp_path, spam_model, make):
+    make(tmp_path / "input.parquet")
+    line = _one_line(invoke("predict", spam_model, tmp_path / "input.parquet", "--out", tmp_path / "p.parquet"))
+    assert "input.parquet: is a" in line and "not a Parquet file" in line
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs (needs the right to mount; skipped where there is none)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_partial_file(full_disk, spam_model):
+    line = _one_line(invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text",
+                            "--out", full_disk / "m.nbs"))
+    assert line == f"error: {full_disk / 'm.nbs'}: cannot write the snapshot (No space left on device)"
+    (full_disk / "filler").write_bytes(b"x" * 60_000)
+    line = _one_line(invoke("predict", spam_model, SMS / "test.parquet", "--proba", "--out", full_disk / "p.parquet"))
+    assert line == f"error: {full_disk / 'p.parquet'}: cannot write (No space left on device)"
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]

@@ -16,6 +16,7 @@ import nbstream
 from nbstream.arrow import FeatureError
 
 from ..errors import UserError
+from ..io.files import cannot_because
 
 app = typer.Typer(help="nbstream worker: streaming Naive Bayes over Parquet files and Kafka topics.",
                   no_args_is_help=True, pretty_exceptions_show_locals=False)
@@ -41,20 +42,30 @@ def _commands(version: bool = typer.Option(False, "--version", callback=_print_v
     configure_logging(json_lines=False, level="warning")  # serve sets its own
 
 
+def _os_error_line(error: OSError) -> str:
+    """'PATH: reason' (and '-> OTHER' for a rename), without the errno noise."""
+    where = f"{error.filename}" + (f" -> {error.filename2}" if error.filename2 else "") if error.filename else ""
+    reason = error.strerror or cannot_because(error)
+    return f"{where}: {reason}" if where else reason
+
+
 @contextmanager
 def reported_errors(log: logging.Logger | None = None):
-    """Errors about the data or the settings: one line on stderr, exit status 2.
+    """Errors about the data or the settings, and what the system refused (a full disk, a
+    path that cannot be written): one line on stderr, exit status 2.
 
     log : report through this logger instead (a service whose every line is a log line); an
         unexpected error is then logged with its traceback too, and the exit status is 1.
     """
     try:
         yield
-    except USER_ERRORS as error:
+    except (*USER_ERRORS, OSError) as error:
+        message = _os_error_line(error) if isinstance(error, OSError) and not isinstance(error, USER_ERRORS) \
+            else str(error)
         if log is None:
-            typer.echo(f"error: {error}", err=True)
+            typer.echo(f"error: {message}", err=True)
         else:
-            log.error(str(error), extra={"exit_status": 2})
+            log.error(message, extra={"exit_status": 2})
         raise typer.Exit(code=2) from None
     except Exception:
         if log is None:

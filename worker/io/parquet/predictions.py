@@ -8,6 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..files import writing
+
 
 class PredictionWriter:
     """Write tables of one schema to ``path`` atomically: a reader never sees half a file.
@@ -23,20 +25,25 @@ class PredictionWriter:
         self._writer: pq.ParquetWriter | None = None
 
     def __enter__(self) -> "PredictionWriter":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with writing(self.path):
+            if self.path.is_dir():
+                raise IsADirectoryError(21, "Is a directory", str(self.path))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         return self
 
     def write(self, table: pa.Table) -> None:
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self._temporary, table.schema)
-        self._writer.write_table(table)
+        with writing(self.path):
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self._temporary, table.schema)
+            self._writer.write_table(table)
         self.rows += table.num_rows
 
     def commit(self) -> None:
         """Close the file and rename it into place (at least one table must have been written)."""
-        self._writer.close()
-        self._writer = None
-        os.replace(self._temporary, self.path)
+        with writing(self.path):
+            self._writer.close()
+            self._writer = None
+            os.replace(self._temporary, self.path)
 
     def __exit__(self, *exc) -> None:
         if self._writer is not None:

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from nbstream.arrow import RowProblems
 
+from ..files import writing
 from .source import Batch
 
 
@@ -51,10 +52,11 @@ class ParquetRejects:
         """Write what is pending as one part file (atomically)."""
         if not self._pending:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
         file_index, row = self._first
         target = self.directory / f"part-{file_index:05d}-{row:012d}.parquet"
         temporary = target.with_suffix(".tmp")
-        pq.write_table(pa.concat_tables(self._pending, promote_options="permissive"), temporary)
-        os.replace(temporary, target)
+        with writing(self.directory):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.concat_tables(self._pending, promote_options="permissive"), temporary)
+            os.replace(temporary, target)
         self._pending, self._first = [], None

@@ -8,6 +8,8 @@ unread row is, so a run restarted from a snapshot skips exactly what it already 
 from __future__ import annotations
 
 import glob
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +59,22 @@ def expand_paths(paths: list[str]) -> list[str]:
             matches = [path] if Path(path).exists() else []
         if not matches:
             raise SourceError(f"{path}: no such Parquet file, directory or matching glob.")
+        for match in matches:
+            _check_regular_file(match)
         files.extend(matches)
     return files
+
+
+def _check_regular_file(path: str) -> None:
+    """Only regular files are read: a FIFO would block for ever, a device never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise SourceError(f"{path}: cannot read ({error.strerror}).") from None
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+            else "a socket" if stat.S_ISSOCK(mode) else "a special file"
+        raise SourceError(f"{path}: is {kind}, not a Parquet file.")
 
 
 def open_file(path: str) -> ds.ParquetFileFragment:
