@@ -61,9 +61,10 @@ class ConfusionCounts:
             recall = np.where(actual > 0, tp / actual, 0.0)
             f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
         present = (predicted + actual) > 0
-        order = sorted(range(n_labels), key=lambda i: (isinstance(self.labels[i], str), self.labels[i]))
-        square = np.zeros((n_labels, n_labels), dtype=np.int64)
-        square[:, :n_model] = counts
+        def by_label(i):
+            return isinstance(self.labels[i], str), self.labels[i]
+        order = sorted(range(n_labels), key=by_label)
+        columns = sorted(range(n_model), key=by_label)  # a prediction is always one of the model's classes
         return {
             "rows": self.n,
             "accuracy": float(tp.sum() / self.n) if self.n else 0.0,
@@ -72,5 +73,6 @@ class ConfusionCounts:
             "classes": [{"label": self.labels[i], "precision": float(precision[i]), "recall": float(recall[i]),
                          "f1": float(f1[i]), "support": int(actual[i])} for i in order],
             "labels": [self.labels[i] for i in order],
-            "confusion_matrix": square[np.ix_(order, order)].tolist(),
+            "predicted_labels": [self.labels[i] for i in columns],
+            "confusion_matrix": counts[np.ix_(order, columns)].tolist(),
         }

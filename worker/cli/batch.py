@@ -140,7 +140,7 @@ def evaluate(
                    f"{row['f1']:>10.4f}{row['support']:>10,}")
     typer.echo("confusion matrix (rows: true, columns: predicted):")
     width = max(6, *(len(str(label)) + 1 for label in report["labels"]))
-    typer.echo(" " * width + "".join(f"{label!s:>{width}}" for label in report["labels"]))
+    typer.echo(" " * width + "".join(f"{label!s:>{width}}" for label in report["predicted_labels"]))
     for label, counts in zip(report["labels"], report["confusion_matrix"]):
         typer.echo(f"{label!s:>{width}}" + "".join(f"{c:>{width}}" for c in counts))
 
