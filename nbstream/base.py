@@ -15,7 +15,7 @@ from .kernels import log_normalize
 from .labels import ClassSet
 from .sklearn_compat import EstimatorProtocol, not_fitted
 from .validation import (NotFittedError, check_feature_names, check_labels, check_non_negative,
-                         check_positive, check_sample_weight, check_X, feature_names_of)
+                         check_positive, check_sample_weight, check_X, feature_names_of, is_sparse)
 
 
 class cached_table:
@@ -59,6 +59,13 @@ class NaiveBayes(EstimatorProtocol):
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         """log P(x, c) up to a constant, shape (n_samples, n_classes)."""
+        raise NotImplementedError
+
+    _refreshes_features = False  # whether _refresh_features is supplied
+
+    def _refresh_features(self, tables: dict[str, object], features: np.ndarray) -> None:
+        """Bring ``tables`` up to date in place after a batch that touched only ``features``
+        (sorted indices) and the class counts; must give what ``_refresh`` would, bit for bit."""
         raise NotImplementedError
 
     def check_params(self) -> None:
@@ -114,10 +121,14 @@ class NaiveBayes(EstimatorProtocol):
                 raise ValueError(f"classes={np.unique(classes).tolist()} differs from the classes "
                                  f"{self.classes_.tolist()} of the first partial_fit.")
             rows = self._classes.index(y)
+        n_classes = len(self._stats.class_count)
         self._stats.grow(len(self._classes))
         self._stats.update(X, rows, self._forget(X.shape[0], weights))
         self.n_examples_seen_ += X.shape[0]
-        self._tables.clear()
+        if self._refreshes_features and is_sparse(X) and self.half_life is None and n_classes == len(self._classes):
+            self._dirty_features.append(np.unique(X.indices))  # a text batch touches few of 2^20 features
+        else:
+            self._invalidate_tables()
         return self
 
     def _start(self, class_set: ClassSet, n_features: int, feature_names: np.ndarray | None = None) -> None:
@@ -126,6 +137,7 @@ class NaiveBayes(EstimatorProtocol):
         self.n_features_in_ = n_features
         self.n_examples_seen_ = 0
         self._tables = {}
+        self._dirty_features: list[np.ndarray] = []  # touched since the tables were refreshed
         if feature_names is not None:
             self.feature_names_in_ = feature_names
         elif hasattr(self, "feature_names_in_"):
@@ -173,7 +185,7 @@ class NaiveBayes(EstimatorProtocol):
         self._stats.grow(len(self._classes))
         self._stats.merge(other._stats, rows)
         self.n_examples_seen_ += other.n_examples_seen_
-        self._tables.clear()
+        self._invalidate_tables()
         return self
 
     # ---- fitted attributes -------------------------------------------------------------
@@ -204,13 +216,19 @@ class NaiveBayes(EstimatorProtocol):
         self._require_fitted()
         if not self._tables:
             self.check_params()
+            self._dirty_features.clear()
             self._tables.update(self._refresh())
+        elif self._dirty_features:
+            features = np.unique(np.concatenate(self._dirty_features))
+            self._dirty_features.clear()
+            self._refresh_features(self._tables, features)
         return self._tables
 
     def _invalidate_tables(self) -> None:
         """Forget the smoothed tables after the statistics or parameters changed."""
         if self.is_fitted:
             self._tables.clear()
+            self._dirty_features.clear()
 
     # ---- prediction --------------------------------------------------------------------
     def predict_joint_log_proba(self, X) -> np.ndarray:

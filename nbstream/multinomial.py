@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .discrete import DiscreteNB
+from .kernels import linear_scores, row_sums
 
 
 class MultinomialNB(DiscreteNB):
@@ -38,15 +39,45 @@ class MultinomialNB(DiscreteNB):
         self.class_prior = class_prior
         self.half_life = half_life
 
+    _refreshes_features = True
+
+    @property
+    def feature_log_prob_(self) -> np.ndarray:
+        """log P(feature | class), shape (n_classes, n_features)."""
+        tables = self._fresh_tables()
+        return tables["log_smoothed"].T - tables["log_total"][:, None]
+
     def _smooth(self, alpha, class_log_prior):
+        """Tables kept so that a batch of text refreshes only the features it touched:
+        ``log_smoothed`` = log(count + alpha), shape (n_features, n_classes), the layout the
+        sparse product wants, and ``log_total`` = log(sum over features), shape (n_classes,).
+        A row's score is x . log_smoothed - sum(x) log_total + log prior."""
         counts = self._stats.feature_count
-        # Written straight into the (n_features, n_classes) layout the sparse product wants:
-        # half the time of computing (n_classes, n_features) and transposing a copy; one
-        # class at a time, so a refresh needs one row of scratch, not a copy of the counts.
-        weights = np.empty(counts.shape[::-1])
+        log_smoothed = np.empty(counts.shape[::-1])
+        for c, row in enumerate(counts):
+            np.log(row + alpha, out=log_smoothed[:, c])
+        return {"log_smoothed": log_smoothed, "log_total": self._log_totals(alpha), "bias": class_log_prior}
+
+    def _refresh_features(self, tables, features):
+        alpha = self._checked_alpha()
+        counts = self._stats.feature_count[:, features].T
+        counts += alpha if np.ndim(alpha) == 0 else alpha[features, None]
+        tables["log_smoothed"][features] = np.log(counts)
+        tables["log_total"] = self._log_totals(alpha)
+        tables["class_log_prior_"] = tables["bias"] = self._class_log_prior()
+
+    def _log_totals(self, alpha) -> np.ndarray:
+        """log of each class's smoothed total, shape (n_classes,); one row of scratch at a time."""
+        counts = self._stats.feature_count
+        totals = np.empty(len(counts))
         smoothed = np.empty(counts.shape[1])
         for c, row in enumerate(counts):
             np.add(row, alpha, out=smoothed)
-            np.log(smoothed, out=weights[:, c])
-            weights[:, c] -= np.log(smoothed.sum())
-        return {"feature_log_prob_": weights.T, "weights": weights, "bias": class_log_prior}
+            totals[c] = smoothed.sum()
+        return np.log(totals)
+
+    def _joint_log_likelihood(self, X) -> np.ndarray:
+        tables = self._fresh_tables()
+        scores = linear_scores(X, tables["log_smoothed"], tables["bias"])
+        scores -= row_sums(X)[:, None] * tables["log_total"]
+        return scores

@@ -54,7 +54,7 @@ def test_header_holds_kind_classes_counts_meta_version_and_time(tmp_path, rng):
     assert header["n_features"] == 6
     assert "created_at" in header
     names = {entry["name"] for entry in header["arrays"]}
-    assert {"stats.class_count", "stats.feature_count", "table.feature_log_prob_"} <= names
+    assert {"stats.class_count", "stats.feature_count", "table.class_log_prior_", "table.log_smoothed"} <= names
 
 
 def test_the_smoothed_tables_are_stored_and_used_as_stored(tmp_path, rng, monkeypatch):

@@ -30,6 +30,36 @@ def test_tables_are_refreshed_only_when_read_after_a_change(monkeypatch, rng):
     assert len(calls) == 2
 
 
+@pytest.mark.parametrize("alpha", [1.0, "per feature"])
+def test_a_sparse_batch_refreshes_only_the_features_it_touched_bit_for_bit(monkeypatch, rng, alpha):
+    n_features = 4_096
+    alpha = rng.uniform(0.1, 2.0, n_features) if alpha == "per feature" else alpha
+    X = sp.random(600, n_features, density=0.005, format="csr", random_state=1, data_rvs=lambda n: np.ones(n))
+    y = rng.integers(0, 3, 600)
+    probe = X[:50]
+    model = nbstream.MultinomialNB(alpha=alpha).partial_fit(X[:100], y[:100])
+    model.predict(probe)
+    full_refreshes = []
+    original = nbstream.MultinomialNB._refresh
+    monkeypatch.setattr(nbstream.MultinomialNB, "_refresh", lambda self: full_refreshes.append(1) or original(self))
+    for start in range(100, 600, 20):
+        model.partial_fit(X[start:start + 20], y[start:start + 20])
+        model.predict(probe)
+    assert full_refreshes == []
+    rebuilt = nbstream.MultinomialNB(alpha=alpha).partial_fit(X, y)  # tables computed once, in full
+    np.testing.assert_array_equal(model.predict_joint_log_proba(probe), rebuilt.predict_joint_log_proba(probe))
+    np.testing.assert_array_equal(model.feature_log_prob_, rebuilt.feature_log_prob_)
+    theirs = reference.MultinomialNB(alpha=alpha).fit(X, y)
+    in_our_order = np.searchsorted(theirs.classes_, model.classes_)  # ours: order of first appearance
+    np.testing.assert_allclose(model.predict_log_proba(probe), theirs.predict_log_proba(probe)[:, in_our_order],
+                               rtol=1e-10)
+    # a new class refreshes in full (so do forgetting and dense input)
+    before = len(full_refreshes)
+    model.partial_fit(X[:5], [7, 7, 7, 7, 7])
+    model.predict(probe)
+    assert len(full_refreshes) == before + 1
+
+
 @pytest.mark.parametrize("family, params", [
     (nbstream.BernoulliNB, {"binarize": 1.0}),
     (nbstream.MultinomialNB, {}),
