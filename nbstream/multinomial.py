@@ -6,6 +6,7 @@ import numpy as np
 
 from .discrete import DiscreteNB
 from .kernels import linear_scores, row_sums
+from .validation import is_sparse
 
 
 class MultinomialNB(DiscreteNB):
@@ -78,6 +79,8 @@ class MultinomialNB(DiscreteNB):
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         tables = self._fresh_tables()
+        if not is_sparse(X):  # dense rows are long to sum: fold the totals into the weights instead
+            return linear_scores(X, tables["log_smoothed"] - tables["log_total"], tables["bias"])
         scores = linear_scores(X, tables["log_smoothed"], tables["bias"])
         scores -= row_sums(X)[:, None] * tables["log_total"]
         return scores
