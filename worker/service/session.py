@@ -203,9 +203,10 @@ class Session:
             self._probed = now
             try:
                 owned = sorted(self.group.owned)
-                ends = self.consumer.end_offsets(owned) if owned else self.consumer.committed([0])
+                # while records flow, the ends the fetches report: asking the broker would stall the loop
+                ends = self.consumer.end_offsets(owned, cached=busy) if owned else self.consumer.committed([0])
                 metrics.owned({p: max(0, ends[p] - (self.group.owned[p].next_offset or 0)) for p in owned})
-                if self.follower.reader.caught_up():
+                if self.follower.reader.caught_up(cached=busy):
                     metrics.caught_up_at = time.time()
                 answers = True
             except KafkaFailure as failure:

@@ -48,3 +48,24 @@ def test_a_new_write_tombstones_the_old_chunks_and_replaces_the_state():
 def test_state_topic_names_are_valid_kafka_topic_names():
     assert state_topic_name("my group/α", "sms") == "sms.my_group__.nbstream-state"
     assert len(state_topic_name("g" * 300, "t")) == 249
+
+
+def test_states_are_zstd_and_an_older_writers_zlib_states_still_read():
+    import hashlib
+    import json
+    import zlib
+
+    payload = bytes(4_000_000) + os.urandom(1_000)  # a mostly-zero model, as text models are
+    written = write_records("partition-1", payload)
+    manifest = json.loads(written.records[-1][1])
+    assert manifest["codec"] == "zstd" and manifest["size"] == len(payload) and written.payload_bytes < 50_000
+    assembler = StateAssembler()
+    for key, value in written.records:
+        assembler.add(key, value)
+    assert assembler.take("partition-1") == payload
+
+    packed = zlib.compress(payload, 1)  # how states were written before zstd: no "codec" in the manifest
+    older = {"generation": "g0", "chunks": 1, "bytes": len(packed), "sha256": hashlib.sha256(packed).hexdigest()}
+    assembler.add(b"partition-2#g0#0", packed)
+    assembler.add(b"partition-2", json.dumps(older).encode())
+    assert assembler.take("partition-2") == payload

@@ -143,8 +143,11 @@ class Consumer(ABC):
         """The group's committed offset of each partition (None: never committed)."""
 
     @abstractmethod
-    def end_offsets(self, partitions: list[int]) -> dict[int, int]:
-        """The offset after the last readable record of each partition."""
+    def end_offsets(self, partitions: list[int], *, cached: bool = False) -> dict[int, int]:
+        """The offset after the last readable record of each partition.
+
+        cached : the end the latest fetch responses reported, without asking the broker (a
+            partition whose end is not known yet is asked for)."""
 
     @abstractmethod
     def commit(self, offsets: dict[int, int]) -> None:
@@ -172,9 +175,9 @@ class Reader(ABC):
         """The next records, in partition order."""
 
     @abstractmethod
-    def caught_up(self) -> bool:
+    def caught_up(self, *, cached: bool = False) -> bool:
         """Whether every assigned partition has been read to its end (for read_committed: its last
-        stable offset) as of now."""
+        stable offset) as of now; cached: as of the latest fetch (no request to the broker)."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -170,8 +170,12 @@ class _Consumer(_Reporting, Consumer):
         return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in found}
 
     @translated
-    def end_offsets(self, partitions: list[int]) -> dict[int, int]:
-        return {p: self._consumer.get_watermark_offsets(self._tp(p), timeout=5)[1] for p in partitions}
+    def end_offsets(self, partitions: list[int], *, cached: bool = False) -> dict[int, int]:
+        ends = {}
+        for p in partitions:
+            end = self._consumer.get_watermark_offsets(self._tp(p), cached=True)[1] if cached else -1
+            ends[p] = end if end >= 0 else self._consumer.get_watermark_offsets(self._tp(p), timeout=5)[1]
+        return ends
 
     @translated
     def commit(self, offsets: dict[int, int]) -> None:
@@ -228,8 +232,8 @@ class _Reader(_Reporting, Reader):
                                   m.timestamp()[1]))
         return records
 
-    def caught_up(self) -> bool:
-        return all(self._at_end.values())
+    def caught_up(self, *, cached: bool = False) -> bool:
+        return all(self._at_end.values())  # end-of-partition events: nothing to ask either way
 
     def close(self) -> None:
         self._consumer.close()

@@ -194,8 +194,8 @@ class _Consumer(Consumer):
         return {p: offsets[p] if offsets.get(p, -1) >= 0 else None for p in partitions}
 
     @translated
-    def end_offsets(self, partitions: list[int]) -> dict[int, int]:
-        ends = self._consumer.end_offsets([self._tp(p) for p in partitions])
+    def end_offsets(self, partitions: list[int], *, cached: bool = False) -> dict[int, int]:
+        ends = _end_offsets(self._consumer, [self._tp(p) for p in partitions], cached=cached)
         return {tp.partition: offset for tp, offset in ends.items()}
 
     @translated
@@ -240,8 +240,8 @@ class _Reader(Reader):
         return [record for tp in sorted(batches, key=lambda tp: tp.partition) for record in batches[tp]]
 
     @translated
-    def caught_up(self) -> bool:
-        ends = self._consumer.end_offsets(self._partitions)
+    def caught_up(self, *, cached: bool = False) -> bool:
+        ends = _end_offsets(self._consumer, self._partitions, cached=cached)
         return all(self._consumer.position(tp) >= ends[tp] for tp in self._partitions)
 
     def close(self) -> None:
@@ -371,3 +371,13 @@ class KafkaPythonClient(KafkaClient):
 
     def _with_client_id(self, client_id: str | None) -> dict:
         return {**self._connection, **({"client_id": client_id} if client_id else {})}
+
+
+def _end_offsets(consumer: KafkaConsumer, partitions: list, *, cached: bool) -> dict:
+    """End offset of each TopicPartition: with cached, the high watermark the latest fetch
+    reported where there is one (no request to the broker), else asked for."""
+    known = {tp: consumer.highwater(tp) for tp in partitions} if cached else {}
+    missing = [tp for tp in partitions if known.get(tp) is None]
+    if missing:
+        known.update(consumer.end_offsets(missing))
+    return known
