@@ -41,13 +41,12 @@ def not_fitted(error_class: type[Exception], message: str) -> Exception:
 class EstimatorProtocol:
     """Tags and metadata routing, as scikit-learn's meta-estimators ask for them.
 
-    A model declares its input with the class attributes below; ``set_fit_request``,
+    The tags come from the model's ``_accept_sparse`` (CSR input) and ``requires_non_negative``
+    (features are counts) and the two class attributes below; ``set_fit_request``,
     ``set_partial_fit_request`` and ``set_score_request`` record whether a meta-estimator
     (with ``sklearn.set_config(enable_metadata_routing=True)``) routes ``sample_weight``.
     """
 
-    _accept_sparse = True  # CSR input
-    requires_non_negative = False  # features are counts
     _categorical_input = False  # features are category codes
     _poor_score = False  # scikit-learn's generic score thresholds do not apply
 
