@@ -263,6 +263,12 @@ class TransactionalProducer(Producer):
             self.open = True
         self.inner.send(topic, value, key, headers, partition)
 
+    def send_many(self, topic, values, keys) -> None:
+        if not self.open:
+            self.inner.begin_transaction()
+            self.open = True
+        self.inner.send_many(topic, values, keys)
+
     def flush(self, timeout_s: float) -> None:
         self.inner.flush(timeout_s)
 

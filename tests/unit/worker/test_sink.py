@@ -23,6 +23,10 @@ class BatchRefusingProducer:
     def send(self, topic, value, key=None, headers=None, partition=None):
         self.batch.append((topic, value, headers, key))
 
+    def send_many(self, topic, values, keys):
+        for value, key in zip(values, keys):
+            self.send(topic, value, key)
+
     def flush(self, timeout_s):
         self.flushes += 1
         batch, self.batch = self.batch, []

@@ -191,6 +191,11 @@ class Producer(ABC):
              partition: int | None = None) -> None:
         """Queue a record. A failure to deliver it is reported, with the record, by the next ``flush``."""
 
+    def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None]) -> None:
+        """Queue one record per value, keyed alike (as ``send`` each, faster where the client allows)."""
+        for value, key in zip(values, keys):
+            self.send(topic, value, key)
+
     @abstractmethod
     def flush(self, timeout_s: float) -> None:
         """Wait until every queued record is delivered. Raise DeliveryFailed naming those that were not,

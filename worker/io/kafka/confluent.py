@@ -277,6 +277,15 @@ class _Producer(_Reporting, Producer):
         if self._queued % 1_000 == 0:
             self._producer.poll(0)  # serve delivery callbacks as we go
 
+    def send_many(self, topic, values, keys) -> None:
+        produce = self._producer.produce
+        for value, key in zip(values, keys):
+            try:
+                produce(topic, value, key)
+            except (BufferError, ck.KafkaException):
+                self.send(topic, value, key)  # waits for room, or records the refusal
+        self._producer.poll(0)  # serve delivery callbacks
+
     @translated
     def flush(self, timeout_s: float) -> None:
         remaining = self._producer.flush(timeout_s)
