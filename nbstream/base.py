@@ -125,11 +125,19 @@ class NaiveBayes(EstimatorProtocol):
         self._stats.grow(len(self._classes))
         self._stats.update(X, rows, self._forget(X.shape[0], weights))
         self.n_examples_seen_ += X.shape[0]
-        if self._refreshes_features and is_sparse(X) and self.half_life is None and n_classes == len(self._classes):
-            self._dirty_features.append(np.unique(X.indices))  # a text batch touches few of 2^20 features
+        if self._tables and self._refreshes_features and is_sparse(X) and self.half_life is None \
+                and n_classes == len(self._classes):
+            self._note_touched(np.unique(X.indices))  # a text batch touches few of 2^20 features
         else:
             self._invalidate_tables()
         return self
+
+    def _note_touched(self, features: np.ndarray) -> None:
+        """Remember features to refresh; once they add up to a quarter of all features (many
+        batches learned between two predictions), a full refresh is cheaper and takes no memory."""
+        self._dirty_features.append(features)
+        if sum(len(f) for f in self._dirty_features) > self.n_features_in_ // 4:
+            self._invalidate_tables()
 
     def _start(self, class_set: ClassSet, n_features: int, feature_names: np.ndarray | None = None) -> None:
         self._classes = class_set

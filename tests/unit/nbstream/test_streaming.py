@@ -53,6 +53,15 @@ def test_a_sparse_batch_refreshes_only_the_features_it_touched_bit_for_bit(monke
     in_our_order = np.searchsorted(theirs.classes_, model.classes_)  # ours: order of first appearance
     np.testing.assert_allclose(model.predict_log_proba(probe), theirs.predict_log_proba(probe)[:, in_our_order],
                                rtol=1e-10)
+    # batches learned with no prediction in between are not remembered without bound
+    before = len(full_refreshes)
+    for _ in range(3):
+        model.partial_fit(X[:300], y[:300])
+    model.predict(probe)
+    assert len(full_refreshes) == before + 1
+    np.testing.assert_array_equal(model.predict_joint_log_proba(probe), nbstream.MultinomialNB(alpha=alpha).partial_fit(
+        X, y).partial_fit(X[:300], y[:300]).partial_fit(X[:300], y[:300]).partial_fit(X[:300], y[:300])
+        .predict_joint_log_proba(probe))
     # a new class refreshes in full (so do forgetting and dense input)
     before = len(full_refreshes)
     model.partial_fit(X[:5], [7, 7, 7, 7, 7])
