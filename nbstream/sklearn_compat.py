@@ -33,7 +33,8 @@ def not_fitted(error_class: type[Exception], message: str) -> Exception:
     both = _NOT_FITTED_WITH_SKLEARN.get(error_class)
     if both is None:
         both = type(error_class.__name__, (error_class, exceptions.NotFittedError),
-                    {"__module__": error_class.__module__, "__doc__": error_class.__doc__})
+                    {"__module__": error_class.__module__, "__doc__": error_class.__doc__,
+                     "__reduce__": lambda error: (not_fitted, (error_class, str(error)))})  # picklable (joblib)
         _NOT_FITTED_WITH_SKLEARN[error_class] = both
     return both(message)
 

@@ -101,8 +101,11 @@ def test_gaussian_smoothing_uses_the_weighted_variance():
 def test_not_fitted_error_is_scikit_learns(family):
     with pytest.raises(sklearn.exceptions.NotFittedError):
         family().predict([[1, 0]])
-    with pytest.raises(nbstream.NotFittedError):
+    with pytest.raises(nbstream.NotFittedError) as raised:
         family().predict_proba([[1, 0]])
+    import pickle  # joblib carries errors from its workers this way
+    again = pickle.loads(pickle.dumps(raised.value))
+    assert isinstance(again, sklearn.exceptions.NotFittedError) and str(again) == str(raised.value)
 
 
 def test_negative_binarize_threshold_is_refused():
