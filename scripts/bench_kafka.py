@@ -257,11 +257,12 @@ def arrow_messages(data_dir: Path, n: int, rows_per_message: int = 1_000) -> dic
     for start in range(0, n, rows_per_message):
         index = np.arange(start, min(n, start + rows_per_message))
         flat = pa.array(images[index % 60_000].reshape(-1))
-        messages["MNIST"].append(write_stream(pa.table({
-            "features": pa.FixedSizeListArray.from_arrays(flat, 784), "label": labels[index % 60_000],
-            "id": index})))
+        pixels = pa.table({"features": pa.FixedSizeListArray.from_arrays(flat, 784), "label": labels[index % 60_000],
+                           "id": index})
+        messages["MNIST"].append(write_stream(pixels, compression="lz4"))  # as `worker produce --format arrow`
         rows = sms.take(pa.array(index % sms.num_rows))
-        messages["SMS"].append(write_stream(pa.table({"text": rows["text"], "label": rows["label"], "id": index})))
+        messages["SMS"].append(write_stream(pa.table({"text": rows["text"], "label": rows["label"], "id": index}),
+                                            compression="lz4"))
     return messages
 
 

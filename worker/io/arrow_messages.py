@@ -40,9 +40,11 @@ def read_stream(value: bytes) -> pa.Table:
     return table
 
 
-def write_stream(table: pa.Table | pa.RecordBatch) -> bytes:
+def write_stream(table: pa.Table | pa.RecordBatch, compression: str | None = None) -> bytes:
+    """The rows as one Arrow IPC stream; compression ("lz4", "zstd") applies to its buffers, and
+    readers undo it themselves (``read_stream`` and any Arrow reader)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=compression)) as writer:
         writer.write(table)
     return sink.getvalue().to_pybytes()
 

@@ -123,11 +123,15 @@ class GroupState:
         """Take over these partitions; returns where each starts reading.
 
         committed : the group's committed offsets. Under exactly-once they were committed in the
-            same transaction as the state, so a state behind its committed offset is one still
-            hidden by an open transaction on the state topic (a replica that died mid-commit; the
-            broker aborts it within the transaction timeout): wait up to ``wait_s`` for it.
+            same transaction as the state, so a state behind its committed offset, or missing, is
+            one not visible yet: hidden by an open transaction on the state topic (a replica that
+            died mid-commit; the broker aborts it within the transaction timeout), or committed a
+            moment ago (the group's offsets can become visible before the state topic's commit
+            marker is written). Wait up to ``wait_s`` for it.
         strict : never continue from a state behind its committed offset (exactly-once: that would
-            repeat predictions); raise KafkaFailure instead, for a new session to try again.
+            repeat predictions); raise KafkaFailure instead, for a new session to try again. A
+            partition with a committed offset and still no state at all starts afresh, with a
+            warning (its state topic was deleted, say).
         """
         self.take_updates(self.follower.catch_up(timeout_s=max(wait_s, 30.0)))
         deadline, waited = time.monotonic() + wait_s, False
@@ -138,7 +142,7 @@ class GroupState:
                          extra={"partitions": [p for p in partitions if self._behind(p, committed.get(p))]})
                 waited = True
             self.take_updates(self.follower.poll(0.5))
-        behind = [p for p in partitions if self._behind(p, committed.get(p))]
+        behind = [p for p in partitions if self._behind(p, committed.get(p)) and p in self.latest]
         if behind and strict:
             raise KafkaFailure(f"the states of partitions {behind} are still behind their committed offsets after "
                                f"{wait_s:.0f}s (an open transaction on the state topic)")
@@ -163,9 +167,10 @@ class GroupState:
         return starts
 
     def _behind(self, partition: int, committed: int | None) -> bool:
+        """Whether the partition has a committed offset its known state (if any) has not reached."""
         state = self.latest.get(partition)
         offset = None if state is None else state.next_offset
-        return committed is not None and offset is not None and offset < committed
+        return committed is not None and (offset is None or offset < committed)
 
     def _default_start(self, partition: int):
         if self.base is not None and partition in self.base.starts:

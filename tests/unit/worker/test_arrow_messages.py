@@ -121,3 +121,13 @@ def test_no_truncation_or_flipped_byte_of_a_message_raises():
         if decoded.batch.num_rows and decoded.row_in_message[0] == -1:
             assert decoded.problems.bad.all()
         spec.encoder().encode(decoded.batch, learn=True, problems=decoded.problems)
+
+
+def test_compressed_streams_are_smaller_and_read_back_the_same():
+    pixels = np.zeros((200, 784), dtype=np.uint8)
+    pixels[:, 300:400] = np.arange(100, dtype=np.uint8)
+    table = pa.table({"features": pa.FixedSizeListArray.from_arrays(pa.array(pixels.reshape(-1)), 784),
+                      "label": np.arange(200) % 10})
+    plain, packed = write_stream(table), write_stream(table, compression="lz4")
+    assert len(packed) * 3 < len(plain)
+    assert read_stream(packed).equals(read_stream(plain)) and read_stream(plain).equals(table)

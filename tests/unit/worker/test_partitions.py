@@ -54,6 +54,28 @@ def test_a_state_behind_its_committed_offset_is_waited_for():
     assert states.owned[0].model.n_examples_seen_ == 2
 
 
+def test_a_committed_offset_whose_state_is_not_visible_yet_is_waited_for():
+    """The group's offsets can show a commit before the state topic's commit marker lands."""
+    follower = FakeFollower([])
+    states = group(follower)
+    real_poll, polls = follower.poll, []
+
+    def poll(timeout_s=0.0):
+        polls.append(1)
+        if len(polls) == 3:  # the marker lands while we wait
+            follower.put(stored(0, next_offset=487, rows=4))
+        return real_poll()
+
+    follower.poll = poll
+    assert states.assign([0], {0: 487}, wait_s=5, strict=True) == {0: 487}
+    assert states.owned[0].model.n_examples_seen_ == 4
+
+
+def test_a_committed_offset_without_any_state_starts_afresh_after_the_wait():
+    states = group(FakeFollower([]))
+    assert states.assign([0], {0: 487}, wait_s=0.2, strict=True) == {0: "earliest"}
+
+
 def test_under_exactly_once_a_state_that_stays_behind_fails_the_session_instead_of_repeating():
     states = group(FakeFollower(stored(0, next_offset=10)))
     with pytest.raises(KafkaFailure, match=r"partitions \[0\] are still behind"):
