@@ -18,6 +18,9 @@ from .validation import (NotFittedError, check_feature_names, check_labels, chec
                          check_positive, check_sample_weight, check_X, feature_names_of, is_sparse)
 
 
+_CLASSES_OF_Y = object()  # fit's class set: the labels it is given
+
+
 class cached_table:
     """A fitted attribute derived from the statistics, recomputed only when it is read
     after the statistics changed (scikit-learn recomputes on every partial_fit).
@@ -95,11 +98,12 @@ class NaiveBayes(EstimatorProtocol):
         """Forget everything, then learn from X, y with the fixed class set ``unique(y)``.
 
         Input that is refused leaves a previously fitted model as it was."""
-        y = check_labels(y, n_samples=None)
-        return self._learn(X, y, np.unique(y), sample_weight, restart=True)
+        return self._learn(X, y, _CLASSES_OF_Y, sample_weight, restart=True)
 
     def _learn(self, X, y, classes, sample_weight, *, restart: bool):
-        """Validate everything, then (re)start if asked and add the batch to the statistics."""
+        """Validate everything, then (re)start if asked and add the batch to the statistics.
+
+        classes : as partial_fit takes it, or _CLASSES_OF_Y for the fixed set unique(y) (fit)."""
         self.check_params()
         names = feature_names_of(X)
         X = check_X(X, n_features=None if restart else self.n_features_in_,
@@ -107,6 +111,8 @@ class NaiveBayes(EstimatorProtocol):
         if not restart:
             check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
         y = check_labels(y, X.shape[0])
+        if classes is _CLASSES_OF_Y:
+            classes = np.unique(y)
         weights = check_sample_weight(sample_weight, X.shape[0])
         if self.requires_non_negative:
             check_non_negative(X, type(self).__name__)

@@ -61,13 +61,8 @@ class DiscreteNB(NaiveBayes):
     def _checked_alpha(self):
         """alpha as scikit-learn applies it: per-feature arrays checked, tiny values floored
         unless force_alpha."""
+        self._check_shapes(self.n_features_in_, None)  # set_params may have changed alpha since fit
         alpha = self.alpha if isinstance(self.alpha, numbers.Real) else np.asarray(self.alpha, dtype=np.float64)
-        if isinstance(alpha, np.ndarray):
-            if alpha.shape != (self.n_features_in_,):
-                raise ValueError(f"alpha as an array needs one value per feature "
-                                 f"({self.n_features_in_}); got shape {alpha.shape}.")
-            if not np.isfinite(alpha).all() or (alpha < 0).any():
-                raise ValueError("All values in alpha must be greater than 0.")
         if np.min(alpha) < _ALPHA_FLOOR and not self.force_alpha:
             warnings.warn(f"alpha too small will result in numeric errors, setting alpha = "
                           f"{_ALPHA_FLOOR:.1e}. Use `force_alpha=True` to keep alpha unchanged.")

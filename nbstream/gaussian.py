@@ -127,22 +127,21 @@ class GaussianNB(NaiveBayes):
             squares = centred @ tables["half_inv_var"]  # >= 0
             out -= squares
             out += tables["normalizer"] - tables["offset_term"]
-            magnitude = squares
-            magnitude += tables["offset_term"]
-            error = magnitude
+            error = squares  # reused: the terms' magnitude, then the bound on their rounding
+            error += tables["offset_term"]
             error *= rounding
-            self._rescore(X[block], out, error)
+            _rescore(tables, X[block], out, error)
         return scores
 
-    def _rescore(self, X, scores: np.ndarray, error: np.ndarray) -> None:
-        """Recompute, from direct differences, the scores whose error bound is too large."""
-        best_lower = (scores - error).max(axis=1, keepdims=True)
-        redo = (error > 1e-10) & (scores + error >= best_lower - 745.0)
-        if not redo.any():
-            return
-        tables = self._fresh_tables()
-        for c in np.flatnonzero(redo.any(axis=0)):
-            rows = np.flatnonzero(redo[:, c])
-            diff = X[rows].astype(np.float64) - tables["theta_"][c]
-            diff *= diff
-            scores[rows, c] = tables["normalizer"][c] - 0.5 * (diff @ tables["inv_var"][c])
+
+def _rescore(tables: dict, X, scores: np.ndarray, error: np.ndarray) -> None:
+    """Recompute, from direct differences, the scores whose error bound is too large."""
+    best_lower = (scores - error).max(axis=1, keepdims=True)
+    redo = (error > 1e-10) & (scores + error >= best_lower - 745.0)
+    if not redo.any():
+        return
+    for c in np.flatnonzero(redo.any(axis=0)):
+        rows = np.flatnonzero(redo[:, c])
+        diff = X[rows].astype(np.float64) - tables["theta_"][c]
+        diff *= diff
+        scores[rows, c] = tables["normalizer"][c] - 0.5 * (diff @ tables["inv_var"][c])

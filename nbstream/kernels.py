@@ -102,13 +102,6 @@ def linear_scores(X, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return scores
 
 
-def row_sums(X) -> np.ndarray:
-    """The sum of each row in float64, shape (n_samples,) (X dense or CSR)."""
-    if is_sparse(X):
-        return np.asarray(X.sum(axis=1, dtype=np.float64)).ravel()
-    return X.sum(axis=1, dtype=np.float64)
-
-
 def log_normalize(jll: np.ndarray) -> np.ndarray:
     """Subtract log(sum(exp(row))) from each row: joint log-likelihoods to log-posteriors.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .discrete import DiscreteNB
-from .kernels import linear_scores, row_sums
+from .kernels import linear_scores
 from .validation import is_sparse
 
 
@@ -53,11 +53,12 @@ class MultinomialNB(DiscreteNB):
         ``log_smoothed`` = log(count + alpha), shape (n_features, n_classes), the layout the
         sparse product wants, and ``log_total`` = log(sum over features), shape (n_classes,).
         A row's score is x . log_smoothed - sum(x) log_total + log prior."""
-        counts = self._stats.feature_count
-        log_smoothed = np.empty(counts.shape[::-1])
-        for c, row in enumerate(counts):
-            np.log(row + alpha, out=log_smoothed[:, c])
-        return {"log_smoothed": log_smoothed, "log_total": self._log_totals(alpha), "bias": class_log_prior}
+        log_smoothed = np.empty(self._stats.feature_count.shape[::-1])
+        totals = np.empty(log_smoothed.shape[1])
+        for c, smoothed in self._smoothed_rows(alpha):
+            np.log(smoothed, out=log_smoothed[:, c])
+            totals[c] = smoothed.sum()
+        return {"log_smoothed": log_smoothed, "log_total": np.log(totals), "bias": class_log_prior}
 
     def _refresh_features(self, tables, features):
         alpha = self._checked_alpha()
@@ -68,19 +69,22 @@ class MultinomialNB(DiscreteNB):
         tables["class_log_prior_"] = tables["bias"] = self._class_log_prior()
 
     def _log_totals(self, alpha) -> np.ndarray:
-        """log of each class's smoothed total, shape (n_classes,); one row of scratch at a time."""
+        """log of each class's smoothed total, shape (n_classes,), summed as ``_smooth`` sums it."""
+        return np.log([smoothed.sum() for _, smoothed in self._smoothed_rows(alpha)])
+
+    def _smoothed_rows(self, alpha):
+        """(class, counts + alpha of shape (n_features,)) for each class, in one reused row of
+        scratch: a refresh needs no copy of the counts."""
         counts = self._stats.feature_count
-        totals = np.empty(len(counts))
         smoothed = np.empty(counts.shape[1])
         for c, row in enumerate(counts):
             np.add(row, alpha, out=smoothed)
-            totals[c] = smoothed.sum()
-        return np.log(totals)
+            yield c, smoothed
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         tables = self._fresh_tables()
         if not is_sparse(X):  # dense rows are long to sum: fold the totals into the weights instead
             return linear_scores(X, tables["log_smoothed"] - tables["log_total"], tables["bias"])
         scores = linear_scores(X, tables["log_smoothed"], tables["bias"])
-        scores -= row_sums(X)[:, None] * tables["log_total"]
+        scores -= np.asarray(X.sum(axis=1, dtype=np.float64)).reshape(-1, 1) * tables["log_total"]  # matrix or array
         return scores

@@ -16,6 +16,7 @@ loading one never runs code.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import io
 import json
@@ -126,7 +127,7 @@ def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndar
 
 def _replace_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
     if path.is_dir():
-        raise IsADirectoryError(21, "Is a directory", str(path))
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -194,11 +195,12 @@ def _model_from(header, payload: memoryview, source) -> tuple[NaiveBayes, dict]:
         model._stats = type(model._stats).from_arrays(stats)
         model._stats.check(len(classes), header["n_features"])
         model.n_examples_seen_ = header["examples_seen"]
-        computed = model._refresh()
         stored = _decode_tables(arrays)
-        if set(stored) == set(computed):  # tables of another version are left aside: they are derived
-            _check_tables(stored, computed)
-        model._tables.update(computed)
+        if stored:  # checked against the statistics; without them the tables are computed when first read
+            computed = model._refresh()
+            if set(stored) == set(computed):  # tables of another version are left aside: they are derived
+                _check_tables(stored, computed)
+            model._tables.update(computed)
     except SnapshotError as error:
         raise SnapshotError(f"{source}: {error}") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:

@@ -74,15 +74,17 @@ def check_X(X, *, n_features: int | None, accept_sparse: bool, model: str):
     if values.dtype.kind not in "biuf":
         raise TypeError(f"{model} expects numeric features (bool, int, uint or float); "
                         f"got dtype {values.dtype}.")
-    if values.dtype.kind == "f" and not np.isfinite(values).all():
-        where = ""
-        if not is_sparse(X):
-            row, col = np.argwhere(~np.isfinite(X))[0]
-            where = f" (first at row {row}, feature {col})"
-        raise ValueError(f"{model} input contains NaN or infinity{where}; all features must be finite.")
-    if values.dtype.kind == "f" and values.size and np.abs(values).max() > LARGEST_VALUE:
-        raise ValueError(f"{model} input holds a value beyond ±{LARGEST_VALUE:g}: sums and squares of such "
-                         f"values overflow the statistics to infinity.")
+    if values.dtype.kind == "f" and values.size:
+        largest = max(-values.min(), values.max())  # NaN if any value is NaN: one pass each, no copy
+        if not np.isfinite(largest):
+            where = ""
+            if not is_sparse(X):
+                row, col = np.argwhere(~np.isfinite(X))[0]
+                where = f" (first at row {row}, feature {col})"
+            raise ValueError(f"{model} input contains NaN or infinity{where}; all features must be finite.")
+        if largest > LARGEST_VALUE:
+            raise ValueError(f"{model} input holds a value beyond ±{LARGEST_VALUE:g}: sums and squares of such "
+                             f"values overflow the statistics to infinity.")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"X has {X.shape[1]} features, but {model} is expecting {n_features} "
                          "features as input (the number it was fitted with).")
@@ -161,12 +163,13 @@ def check_labels(y, n_samples: int | None):
     if n_samples is not None and y.shape[0] != n_samples:
         raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]} labels.")
     if y.dtype.kind == "O":
-        if any(v is None for v in y.tolist()):
+        values = y.tolist()
+        if any(v is None for v in values):
             raise ValueError("y contains None; every row needs a label.")
-        if all(isinstance(v, str) for v in y.tolist()):
+        if all(isinstance(v, str) for v in values):
             y = y.astype(str)
-        elif all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in y.tolist()):
-            y = y.astype(np.float64) if any(isinstance(v, float) for v in y.tolist()) else y.astype(np.int64)
+        elif all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+            y = y.astype(np.float64) if any(isinstance(v, float) for v in values) else y.astype(np.int64)
     if y.dtype.kind == "f":
         if np.isnan(y).any():
             raise ValueError("Input y contains NaN; every row needs a label.")

@@ -27,12 +27,13 @@ def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBa
     overlaps: list[str] = []
     for path in paths[1:]:
         other, meta = read_snapshot(path)
-        shared = sorted(source for source in _learned_from(meta) if source in learned_by)
+        sources = _learned_from(meta)
+        shared = sorted(source for source in sources if source in learned_by)
         if shared:
             overlaps.append(f"{learned_by[shared[0]]} and {path} both learned from {shared[0]}"
                             f"{f' (and {len(shared) - 1} more)' if len(shared) > 1 else ''}: "
                             "the merged model counts those examples twice.")
-        learned_by.update({source: path for source in _learned_from(meta)})
+        learned_by.update({source: path for source in sources})
         if other.kind != model.kind:
             raise ConfigError(f"cannot merge {path} ({other.kind}) into {paths[0]} ({model.kind}).")
         if not features.same_layout(meta.features):
@@ -61,10 +62,17 @@ def _learned_from(meta: SnapshotMeta, depth: int = 0) -> set[str]:
     elif meta.source is not None:
         sources |= meta.source.learned_from()
     for path in earlier:
-        try:
-            if depth >= _MAX_DEPTH:
-                raise OSError("too deep")
-            sources |= _learned_from(SnapshotMeta.from_json(read_header(path)["meta"], path), depth + 1)
-        except (OSError, nbstream.SnapshotError):
-            sources.add(str(path))  # gone or unreadable: the snapshot itself stands for its data
+        earlier_meta = _meta_of(path) if depth < _MAX_DEPTH else None
+        if earlier_meta is None:
+            sources.add(str(path))  # too deep, gone or unreadable: the snapshot itself stands for its data
+        else:
+            sources |= _learned_from(earlier_meta, depth + 1)
     return sources
+
+
+def _meta_of(path) -> SnapshotMeta | None:
+    """The worker metadata of a snapshot, from its header alone; None if it cannot be read."""
+    try:
+        return SnapshotMeta.from_json(read_header(path)["meta"], path)
+    except (OSError, nbstream.SnapshotError):
+        return None

@@ -195,11 +195,11 @@ class _Consumer(Consumer):
 
     @translated
     def end_offsets(self, partitions: list[int], *, cached: bool = False) -> dict[int, int]:
-        known = {p: self._consumer.highwater(self._tp(p)) for p in partitions} if cached else {}
-        missing = [self._tp(p) for p in partitions if known.get(p) is None]
-        if missing:
-            known.update({tp.partition: offset for tp, offset in self._consumer.end_offsets(missing).items()})
-        return known
+        tps = [self._tp(p) for p in partitions]
+        ends = _reported_ends(self._consumer, tps) if cached else None
+        if ends is None:
+            ends = self._consumer.end_offsets(tps)
+        return {tp.partition: offset for tp, offset in ends.items()}
 
     @translated
     def commit(self, offsets: dict[int, int]) -> None:
@@ -223,6 +223,7 @@ class _Reader(Reader):
         self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, **options)
         self._partitions: list[TopicPartition] = []
         self._was_caught_up = False  # the last answer the broker gave
+
     @translated
     def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
         deadline = time.monotonic() + timeout_s
@@ -244,9 +245,9 @@ class _Reader(Reader):
 
     @translated
     def caught_up(self, *, cached: bool = False) -> bool:
-        if cached:  # a partition no fetch has reported on yet keeps the last answer: asking takes ~0.3 s
-            ends = {tp: self._consumer.highwater(tp) for tp in self._partitions}
-            if any(end is None for end in ends.values()):
+        if cached:  # until every partition's end is reported, the last answer: asking takes ~0.3 s
+            ends = _reported_ends(self._consumer, self._partitions)
+            if ends is None:
                 return self._was_caught_up
             return all(self._consumer.position(tp) >= end for tp, end in ends.items())
         ends = self._consumer.end_offsets(self._partitions)
@@ -381,3 +382,9 @@ class KafkaPythonClient(KafkaClient):
     def _with_client_id(self, client_id: str | None) -> dict:
         return {**self._connection, **({"client_id": client_id} if client_id else {})}
 
+
+def _reported_ends(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> dict | None:
+    """The end of each partition as the latest fetch responses reported it (no request to the
+    broker); None while any is not known yet."""
+    ends = {tp: consumer.highwater(tp) for tp in partitions}
+    return None if any(end is None for end in ends.values()) else ends

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -27,7 +28,7 @@ class PredictionWriter:
     def __enter__(self) -> "PredictionWriter":
         with writing(self.path):
             if self.path.is_dir():
-                raise IsADirectoryError(21, "Is a directory", str(self.path))
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(self.path))
             self.path.parent.mkdir(parents=True, exist_ok=True)
         return self
 
