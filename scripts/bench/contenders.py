@@ -4,21 +4,30 @@ Each reads ``expected`` messages of a topic from the beginning and prints one JS
 {"messages": n, "seconds": time from its first record to its last}.
 """
 
-KAFKA_PYTHON_READER = """
+_KAFKA_PYTHON = """
 import json, sys, time, orjson
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, KafkaProducer
 bootstrap, topic, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
 consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
                          enable_auto_commit=False, max_poll_records=2000, fetch_max_bytes=64 << 20)
+producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1 << 20) if RELAY else None
 seen, first = 0, None
 while seen < expected:
     for records in consumer.poll(timeout_ms=500).values():
         first = first or time.perf_counter()
         for record in records:
-            orjson.loads(record.value)
+            value = orjson.loads(record.value)
+            if RELAY:
+                producer.send(topic + ".relay", orjson.dumps({"id": value.get("id"), "offset": record.offset}),
+                              record.key)
         seen += len(records)
+if RELAY:
+    producer.flush()
 print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
 """
+
+KAFKA_PYTHON_READER = "RELAY = False\n" + _KAFKA_PYTHON  # read + orjson
+KAFKA_PYTHON_RELAY = "RELAY = True\n" + _KAFKA_PYTHON  # read + orjson + produce one small JSON per message
 
 _CONFLUENT = """
 import json, sys, time, uuid, orjson

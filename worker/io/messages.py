@@ -26,6 +26,7 @@ import pyarrow.json as pa_json
 from nbstream.arrow import FeatureSpec, RowProblems
 
 from ..config import MessageFields
+from .json_vectors import read_vectors
 
 STRING, NUMBER = "string", "number"  # the two kinds of label
 
@@ -81,7 +82,25 @@ def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
     on all cores); anything the reader cannot take as it is, or whose result leaves room for
     doubt, goes message by message, where each message's problem gets its name.
     """
-    return _bulk(values, spec, fields, label_kind) or _one_by_one(values, spec, fields, label_kind)
+    return (spec.kind == "vector" and _bulk_vectors(values, spec, fields, label_kind)) or \
+        _bulk(values, spec, fields, label_kind) or _one_by_one(values, spec, fields, label_kind)
+
+
+def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
+    """The batch read by simdjson, or None to try the general ways."""
+    if len(values) < 2 or any(not v or len(v) > fields.max_bytes for v in values):
+        return None
+    read = read_vectors(values, fields.features, fields.label, fields.id)
+    if read is None:
+        return None
+    kinds = {label_kind_of(label) for label in read.labels if label is not None}
+    if None in kinds or len(kinds) > 1 or (label_kind is not None and kinds and kinds != {label_kind}):
+        return None
+    kind = kinds.pop() if kinds else None
+    problems = RowProblems(len(values))
+    features = pa.ListArray.from_arrays(pa.array(read.offsets), pa.array(read.values))
+    batch = pa.record_batch({spec.columns[0]: features, "label": _label_column(read.labels, kind, problems)})
+    return Decoded(batch, read.ids, problems, kind)
 
 
 _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task

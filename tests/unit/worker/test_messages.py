@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,16 +74,21 @@ FEATURES = {  # per spec: a way every message of a batch may hold its features
     "columns": [st.fixed_dictionaries({"a": st.floats(-10, 10), "b": st.integers(0, 5)})],
 }
 LABELS = [st.none(), st.sampled_from(["ham", "spam"]), st.integers(0, 3), st.floats(0, 3)]
-IDS = [st.none(), st.integers(0, 10**6), st.text(max_size=5)]
+IDS = [st.none(), st.integers(0, 10**6), st.text(max_size=5), st.just("[")]
 ODD = st.sampled_from([b"{oops", b"[1]", b"", b'{"text": 1}', b'{"features": "1,2,3"}', b'{"label": true}',
-                       b'{"id": {"k": 1}}', b'{"features": [[1]], "text": null}'])
+                       b'{"id": {"k": 1}}', b'{"features": [[1]], "text": null}', b'{"features": [1, [2], 3]}',
+                       b'{"features": [1, null, 3]}', b'{"features": [1], "label": 18446744073709551616}',
+                       b'{"features": [1], "label": "\xff"}', b'{"features": [1e999]}'])
 
 
+@pytest.mark.parametrize("reader", ["arrow", "simdjson"])
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(sorted(FEATURES)), st.data())
-def test_the_bulk_reader_decodes_exactly_as_message_by_message(kind, data):
-    from worker.io.messages import _bulk, _one_by_one
+def test_the_bulk_readers_decode_exactly_as_message_by_message(reader, kind, data):
+    from worker.io.messages import _bulk, _bulk_vectors, _one_by_one
 
+    if reader == "simdjson" and kind != "vector":
+        return  # simdjson reads lists of numbers only
     spec = {"vector": FeatureSpec.vector("features"), "text": FeatureSpec.text("text"),
             "columns": FeatureSpec.numeric_columns(["a", "b"])}[kind]
     fields = MessageFields(feature_names=["a", "b"] if kind == "columns" else [])
@@ -90,7 +97,7 @@ def test_the_bulk_reader_decodes_exactly_as_message_by_message(kind, data):
     message = st.builds(lambda f, l, i: json.dumps({field: f, "label": l, "id": i}).encode(), features, label, id_)
     messages = data.draw(st.lists(st.one_of(*[message] * 12, ODD), min_size=2, max_size=8))
     label_kind = data.draw(st.sampled_from([None, "string", "number"]))
-    bulk = _bulk(messages, spec, fields, label_kind)
+    bulk = (_bulk if reader == "arrow" else _bulk_vectors)(messages, spec, fields, label_kind)
     if bulk is None:
         return  # left to the message-by-message path: nothing to compare
     slow = _one_by_one(messages, spec, fields, label_kind)
@@ -98,3 +105,25 @@ def test_the_bulk_reader_decodes_exactly_as_message_by_message(kind, data):
     assert bulk.ids == slow.ids and bulk.label_kind == slow.label_kind
     for name in slow.batch.schema.names:
         assert bulk.batch.column(name).to_pylist() == slow.batch.column(name).to_pylist(), name
+
+
+def test_lists_nested_inside_the_features_are_refused_not_flattened():
+    from worker.io.json_vectors import read_vectors
+
+    values = [b'{"features": [1, [2], 3], "label": 1}', b'{"features": [1, 2, 3], "label": 1}']
+    assert read_vectors(values, "features", "label", "id") is None
+    decoded = decode(values, FeatureSpec.vector("features"), MessageFields())
+    assert decoded.problems.bad.tolist() == [True, False]
+    assert decoded.batch.column("features").to_pylist()[1] == [1, 2, 3]
+
+
+def test_the_fast_list_reader_keeps_every_message_s_numbers_labels_and_ids():
+    from worker.io.json_vectors import read_vectors
+
+    values = [b'{"id": "a", "features": [0, 255, 1.5e300], "label": "x"}', b'{"features": [], "label": null}',
+              b'{"features": [-0.0, 7], "id": 3, "label": 2.5}']
+    read = read_vectors(values, "features", "label", "id")
+    assert read.offsets.tolist() == [0, 3, 3, 5]
+    assert read.values.tolist() == [0.0, 255.0, 1.5e300, -0.0, 7.0]
+    assert read.labels == ["x", None, 2.5] and read.ids == ["a", None, 3]
+    assert read_vectors([b'{"features": [1], "id": "[1]"}'], "features", "label", "id") is None  # a second "["
