@@ -9,6 +9,8 @@ hashes of neighbouring tokens of the same row. The hash is part of the snapshot 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,6 +18,8 @@ import pyarrow.compute as pc
 HASH_SCHEME = "poly31-splitmix64-v1"
 _MULTIPLIER = np.uint64(0x100000001B3)
 _NGRAM_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_WORD_CHARACTER = r"[\pL\pN_]"  # Unicode-aware \w
+_NON_WORD_RUN = r"[^\pL\pN_]+"
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -32,7 +36,7 @@ def tokenize(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
     texts : string array of length n_rows (nulls give no tokens)
     Returns (tokens: string array of length n_tokens, rows: int64 array of length n_tokens).
     """
-    pieces = pc.split_pattern_regex(pc.utf8_lower(texts), r"[^\pL\pN_]+")  # Unicode-aware \W
+    pieces = pc.split_pattern_regex(pc.utf8_lower(texts), _NON_WORD_RUN)
     lengths = pc.fill_null(pc.list_value_length(pieces), 0).to_numpy()
     tokens = pc.list_flatten(pieces)
     rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
@@ -83,14 +87,53 @@ for _first, _last in (("a", "z"), ("A", "Z"), ("0", "9"), ("_", "_")):
     _WORD[ord(_first):ord(_last) + 1] = True
 
 
-def _ascii_token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """What ``tokenize`` and ``hash_tokens`` give for ASCII texts, from their bytes in numpy.
+@functools.cache
+def _word_code_points() -> np.ndarray:
+    """Whether each code point is a word character, as Arrow's regex engine classes it for
+    ``tokenize``: shape (0x110000,), bool. Built once, in about 0.2 s."""
+    points = np.arange(0x110000)
+    points[0xD800:0xE000] = ord(" ")  # surrogates are not characters
+    data = "".join(map(chr, points.tolist())).encode()
+    sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)  # UTF-8 bytes of each
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    characters = pa.StringArray.from_buffers(len(points), pa.py_buffer(offsets), pa.py_buffer(data))
+    return pc.match_substring_regex(characters, f"^{_WORD_CHARACTER}$").to_numpy(zero_copy_only=False)
 
-    For ASCII, a word character is [A-Za-z0-9_] and lowercasing maps A-Z to a-z byte by byte, so
-    tokens are the runs of word bytes, found from the edges of a boolean mask (no regex).
+
+def _utf8_word_bytes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For valid UTF-8 bytes, shape (n_bytes,): (is the byte part of a word character, is it
+    the first byte of its character)."""
+    first = (data & 0xC0) != 0x80
+    starts = np.flatnonzero(first)
+    padded = np.concatenate([data, np.zeros(3, dtype=np.uint8)]).astype(np.uint32)
+    lead = padded[starts]
+    c1, c2, c3 = (padded[starts + i] & 0x3F for i in (1, 2, 3))
+    points = np.where(lead < 0x80, lead,
+                      np.where(lead < 0xE0, (lead & 0x1F) << 6 | c1,
+                               np.where(lead < 0xF0, (lead & 0x0F) << 12 | c1 << 6 | c2,
+                                        (lead & 0x07) << 18 | c1 << 12 | c2 << 6 | c3)))
+    word = _word_code_points()[np.minimum(points, 0x10FFFF)]
+    return word[np.cumsum(first) - 1], first
+
+
+def token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """What ``tokenize`` and ``hash_tokens`` give, from the texts' bytes in numpy (no regex):
+    (hash of each token, row of each token), tokens in row order and, within a row, text order.
+
+    Texts are lowercased (byte by byte when all are ASCII), each byte is classed by its
+    character, and tokens are the runs of word bytes of at least two characters, found from the
+    edges of the byte mask.
     """
+    texts = pc.fill_null(texts, "")
+    ascii = pc.all(pc.string_is_ascii(texts)).as_py() is not False
+    if not ascii:
+        texts = pc.utf8_lower(texts)
     offsets, data = _string_bytes(texts)
-    word = _WORD[data]
+    if ascii:
+        data = _LOWER[data]
+        word, first = _WORD[data], None
+    else:
+        word, first = _utf8_word_bytes(data)
     filled = np.diff(offsets) > 0
     before = np.zeros_like(word)  # is the byte before a word byte of the same text?
     before[1:] = word[:-1]
@@ -100,39 +143,15 @@ def _ascii_token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     after[offsets[1:][filled] - 1] = False
     starts = np.flatnonzero(word & ~before)
     stops = np.flatnonzero(word & ~after) + 1
-    lengths = stops - starts
-    keep = lengths >= 2
-    starts, lengths = starts[keep], lengths[keep]
+    if first is None:
+        characters = stops - starts
+    else:
+        characters_before = np.concatenate([[0], np.cumsum(first)])
+        characters = characters_before[stops] - characters_before[starts]
+    keep = characters >= 2
+    starts, lengths = starts[keep], (stops - starts)[keep]
     rows = np.searchsorted(offsets, starts, side="right") - 1
-    return _hash_spans(_LOWER[data], starts, lengths), rows
-
-
-def token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(hash of each token, row of each token), tokens in row order and, within a row, text order.
-
-    ASCII rows go through the numpy tokenizer, others through ``tokenize`` (Arrow's Unicode regex):
-    the same tokens either way.
-    """
-    texts = pc.fill_null(texts, "")
-    ascii_rows = pc.string_is_ascii(texts).to_numpy(zero_copy_only=False)
-    if ascii_rows.all():
-        return _ascii_token_hashes(texts)
-    if not ascii_rows.any():
-        tokens, rows = tokenize(texts)
-        return hash_tokens(tokens), rows
-    parts = []
-    for mask, kind in ((ascii_rows, "ascii"), (~ascii_rows, "unicode")):
-        taken = np.flatnonzero(mask)
-        subset = texts.take(pa.array(taken))
-        if kind == "ascii":
-            hashes, rows = _ascii_token_hashes(subset)
-        else:
-            tokens, rows = tokenize(subset)
-            hashes = hash_tokens(tokens)
-        parts.append((hashes, taken[rows]))
-    hashes, rows = np.concatenate([h for h, _ in parts]), np.concatenate([r for _, r in parts])
-    order = np.argsort(rows, kind="stable")  # each row's tokens stay in their order
-    return hashes[order], rows[order]
+    return _hash_spans(data, starts, lengths), rows
 
 
 def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1):

@@ -89,12 +89,24 @@ def test_text_spec_validates_its_settings():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.sampled_from("aZ_09 ,.!\t\nÉéß€-"), max_size=30),
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.sampled_from("aZ_09 ,.!\t\nÉéß€-İΣς中文\u0301😀٣\u00ad"),
+                                               max_size=30),
                           st.text(max_size=20)), max_size=25))
 def test_the_numpy_tokenizer_gives_the_regex_tokenizers_tokens(texts):
     from nbstream.arrow.hashing import token_hashes, tokenize
 
     array = pa.array(texts, pa.string())
+    tokens, rows = tokenize(array)
+    hashes, token_rows = token_hashes(array)
+    np.testing.assert_array_equal(token_rows, rows)
+    np.testing.assert_array_equal(hashes, hash_tokens(tokens))
+
+
+def test_every_code_point_is_tokenized_as_the_regex_tokenizer_does():
+    from nbstream.arrow.hashing import token_hashes, tokenize
+
+    points = [c for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000]
+    array = pa.array([f"xa{chr(c)}bx{chr(c)} {chr(c)}{chr(c)}" for c in points])  # inside, alone, doubled
     tokens, rows = tokenize(array)
     hashes, token_rows = token_hashes(array)
     np.testing.assert_array_equal(token_rows, rows)
