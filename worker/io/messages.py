@@ -114,6 +114,7 @@ def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: st
     try:
         table = pa_json.read_json(io.BytesIO(data), read_options=pa_json.ReadOptions(
             block_size=max(_BULK_BLOCK, max(map(len, values)) + 1)))
+        table.validate(full=True)  # the reader passes invalid UTF-8 inside strings through
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not all objects, types differ: one by one
         return None
     if table.num_rows != len(values):

@@ -127,3 +127,15 @@ def test_the_fast_list_reader_keeps_every_message_s_numbers_labels_and_ids():
     assert read.values.tolist() == [0.0, 255.0, 1.5e300, -0.0, 7.0]
     assert read.labels == ["x", None, 2.5] and read.ids == ["a", None, 3]
     assert read_vectors([b'{"features": [1], "id": "[1]"}'], "features", "label", "id") is None  # a second "["
+
+
+@pytest.mark.parametrize("spec, bad", [
+    (FeatureSpec.text("text"), b'{"text": "caf\xe9", "label": "ham"}'),
+    (FeatureSpec.text("text"), b'{"text": "ok", "label": "sp\xffam"}'),
+    (FeatureSpec.vector("features"), b'{"features": [1, 2], "label": "\xff"}'),
+])
+def test_invalid_utf8_inside_a_batch_is_that_message_s_problem(spec, bad):
+    good = b'{"text": "fine", "features": [3, 4], "label": "ham"}'
+    decoded = decode([good, bad, good], spec, MessageFields())
+    assert decoded.problems.bad.tolist() == [False, True, False]
+    assert decoded.batch.column("label").to_pylist() == ["ham", None, "ham"]
