@@ -9,8 +9,6 @@ hashes of neighbouring tokens of the same row. The hash is part of the snapshot 
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -87,33 +85,41 @@ for _first, _last in (("a", "z"), ("A", "Z"), ("0", "9"), ("_", "_")):
     _WORD[ord(_first):ord(_last) + 1] = True
 
 
-@functools.cache
-def _word_code_points() -> np.ndarray:
-    """Whether each code point is a word character, as Arrow's regex engine classes it for
-    ``tokenize``: shape (0x110000,), bool. Built once, in about 0.2 s."""
-    points = np.arange(0x110000)
-    points[0xD800:0xE000] = ord(" ")  # surrogates are not characters
-    data = "".join(map(chr, points.tolist())).encode()
-    sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)  # UTF-8 bytes of each
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
-    characters = pa.StringArray.from_buffers(len(points), pa.py_buffer(offsets), pa.py_buffer(data))
-    return pc.match_substring_regex(characters, f"^{_WORD_CHARACTER}$").to_numpy(zero_copy_only=False)
+# Whether each code point is a word character, as Arrow's regex engine classes it for
+# ``tokenize``: learned the first time a code point is met (a few per batch at most, once warm).
+_IS_WORD = np.zeros(0x110000, dtype=bool)
+_CLASSED = np.zeros(0x110000, dtype=bool)
+
+
+def _word_characters(points: np.ndarray) -> np.ndarray:
+    """Whether each code point is a word character: shape like ``points`` (valid code points)."""
+    new = np.unique(points[~_CLASSED[points]])
+    if len(new):
+        characters = pa.array(list(new.astype("<u4").tobytes().decode("utf-32-le")), pa.string())
+        _IS_WORD[new] = pc.match_substring_regex(characters, f"^{_WORD_CHARACTER}$").to_numpy(zero_copy_only=False)
+        _CLASSED[new] = True
+    return _IS_WORD[points]
 
 
 def _utf8_word_bytes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For valid UTF-8 bytes, shape (n_bytes,): (is the byte part of a word character, is it
-    the first byte of its character)."""
-    first = (data & 0xC0) != 0x80
-    starts = np.flatnonzero(first)
-    padded = np.concatenate([data, np.zeros(3, dtype=np.uint8)]).astype(np.uint32)
-    lead = padded[starts]
-    c1, c2, c3 = (padded[starts + i] & 0x3F for i in (1, 2, 3))
-    points = np.where(lead < 0x80, lead,
-                      np.where(lead < 0xE0, (lead & 0x1F) << 6 | c1,
-                               np.where(lead < 0xF0, (lead & 0x0F) << 12 | c1 << 6 | c2,
-                                        (lead & 0x07) << 18 | c1 << 12 | c2 << 6 | c3)))
-    word = _word_code_points()[np.minimum(points, 0x10FFFF)]
-    return word[np.cumsum(first) - 1], first
+    the first byte of its character). Only the multi-byte characters are decoded."""
+    word = _WORD[data]
+    leads = np.flatnonzero(data >= 0xC0)  # first bytes of multi-byte characters
+    if len(leads):
+        padded = np.concatenate([data, np.zeros(3, dtype=np.uint8)])
+        lead, c1, c2, c3 = ((padded[leads + i] & mask).astype(np.uint32)
+                            for i, mask in ((0, 0xFF), (1, 0x3F), (2, 0x3F), (3, 0x3F)))
+        sizes = 2 + (lead >= 0xE0) + (lead >= 0xF0)
+        points = np.where(sizes == 2, (lead & 0x1F) << 6 | c1,
+                          np.where(sizes == 3, (lead & 0x0F) << 12 | c1 << 6 | c2,
+                                   (lead & 0x07) << 18 | c1 << 12 | c2 << 6 | c3))
+        valid = (points < 0xD800) | ((points >= 0xE000) & (points < 0x110000))  # always, for valid UTF-8
+        is_word = _word_characters(np.where(valid, points, ord(" ")))
+        for k in range(int(sizes.max())):  # the character's class to each of its bytes
+            has_byte = sizes > k
+            word[leads[has_byte] + k] = is_word[has_byte]
+    return word, (data & 0xC0) != 0x80
 
 
 def token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
