@@ -78,18 +78,20 @@ def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
     label_kind : the kind of label the model learns (STRING or NUMBER), or None while it has
         learned none: then the batch's first usable label decides.
 
-    A batch whose messages are all well-formed is parsed by Arrow's JSON reader in one go (C++,
-    on all cores); anything the reader cannot take as it is, or whose result leaves room for
-    doubt, goes message by message, where each message's problem gets its name.
+    A batch whose messages are all well-formed is parsed in one go: lists of numbers by
+    simdjson, anything else by Arrow's JSON reader (C++, on all cores); anything they cannot
+    take as it is, or whose result leaves room for doubt, goes message by message, where each
+    message's problem gets its name.
     """
+    if len(values) < 2 or any(value_problem(v, fields.max_bytes) for v in values):
+        return _one_by_one(values, spec, fields, label_kind)
     return (spec.kind == "vector" and _bulk_vectors(values, spec, fields, label_kind)) or \
         _bulk(values, spec, fields, label_kind) or _one_by_one(values, spec, fields, label_kind)
 
 
 def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
-    """The batch read by simdjson, or None to try the general ways."""
-    if len(values) < 2 or any(not v or len(v) > fields.max_bytes for v in values):
-        return None
+    """The batch (of present values within the size limit) read by simdjson, or None to try the
+    general ways."""
     read = read_vectors(values, fields.features, fields.label, fields.id)
     if read is None:
         return None
@@ -107,8 +109,9 @@ _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task
 
 
 def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
-    """The batch parsed by Arrow's JSON reader, or None to decode it message by message."""
-    if len(values) < 2 or any(not v or len(v) > fields.max_bytes or b"\n" in v for v in values):
+    """The batch (of present values within the size limit) parsed by Arrow's JSON reader, or
+    None to decode it message by message."""
+    if any(b"\n" in v for v in values):
         return None
     data = b"\n".join(values)
     try:
