@@ -93,7 +93,7 @@ class Broker:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         users = [arg for user, password in SCRAM_USERS.items() for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
                  for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")] if self.sasl_ssl else []
-        subprocess.run(self._java() + ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
+        subprocess.run(self._java() + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config),
                                        "--ignore-formatted", *users], check=True, stdout=subprocess.DEVNULL)
         return self._launch(timeout)
 
