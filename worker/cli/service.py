@@ -88,7 +88,8 @@ def serve(
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", envvar=env("METRICS_HOST"),
                                      help="Address for the endpoints (0.0.0.0 in a container)."),
     max_message_bytes: int = typer.Option(1_048_576, "--max-message-bytes", min=1, envvar=env("MAX_MESSAGE_BYTES"),
-                                          help="Larger messages go to the dead-letter topic."),
+                                          help="Larger messages go to the dead-letter topic; so do Arrow messages "
+                                               "that hold more once decompressed."),
     instance_id: Optional[str] = typer.Option(None, "--instance-id", envvar=env("INSTANCE_ID"),
                                               help="Stable id of this replica in the group (static membership; "
                                                    "also names its transactions): a restart takes its "

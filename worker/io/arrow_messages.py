@@ -23,10 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from nbstream.arrow import FeatureSpec, RowProblems
+from nbstream.arrow.arrays import is_string_type
 
 from ..config import MessageFields
+from .arrow_ipc_size import decompressed_size
 from .messages import NUMBER, STRING, Decoded, label_kind_of_type, value_problem
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
@@ -106,6 +109,9 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
     problem = value_problem(value, fields.max_bytes)
     if problem is not None:
         return _Message(None, problem)
+    size = decompressed_size(value)
+    if size is not None and size > fields.max_bytes:
+        return _Message(None, _too_large(value, size, fields.max_bytes))
     try:
         table = read_stream(value)
     except (pa.ArrowException, OSError, ValueError) as error:  # truncated streams raise OSError
@@ -124,8 +130,26 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
             return _Message(None, f"label column {fields.label!r} has type {label.type}; expected strings or numbers")
         columns["label"] = label
     if fields.id in table.column_names:
+        id_type = table.schema.field(fields.id).type
+        if not (pa.types.is_integer(id_type) or is_string_type(id_type)):
+            return _Message(None, f"id column {fields.id!r} has type {id_type}; expected strings or integers")
         columns["id"] = table.column(fields.id)
+    decoded = (table.nbytes if size is None else size) + sum(_dictionary_strings_bytes(column) for column in columns.values())
+    if decoded > fields.max_bytes:  # a dictionary of long strings decodes to many copies of them
+        return _Message(None, _too_large(value, decoded, fields.max_bytes))
     return _Message(pa.table(columns))
+
+
+def _too_large(value: bytes, size: int, max_bytes: int) -> str:
+    return f"message of {len(value)} bytes holds {size} once decoded, more than the limit of {max_bytes}"
+
+
+def _dictionary_strings_bytes(column: pa.ChunkedArray) -> int:
+    """The bytes of a dictionary column's strings once decoded (0 for other columns)."""
+    if not (pa.types.is_dictionary(column.type) and is_string_type(column.type.value_type)):
+        return 0
+    return sum(pc.sum(pc.take(pc.binary_length(chunk.dictionary), chunk.indices)).as_py() or 0
+               for chunk in column.chunks)
 
 
 def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[np.ndarray, str | None]:

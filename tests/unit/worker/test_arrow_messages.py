@@ -9,9 +9,11 @@ import pytest
 
 from nbstream.arrow import FeatureSpec
 from worker.config import MessageFields
+from worker.io.arrow_ipc_size import decompressed_size
 from worker.io.arrow_messages import decode_arrow, encode_predictions, prediction_origin, read_stream, write_stream
 from worker.io.kafka.client import Polled
 from worker.io.kafka.sink import origin_headers
+from worker.service.observability import reason_of
 
 
 def _stream(**columns) -> bytes:
@@ -131,3 +133,77 @@ def test_compressed_streams_are_smaller_and_read_back_the_same():
     plain, packed = write_stream(table), write_stream(table, compression="lz4")
     assert len(packed) * 3 < len(plain)
     assert read_stream(packed).equals(read_stream(plain)) and read_stream(plain).equals(table)
+
+
+def _zero_pixels(rows: int) -> pa.Table:
+    return pa.table({"features": pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(rows * 784, np.uint8)), 784)})
+
+
+@pytest.mark.parametrize("compression", ["lz4", "zstd"])
+def test_a_message_that_inflates_past_the_limit_is_refused_before_it_is_decompressed(compression, monkeypatch):
+    value = write_stream(_zero_pixels(20_000), compression=compression)  # 15.7 MB of zeros in a small message
+    assert len(value) < 1 << 20
+    monkeypatch.setattr(pa.ipc, "open_stream", _must_not_be_called)
+    decoded = decode_arrow([value], SPEC, MessageFields(max_bytes=1 << 20))
+    assert decoded.row_in_message.tolist() == [-1]
+    assert decoded.problems.message[0].startswith(f"message of {len(value)} bytes holds 156")
+    assert "more than the limit of 1048576" in decoded.problems.message[0]
+    assert reason_of(decoded.problems.message[0]) == "too_large"
+
+
+def _must_not_be_called(*args, **kwargs):
+    raise AssertionError("the stream was read")
+
+
+def test_a_message_within_the_limit_once_decompressed_is_read():
+    value = write_stream(_zero_pixels(1_000), compression="zstd")  # 788 KB once decompressed
+    decoded = decode_arrow([value], SPEC, MessageFields(max_bytes=1 << 20))
+    assert decoded.batch.num_rows == 1_000 and not decoded.problems.any()
+
+
+def test_a_dictionary_of_long_strings_that_decodes_past_the_limit_is_refused():
+    repeated = pa.array(["x" * 10_000] * 1_000).dictionary_encode()  # 10 MB decoded, 10 KB sent
+    value = write_stream(pa.table({"colour": repeated}), compression="zstd")
+    spec = FeatureSpec.categorical(["colour"])
+    decoded = decode_arrow([value, _stream(colour=["red"])], spec, MessageFields(max_bytes=1 << 20))
+    assert decoded.problems.message[0].startswith(f"message of {len(value)} bytes holds ")
+    assert decoded.batch.column("colour").to_pylist()[1] == "red" and not decoded.problems.bad[1]
+
+
+def test_a_dictionary_column_within_the_limit_is_read_and_combined_with_plain_strings():
+    value = write_stream(pa.table({"colour": pa.array(["red", "blue", "red"]).dictionary_encode()}))
+    spec = FeatureSpec.categorical(["colour"])
+    decoded = decode_arrow([value, _stream(colour=["green"])], spec, MessageFields())
+    assert decoded.batch.column("colour").to_pylist() == ["red", "blue", "red", "green"]
+
+
+@pytest.mark.parametrize("ids, accepted", [
+    (pa.array(["a"]), True), (pa.array([7]), True),
+    (pa.array([[1, 2]]), False), (pa.array(["a"]).dictionary_encode(), False), (pa.array([1.5]), False),
+])
+def test_ids_are_strings_or_integers(ids, accepted):
+    decoded = decode_arrow([write_stream(pa.table({"features": [[1.0]], "id": ids}))], SPEC, MessageFields())
+    if accepted:
+        assert decoded.ids == ids.to_pylist() and not decoded.problems.any()
+    else:
+        assert decoded.problems.message[0].startswith("id column 'id' has type")
+
+
+@pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
+def test_the_declared_size_is_what_arrow_reads(compression):
+    table = pa.table({"features": [[1, 2, 3]] * 500, "label": ["spam", "ham"] * 250,
+                      "colour": pa.array(["red", "blue"] * 250).dictionary_encode()})
+    value = write_stream(table, compression=compression)
+    read = read_stream(value)
+    buffers = sum(b.size for column in read.columns for chunk in column.chunks for b in chunk.buffers() if b)
+    buffers += sum(b.size for chunk in read.column("colour").chunks for b in chunk.dictionary.buffers() if b)
+    assert buffers <= decompressed_size(value) <= buffers + 8 * 64  # plus each buffer's padding
+
+
+def test_the_size_reader_never_raises_on_a_damaged_stream():
+    value = write_stream(pa.table({"features": [[1, 2], [3, 4]], "label": ["a", "b"]}), compression="zstd")
+    mutants = [value[:cut] for cut in range(len(value))]
+    mutants += [value[:i] + bytes([byte]) + value[i + 1:] for i in range(len(value)) for byte in (0, 0x7F, 0xFF)]
+    sizes = [decompressed_size(mutant) for mutant in mutants]
+    assert all(size is None or 0 <= size < 1 << 63 for size in sizes)
+    assert decompressed_size(b"not arrow") is None
