@@ -172,6 +172,21 @@ def test_started_while_the_broker_is_down_it_waits_then_serves(own_broker, kafka
             service.kill()
 
 
+def test_a_stop_while_no_broker_answers_ends_the_process_cleanly(kafka_client, tmp_path):
+    unreachable = f"127.0.0.1:{free_port()}"
+    service = Service(unreachable, "never-read", tmp_path, client=kafka_client).start()
+    try:
+        assert wait_for(lambda: "Kafka failed" in service.log_tail(), timeout=60), service.log_tail()
+        started = time.monotonic()
+        assert service.terminate(timeout=30) == 0, service.log_tail()
+        assert time.monotonic() - started < 30
+        assert "stopped before a Kafka session started" in service.log_tail()
+        assert "Traceback" not in service.log_tail(20_000)
+    finally:
+        if service.running():
+            service.kill()
+
+
 def test_predictions_an_output_topic_refuses_go_to_the_dead_letters(kafka_bootstrap, kafka_client, tmp_path):
     from tests.helpers.kafka import json_message, send
 

@@ -86,51 +86,63 @@ def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int]) -> S
 def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID` prints every thread's stack
-    client = connect(config.kafka)
-    store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
-    start = starting_point(config, store)
-    metrics = ServiceMetrics(kafka_client=config.kafka.client)
-    http = serve_metrics(metrics, config.metrics_port, config.metrics_host) if config.metrics_port is not None else None
-    if http:
-        log.info("metrics endpoint up", extra={"url": "http://%s:%d/metrics" % http.server_address[:2]})
-    transactional_id = f"nbstream.{config.group}.{config.instance_id or uuid.uuid4().hex[:12]}"
-    refusals = Refusals()
-    backoff, last_failure = Backoff(), None
+    # Installed first, so a stop asked for while starting (say, reading a large snapshot) ends the
+    # process through the same orderly path as one asked for while serving.
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    log.info("serving", extra={"input": config.input, "output": config.output, "group": config.group,
-                               "guarantee": config.guarantee, "kafka": config.kafka.describe()})
+    http = None
     try:
-        while not stop.is_set():
-            session = None
-            try:
-                session = Session(client, config, metrics, start.fresh, FeatureEncoder.from_json(start.features),
-                                  transactional_id, refusals, start.base, store)
-                metrics.sessions.inc()
-                if last_failure is not None:
-                    log.info("Kafka session started again", extra={"after": str(last_failure)})
-                    last_failure = None
-                backoff.reset()
-                session.run(stop.is_set)
-                log.info("stopped after a final commit")
-            except KafkaFailure as failure:
-                metrics.ready = False
-                pause = backoff.next()
-                if str(failure) != str(last_failure):
-                    log.warning("Kafka failed: starting a new session", extra={
-                        "cause": str(failure), "retry_in_seconds": pause, "longest_pause_seconds": backoff.longest})
-                last_failure = failure
-                if session is not None:
-                    session.close()
-                    session = None
-                _wait(stop, pause, metrics)
-            finally:
-                if session is not None:
-                    session.close()
+        client = connect(config.kafka)
+        store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
+        start = starting_point(config, store)
+        metrics = ServiceMetrics(kafka_client=config.kafka.client)
+        if config.metrics_port is not None:
+            http = serve_metrics(metrics, config.metrics_port, config.metrics_host)
+            log.info("metrics endpoint up", extra={"url": "http://%s:%d/metrics" % http.server_address[:2]})
+        log.info("serving", extra={"input": config.input, "output": config.output, "group": config.group,
+                                   "guarantee": config.guarantee, "kafka": config.kafka.describe()})
+        _run_sessions(config, client, start, metrics, store, stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if http:
             http.shutdown()
+
+
+def _run_sessions(config: ServeConfig, client, start: StartingPoint, metrics: ServiceMetrics,
+                  store: SnapshotStore | None, stop: threading.Event) -> None:
+    """Sessions one after another until ``stop`` is set; a Kafka failure ends a session, not the loop."""
+    transactional_id = f"nbstream.{config.group}.{config.instance_id or uuid.uuid4().hex[:12]}"
+    refusals = Refusals()
+    backoff, last_failure, started = Backoff(), None, False
+    while not stop.is_set():
+        session = None
+        try:
+            session = Session(client, config, metrics, start.fresh, FeatureEncoder.from_json(start.features),
+                              transactional_id, refusals, start.base, store)
+            metrics.sessions.inc()
+            started = True
+            if last_failure is not None:
+                log.info("Kafka session started again", extra={"after": str(last_failure)})
+                last_failure = None
+            backoff.reset()
+            session.run(stop.is_set)
+            log.info("stopped after a final commit")
+        except KafkaFailure as failure:
+            metrics.ready = False
+            pause = backoff.next()
+            if str(failure) != str(last_failure):
+                log.warning("Kafka failed: starting a new session", extra={
+                    "cause": str(failure), "retry_in_seconds": pause, "longest_pause_seconds": backoff.longest})
+            last_failure = failure
+            if session is not None:
+                session.close()
+                session = None
+            _wait(stop, pause, metrics)
+        finally:
+            if session is not None:
+                session.close()
+    if not started:
+        log.info("stopped before a Kafka session started")
 
 
 def _wait(stop: threading.Event, seconds: float, metrics: ServiceMetrics) -> None:
