@@ -52,19 +52,48 @@ def _string_bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets - offsets[0], data
 
 
+def _inverse_mod_2_64(odd: int) -> int:
+    """x with odd * x == 1 (mod 2**64), by Newton's iteration (each step doubles the bits right)."""
+    inverse = odd
+    for _ in range(6):
+        inverse = inverse * (2 - odd * inverse) % (1 << 64)
+    return inverse
+
+
+_MULTIPLIER_INVERSE = np.uint64(_inverse_mod_2_64(int(_MULTIPLIER)))
+_CACHED_POWERS_LIMIT = 1 << 22  # bytes of a batch up to which the power tables are kept
+_powers_cache: dict[int, np.ndarray] = {}
+
+
+def _powers(base: np.uint64, n: int) -> np.ndarray:
+    """base**0 .. base**(n - 1) mod 2**64, shape (n,), uint64 (a read-only view of a kept table
+    for batches of usual size)."""
+    table = _powers_cache.get(int(base))
+    if table is None or len(table) < n:
+        size = max(n, 1 << 16) if n <= _CACHED_POWERS_LIMIT else n
+        table = np.full(size, base, dtype=np.uint64)
+        table[0] = 1
+        np.cumprod(table, out=table)
+        table.flags.writeable = False
+        if size <= _CACHED_POWERS_LIMIT:
+            _powers_cache[int(base)] = table
+    return table[:n]
+
+
 def _hash_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The hash of each byte span data[start:start + length] (spans non-empty), shape (n_spans,), uint64."""
+    """The hash of each byte span data[start:start + length] (spans non-empty), shape (n_spans,), uint64.
+
+    A span's polynomial hash sum_i (byte_i + 1) * M**(length - 1 - i), mod 2**64, comes from one
+    prefix sum over all the bytes: M is odd, so it has an inverse N mod 2**64, and with
+    P[k] = sum_{j<k} (data[j] + 1) * N**j the span [s, e) hashes to M**(e - 1) * (P[e] - P[s]).
+    """
     if len(starts) == 0:
         return np.zeros(0, dtype=np.uint64)
-    firsts = np.cumsum(lengths) - lengths  # where each span begins among the gathered bytes
-    span_of_byte = np.repeat(np.arange(len(lengths)), lengths)
-    position = np.arange(int(lengths.sum())) - firsts[span_of_byte]
-    # Byte i of a token of length L contributes (byte + 1) * M**(L - 1 - i), mod 2**64.
-    powers = np.concatenate([[np.uint64(1)],
-                             np.cumprod(np.full(int(lengths.max()) - 1, _MULTIPLIER, dtype=np.uint64))])
-    contributions = (data[starts[span_of_byte] + position].astype(np.uint64) + np.uint64(1)) * \
-        powers[lengths[span_of_byte] - 1 - position]
-    return _splitmix64(np.add.reduceat(contributions, firsts))
+    n = len(data)
+    prefix = np.zeros(n + 1, dtype=np.uint64)
+    np.cumsum((data + np.uint64(1)) * _powers(_MULTIPLIER_INVERSE, n), out=prefix[1:])
+    stops = starts + lengths
+    return _splitmix64((prefix[stops] - prefix[starts]) * _powers(_MULTIPLIER, n)[stops - 1])
 
 
 def hash_tokens(tokens: pa.Array) -> np.ndarray:
@@ -177,7 +206,15 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1):
         all_rows.append(rows[n - 1:][same_row])
         all_hashes.append(combined[same_row])
     rows, hashes = np.concatenate(all_rows), np.concatenate(all_hashes)
-    columns = (hashes & np.uint64((1 << n_bits) - 1)).astype(np.int64)
-    counts = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, columns)), shape=(len(texts), 1 << n_bits))
-    counts.sum_duplicates()
-    return counts
+    # One sort of (row, column) keys gives the matrix in CSR order, duplicates next to each other.
+    keys = rows << n_bits | (hashes & np.uint64((1 << n_bits) - 1)).astype(np.int64)
+    keys.sort()
+    first = np.ones(len(keys), dtype=bool)
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, len(keys))).astype(np.float64)
+    distinct = keys[starts]
+    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(distinct >> n_bits, minlength=len(texts)), out=indptr[1:])
+    columns = (distinct & ((1 << n_bits) - 1)).astype(np.int32)
+    return scipy.sparse.csr_matrix((counts, columns, indptr), shape=(len(texts), 1 << n_bits))

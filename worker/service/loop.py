@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import orjson
 import pyarrow as pa
 
 from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label_values
@@ -24,6 +23,7 @@ from ..io.interfaces import PredictionSink, RejectSink
 from ..io.kafka.client import Polled
 from ..io.kafka.sink import Refusals
 from ..io.arrow_messages import decode_arrow, encode_predictions
+from ..io.json_predictions import prediction_values
 from ..io.messages import Decoded, decode
 from .observability import ServiceMetrics
 from .partitions import GroupState
@@ -113,16 +113,11 @@ class PrequentialLoop:
 
     def _emit_json(self, polled: Polled, ids, rows: list[int], predicted, proba, version: int) -> None:
         model = self.group.global_model.model
-        if predicted is None:
-            predictions, probabilities = [None] * len(rows), [{}] * len(rows)
-        else:
-            labels = [str(c) for c in model.classes_.tolist()]
-            predictions = predicted.tolist()
-            probabilities = [dict(zip(labels, p)) for p in proba.tolist()]
-        topic, partitions, offsets, dumps = polled.topic, polled.partitions.tolist(), polled.offsets.tolist(), orjson.dumps
-        values = [dumps({"id": ids[i], "prediction": prediction, "probabilities": probability,
-                         "model_version": version, "topic": topic, "partition": partitions[i], "offset": offsets[i]})
-                  for i, prediction, probability in zip(rows, predictions, probabilities)]
+        partitions, offsets = polled.partitions.tolist(), polled.offsets.tolist()
+        predictions = [None] * len(rows) if predicted is None else predicted.tolist()
+        values = prediction_values([ids[i] for i in rows], predictions, proba,
+                                   model.classes_.tolist() if model.is_fitted else None, version, polled.topic,
+                                   [partitions[i] for i in rows], [offsets[i] for i in rows])
         self.predictions.send_predictions(polled, rows, values)
 
     def _learn(self, polled: Polled, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray,

@@ -83,6 +83,26 @@ def test_hashes_are_stable_and_ngrams_count_neighbours_within_a_row():
     assert np.asarray(bigrams.sum(axis=1)).ravel().tolist() == [5, 3]  # 3 + 2 and 2 + 1
 
 
+def _reference_hash(token: bytes) -> int:
+    """HASH_SCHEME by its definition: a polynomial over the bytes + 1, then splitmix64."""
+    mask, h = (1 << 64) - 1, 0
+    for byte in token:
+        h = (h * 0x100000001B3 + byte + 1) & mask
+    for shift, multiplier in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+        h = ((h ^ (h >> shift)) * multiplier) & mask
+    return h ^ (h >> 31)
+
+
+def test_token_hashes_are_the_hash_scheme_s_and_never_change():
+    pinned = {"spam": 0x52CEDFD0623A700C, "ham": 0x74DBBB693E199B10, "héllo": 0xBEF4E8DB75760C61,
+              "a" * 100: 0x71187CEA98CFF286}  # models saved since poly31-splitmix64-v1 depend on these
+    assert hash_tokens(pa.array(list(pinned))).tolist() == list(pinned.values())
+    rng = np.random.default_rng(3)
+    tokens = ["".join(rng.choice(list("abcé中_9"), size=rng.integers(1, 40))) for _ in range(300)]
+    tokens += ["x" * 70_000, "y" * 5]  # beyond the first power tables, then after them
+    assert hash_tokens(pa.array(tokens)).tolist() == [_reference_hash(t.encode()) for t in tokens]
+
+
 def test_text_spec_validates_its_settings():
     with pytest.raises(ValueError, match="hash_bits must be between 1 and 31"):
         FeatureSpec.text("t", hash_bits=40)
