@@ -21,6 +21,41 @@ from .validation import (NotFittedError, check_feature_names, check_labels, chec
 _CLASSES_OF_Y = object()  # fit's class set: the labels it is given
 
 
+class TouchedFeatures:
+    """The features whose statistics changed since the tables were last refreshed: a mask over
+    the features, so a batch is noted in one scatter of its column indices (no sort)."""
+
+    def __init__(self, n_features: int):
+        self.n_features = n_features
+        self._mask: np.ndarray | None = None  # shape (n_features,) of bool, made at the first mark
+        self._marked = 0  # indices marked since the last take: an upper bound of the features touched
+
+    def mark(self, features: np.ndarray) -> int:
+        """Note these feature indices (repeats allowed); returns how many features are touched."""
+        if self._mask is None:
+            self._mask = np.zeros(self.n_features, dtype=bool)
+        self._mask[features] = True
+        self._marked += len(features)
+        if self._marked > self.n_features // 8:  # count only when the bound says it could matter
+            self._marked = int(np.count_nonzero(self._mask))
+        return self._marked
+
+    def take(self) -> np.ndarray:
+        """The touched features, sorted, shape (n_touched,); none are touched after."""
+        features = np.flatnonzero(self._mask)
+        self._mask[features] = False
+        self._marked = 0
+        return features
+
+    def clear(self) -> None:
+        if self._marked:
+            self._mask[:] = False
+            self._marked = 0
+
+    def __bool__(self) -> bool:
+        return self._marked > 0
+
+
 class cached_table:
     """A fitted attribute derived from the statistics, recomputed only when it is read
     after the statistics changed (scikit-learn recomputes on every partial_fit).
@@ -133,16 +168,15 @@ class NaiveBayes(EstimatorProtocol):
         self.n_examples_seen_ += X.shape[0]
         if self._tables and self._refreshes_features and is_sparse(X) and self.half_life is None \
                 and n_classes == len(self._classes):
-            self._note_touched(np.unique(X.indices))  # a text batch touches few of 2^20 features
+            self._note_touched(X.indices)  # a text batch touches few of 2^20 features
         else:
             self._invalidate_tables()
         return self
 
     def _note_touched(self, features: np.ndarray) -> None:
         """Remember features to refresh; once they add up to a quarter of all features (many
-        batches learned between two predictions), a full refresh is cheaper and takes no memory."""
-        self._dirty_features.append(features)
-        if sum(len(f) for f in self._dirty_features) > self.n_features_in_ // 4:
+        batches learned between two predictions), a full refresh is cheaper."""
+        if self._touched.mark(features) > self.n_features_in_ // 4:
             self._invalidate_tables()
 
     def _start(self, class_set: ClassSet, n_features: int, feature_names: np.ndarray | None = None) -> None:
@@ -151,7 +185,7 @@ class NaiveBayes(EstimatorProtocol):
         self.n_features_in_ = n_features
         self.n_examples_seen_ = 0
         self._tables = {}
-        self._dirty_features: list[np.ndarray] = []  # touched since the tables were refreshed
+        self._touched = TouchedFeatures(n_features)  # since the tables were refreshed
         if feature_names is not None:
             self.feature_names_in_ = feature_names
         elif hasattr(self, "feature_names_in_"):
@@ -230,19 +264,17 @@ class NaiveBayes(EstimatorProtocol):
         self._require_fitted()
         if not self._tables:
             self.check_params()
-            self._dirty_features.clear()
+            self._touched.clear()
             self._tables.update(self._refresh())
-        elif self._dirty_features:
-            features = np.unique(np.concatenate(self._dirty_features))
-            self._dirty_features.clear()
-            self._refresh_features(self._tables, features)
+        elif self._touched:
+            self._refresh_features(self._tables, self._touched.take())
         return self._tables
 
     def _invalidate_tables(self) -> None:
         """Forget the smoothed tables after the statistics or parameters changed."""
         if self.is_fitted:
             self._tables.clear()
-            self._dirty_features.clear()
+            self._touched.clear()
 
     # ---- prediction --------------------------------------------------------------------
     def predict_joint_log_proba(self, X) -> np.ndarray:

@@ -185,7 +185,8 @@ def token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         characters = characters_before[stops] - characters_before[starts]
     keep = characters >= 2
     starts, lengths = starts[keep], (stops - starts)[keep]
-    rows = np.searchsorted(offsets, starts, side="right") - 1
+    tokens_per_text = np.diff(np.searchsorted(starts, offsets))  # n_texts searches, not one per token
+    rows = np.repeat(np.arange(len(texts), dtype=np.int64), tokens_per_text)
     return _hash_spans(data, starts, lengths), rows
 
 

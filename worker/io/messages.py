@@ -83,10 +83,19 @@ def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
     take as it is, or whose result leaves room for doubt, goes message by message, where each
     message's problem gets its name.
     """
-    if len(values) < 2 or any(value_problem(v, fields.max_bytes) for v in values):
+    if len(values) < 2 or not _all_usable_sizes(values, fields.max_bytes):
         return _one_by_one(values, spec, fields, label_kind)
     return (spec.kind == "vector" and _bulk_vectors(values, spec, fields, label_kind)) or \
         _bulk(values, spec, fields, label_kind) or _one_by_one(values, spec, fields, label_kind)
+
+
+def _all_usable_sizes(values: list, max_bytes: int) -> bool:
+    """Whether no value has a ``value_problem``: every one present, not empty, within the limit
+    (in passes that stay in C, where a per-message check would cost more than parsing)."""
+    if None in values:
+        return False
+    sizes = list(map(len, values))
+    return min(sizes) > 0 and max(sizes) <= max_bytes
 
 
 def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
@@ -111,9 +120,9 @@ _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task
 def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
     """The batch (of present values within the size limit) parsed by Arrow's JSON reader, or
     None to decode it message by message."""
-    if any(b"\n" in v for v in values):
-        return None
     data = b"\n".join(values)
+    if data.count(b"\n") != len(values) - 1:  # a value holds a line break: not one JSON document per line
+        return None
     try:
         table = pa_json.read_json(io.BytesIO(data), read_options=pa_json.ReadOptions(
             block_size=max(_BULK_BLOCK, max(map(len, values)) + 1)))

@@ -10,6 +10,7 @@ growing pause the next one resumes from the committed state. Only configuration 
 from __future__ import annotations
 
 import faulthandler
+import gc
 import logging
 import signal
 import threading
@@ -100,6 +101,10 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
             log.info("metrics endpoint up", extra={"url": "http://%s:%d/metrics" % http.server_address[:2]})
         log.info("serving", extra={"input": config.input, "output": config.output, "group": config.group,
                                    "guarantee": config.guarantee, "kafka": config.kafka.describe()})
+        # A poll makes thousands of short-lived objects, which set off garbage collections; the
+        # start-up's own objects (modules, the starting model) are never garbage, and leaving them
+        # out of every later collection made the JSON text path a quarter faster.
+        gc.freeze()
         _run_sessions(config, client, start, metrics, store, stop)
     finally:
         for sig, handler in previous.items():

@@ -84,7 +84,7 @@ class KafkaSink:
         topic, room = self.predictions.topic, self.predictions.max_record_bytes - RECORD_BATCH_OVERHEAD
         keys, send, suspects = polled.keys, self.producer.send, self.refusals.suspects
         row_keys = [keys[row] for row in rows]
-        if not suspects and values and max(map(len, values)) + max(len(k or b"") for k in row_keys) <= room:
+        if not suspects and values and max(map(len, values)) + max(map(len, filter(None, row_keys)), default=0) <= room:
             self.producer.send_many(topic, values, row_keys)  # the usual case: every record fits
             return
         for row, value in zip(rows, values):
