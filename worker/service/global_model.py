@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -108,9 +109,22 @@ class GlobalModel:
         else:
             self._stale = True
 
-    def predict(self, X) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """(predicted labels, probabilities), or (None, None) while nothing is learned."""
+    def predict(self, X) -> "Predictions":
+        """The rows' predictions (all None while nothing is learned)."""
         if not self.model.is_fitted:
-            return None, None
+            return Predictions(None, None, None)
         proba = self.model.predict_proba(X)
-        return self.model.classes_[np.argmax(proba, axis=1)], proba
+        return Predictions(self.model.classes_, np.argmax(proba, axis=1), proba)
+
+
+@dataclass
+class Predictions:
+    """What the model says about a batch of rows; every field None while it knows no class."""
+    classes: np.ndarray | None  # (n_classes,) the class labels
+    best: np.ndarray | None  # (n_rows,) index into classes of each row's most probable class
+    proba: np.ndarray | None  # (n_rows, n_classes) float64
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """(n_rows,) the predicted class labels."""
+        return None if self.classes is None else self.classes[self.best]

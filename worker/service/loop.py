@@ -25,6 +25,7 @@ from ..io.kafka.sink import Refusals
 from ..io.arrow_messages import decode_arrow, encode_predictions
 from ..io.json_predictions import prediction_values
 from ..io.messages import Decoded, decode
+from .global_model import Predictions
 from .observability import ServiceMetrics
 from .partitions import GroupState
 
@@ -65,10 +66,10 @@ class PrequentialLoop:
         self.metrics.messages.inc(len(polled))
         good = problems.good
         if good.any():
-            predicted, proba = model.predict(problems.select_good(X))
-            self._emit(polled, rows, decoded, good, predicted, proba)
+            predictions = model.predict(problems.select_good(X))
+            self._emit(polled, rows, decoded, good, predictions)
             if self.learn:
-                self._learn(rows, decoded.batch, X, y, labeled & good, good, predicted)
+                self._learn(rows, decoded.batch, X, y, labeled & good, good, predictions.labels)
         self._advance(polled)
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
@@ -97,28 +98,24 @@ class PrequentialLoop:
         if any(errors):
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 
-    def _emit(self, polled: Polled, rows: Polled, decoded: Decoded, good, predicted, proba) -> None:
+    def _emit(self, polled: Polled, rows: Polled, decoded: Decoded, good, predictions: Predictions) -> None:
         """Predictions of the good rows: one JSON message each, or one Arrow stream per input message."""
         model = self.group.global_model.model
         version = int(model.n_examples_seen_) if model.is_fitted else 0
         if decoded.message_of is not None:
-            messages, values = encode_predictions(polled, decoded, np.flatnonzero(good), predicted, proba,
-                                                  model.classes_ if model.is_fitted else None, version)
+            messages, values = encode_predictions(polled, decoded, np.flatnonzero(good), predictions.labels,
+                                                  predictions.proba, predictions.classes, version)
             self.predictions.send_predictions(polled, messages, values)
         else:
-            self._emit_json(polled, decoded.ids, np.flatnonzero(good).tolist(), predicted, proba, version)
+            good_rows = np.flatnonzero(good).tolist()
+            ids, partitions, offsets = decoded.ids, polled.partitions.tolist(), polled.offsets.tolist()
+            values = prediction_values([ids[i] for i in good_rows], predictions.classes, predictions.best,
+                                       predictions.proba, version, polled.topic, [partitions[i] for i in good_rows],
+                                       [offsets[i] for i in good_rows])
+            self.predictions.send_predictions(polled, good_rows, values)
         self.metrics.predictions.inc(int(good.sum()))
         stamps = rows.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
-
-    def _emit_json(self, polled: Polled, ids, rows: list[int], predicted, proba, version: int) -> None:
-        model = self.group.global_model.model
-        partitions, offsets = polled.partitions.tolist(), polled.offsets.tolist()
-        predictions = [None] * len(rows) if predicted is None else predicted.tolist()
-        values = prediction_values([ids[i] for i in rows], predictions, proba,
-                                   model.classes_.tolist() if model.is_fitted else None, version, polled.topic,
-                                   [partitions[i] for i in rows], [offsets[i] for i in rows])
-        self.predictions.send_predictions(polled, rows, values)
 
     def _learn(self, polled: Polled, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray,
                predicted) -> None:

@@ -1,4 +1,4 @@
-"""JSON prediction messages: serialised all at once, each exactly as if serialised alone."""
+"""JSON prediction messages: assembled a column at a time, each exactly what serialising its own dict gives."""
 
 from __future__ import annotations
 
@@ -11,30 +11,36 @@ from hypothesis import strategies as st
 from worker.io.json_predictions import prediction_values
 
 
-def _one_by_one(ids, predictions, probabilities, classes, version, topic, partitions, offsets):
-    labels = [str(c) for c in classes] if classes is not None else []
-    return [orjson.dumps({"id": i, "prediction": p, "probabilities": dict(zip(labels, row)) if probabilities is not None
-                          else {}, "model_version": version, "topic": topic, "partition": pa, "offset": o})
-            for i, p, row, pa, o in zip(ids, predictions, probabilities.tolist() if probabilities is not None
-                                        else [None] * len(ids), partitions, offsets)]
+def _one_by_one(ids, classes, best, proba, version, topic, partitions, offsets):
+    """The definition: one dict per message, serialised alone."""
+    labels = [] if classes is None else [str(c) for c in classes.tolist()]
+    return [orjson.dumps({"id": i, "prediction": None if classes is None else classes.tolist()[b],
+                          "probabilities": {} if classes is None else dict(zip(labels, row)),
+                          "model_version": version, "topic": topic, "partition": p, "offset": o})
+            for i, b, row, p, o in zip(ids, [0] * len(ids) if best is None else best.tolist(),
+                                       [None] * len(ids) if proba is None else proba.tolist(), partitions, offsets)]
 
 
-HOSTILE_STRINGS = ['},{"id":', '"}', "\\", '{"id":1}', "ünï\u2028", "", "id"]
+HOSTILE_STRINGS = ['},{"id":', '"}', "\\", '{"id":1}', "a,b", "ünï\u2028", "", "id", "],["]
+IDS = st.one_of(st.none(), st.integers(-2**63, 2**64 - 1), st.sampled_from(HOSTILE_STRINGS), st.text(), st.booleans(),
+                st.floats(allow_nan=False, allow_infinity=False),
+                st.lists(st.integers(-5, 5), max_size=3),
+                st.dictionaries(st.sampled_from(HOSTILE_STRINGS), st.integers(-2**63, 2**63 - 1), max_size=2))
+PROBABILITIES = st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 5e-324, 1e-300, 0.1, 1 / 3, 2.2250738585072014e-308]))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.integers(-2**63, 2**63 - 1), st.sampled_from(HOSTILE_STRINGS), st.text(),
-                          st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
-                          st.lists(st.sampled_from(HOSTILE_STRINGS), max_size=2),
-                          st.dictionaries(st.sampled_from(HOSTILE_STRINGS), st.integers(-2**63, 2**63 - 1), max_size=2)),
-                max_size=12),
-       st.lists(st.sampled_from(HOSTILE_STRINGS), min_size=1, max_size=3, unique=True))
-def test_each_value_is_what_serialising_its_object_alone_gives(ids, classes):
-    n = len(ids)
-    rng = np.random.default_rng(n)
-    probabilities = rng.random((n, len(classes)))
-    predictions = [classes[i % len(classes)] for i in range(n)]
-    arguments = (ids, predictions, probabilities, classes, 7, '},{"id":', list(range(n)), list(range(10, 10 + n)))
+@settings(max_examples=300, deadline=None)
+@given(st.lists(IDS, max_size=12),
+       st.one_of(st.lists(st.sampled_from(HOSTILE_STRINGS), min_size=1, max_size=4, unique=True),
+                 st.lists(st.integers(-3, 3), min_size=1, max_size=4, unique=True)),
+       st.data())
+def test_each_value_is_what_serialising_its_own_dict_gives(ids, labels, data):
+    n, k = len(ids), len(labels)
+    classes = np.array(labels, dtype=object if isinstance(labels[0], str) else np.int64)
+    proba = np.array(data.draw(st.lists(st.lists(PROBABILITIES, min_size=k, max_size=k), min_size=n, max_size=n)),
+                     dtype=np.float64).reshape(n, k)
+    best = np.array([data.draw(st.integers(0, k - 1)) for _ in range(n)], dtype=np.int64)
+    arguments = (ids, classes, best, proba, 7, '},{"id":', list(range(n)), list(range(10, 10 + n)))
     values = prediction_values(*arguments)
     assert values == _one_by_one(*arguments)
     assert [orjson.loads(v)["offset"] for v in values] == list(range(10, 10 + n))
@@ -42,13 +48,22 @@ def test_each_value_is_what_serialising_its_object_alone_gives(ids, classes):
 
 @pytest.mark.parametrize("n", [0, 1, 2, 500])
 def test_a_model_without_classes_predicts_null_with_no_probabilities(n):
-    values = prediction_values(list(range(n)), [None] * n, None, None, 0, "t", [0] * n, list(range(n)))
+    values = prediction_values(list(range(n)), None, None, None, 0, "t", [0] * n, list(range(n)))
     assert [orjson.loads(v) for v in values] == [
         {"id": i, "prediction": None, "probabilities": {}, "model_version": 0, "topic": "t", "partition": 0,
          "offset": i} for i in range(n)]
 
 
-def test_an_id_holding_objects_keyed_id_is_not_cut_apart():
-    ids = [[{"a": 1}, {"id": 2}], {"x": {"id": 3}}, 5]
-    arguments = (ids, ["s"] * 3, np.ones((3, 1)), ["s"], 1, "t", [0] * 3, [0, 1, 2])
+def test_ids_whose_json_holds_commas_are_serialised_one_by_one():
+    ids = [[{"a": 1}, {"id": 2}], {"x": 1, "y": 2}, "a,b", 5]
+    classes, best, proba = np.array(["s"], dtype=object), np.zeros(4, np.int64), np.ones((4, 1))
+    arguments = (ids, classes, best, proba, 1, "t", [0] * 4, [0, 1, 2, 3])
+    assert prediction_values(*arguments) == _one_by_one(*arguments)
+    assert [orjson.loads(v)["id"] for v in prediction_values(*arguments)] == ids
+
+
+def test_a_column_of_probabilities_that_is_a_strided_view_is_read_row_by_row():
+    proba = np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2] / 10  # not C-contiguous
+    classes, best = np.array([3, 1]), np.array([0, 1, 0])
+    arguments = ([1, 2, 3], classes, best, proba, 1, "t", [0] * 3, [0, 1, 2])
     assert prediction_values(*arguments) == _one_by_one(*arguments)
