@@ -5,7 +5,9 @@ Layout (all integers little-endian)::
     b"NBSNAP\\x00\\x01"                     magic, with the format version in the last byte
     uint64 header length, header (UTF-8 JSON): kind, parameters, classes, array directory,
                                              examples seen, creation time, caller metadata
-    array bytes, each at the offset the directory gives (raw, C order, 8-byte aligned)
+    array bytes, each at the offset the directory gives (raw, C order, 8-byte aligned); a
+        mostly-zero array (a text model's counts) is stored sparse: its directory entry says
+        "nonzero": k, and its bytes are k int64 flat indices, increasing, then their k values
     32-byte SHA-256 of everything above
 
 Loading checks the magic, the version and the checksum before it reads anything else, and
@@ -32,8 +34,15 @@ from .base import NaiveBayes
 from .labels import ClassSet
 from .registry import model_class
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: sparse arrays; version 1 files (all arrays dense) are read too
+_READABLE_VERSIONS = (1, 2)
 _MAGIC = b"NBSNAP\x00"
+_SPARSE_BELOW = 1 / 8  # store an array sparse when fewer of its values are nonzero
+_SPARSE_MIN_SIZE = 4_096  # values: smaller arrays are stored as they are
+# Dense values all sparse arrays of a snapshot may unfold to (2 GiB of float64): a small file
+# must not be able to ask for unbounded memory. Larger models are stored dense, which a file's
+# own size bounds.
+SPARSE_MAX_VALUES = 1 << 28
 _ALLOWED_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "<i2", "<u2", "|i1", "|u1", "|b1"}
 
 
@@ -86,13 +95,20 @@ def _serialise(model: NaiveBayes, meta: dict | None, *, tables: bool) -> tuple[b
         for name, value in model._fresh_tables().items():
             _encode_value(value if isinstance(value, list) else np.asarray(value), f"table.{name}", arrays)
     header["arrays"] = []
-    offset = 0
-    for name, array in arrays.items():
+    offset, sparse_values = 0, 0
+    for name, array in list(arrays.items()):
         array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        entry = {"name": name, "dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
+        if name.startswith("stats.") and array.size >= _SPARSE_MIN_SIZE \
+                and sparse_values + array.size <= SPARSE_MAX_VALUES:
+            where = np.flatnonzero(array.reshape(-1) != 0)  # a mask first: 4x faster than on floats
+            if len(where) < array.size * _SPARSE_BELOW:
+                sparse_values += array.size
+                entry["nonzero"] = len(where)
+                array = _Sparse(where.astype("<i8"), array.reshape(-1)[where])
         arrays[name] = array
-        header["arrays"].append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape),
-                                 "offset": offset})
-        offset += -(-array.nbytes // 8) * 8
+        header["arrays"].append(entry)
+        offset += _stored_bytes(array)
     try:
         return json.dumps(header, allow_nan=False).encode(), arrays
     except (TypeError, ValueError) as error:
@@ -111,9 +127,23 @@ def _write_body(out, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> None
     write(struct.pack("<Q", len(header_bytes)))
     write(header_bytes)
     for array in arrays.values():
-        write(memoryview(array.reshape(-1).view(np.uint8)))
-        write(b"\x00" * (-array.nbytes % 8))
+        for part in (array.indices, array.values) if isinstance(array, _Sparse) else (array,):
+            write(memoryview(part.reshape(-1).view(np.uint8)))
+            write(b"\x00" * (-part.nbytes % 8))
     out.write(digest.digest())
+
+
+class _Sparse:
+    """A mostly-zero array as it is stored: flat indices of its nonzero values, and those values."""
+
+    def __init__(self, indices: np.ndarray, values: np.ndarray):
+        self.indices, self.values = indices, values
+
+
+def _stored_bytes(array) -> int:
+    """Bytes an array takes in the file, each part padded to 8."""
+    parts = (array.indices, array.values) if isinstance(array, _Sparse) else (array,)
+    return sum(-(-part.nbytes // 8) * 8 for part in parts)
 
 
 def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
@@ -230,7 +260,7 @@ def _check_header(header, payload_bytes: int) -> None:
             raise ValueError(f"header field {name!r} is missing or of the wrong type")
     if not np.isfinite(header["examples_seen"]) or header["examples_seen"] < 0:
         raise ValueError("examples_seen must be a non-negative number")
-    names = set()
+    names, sparse_values = set(), 0
     for entry in header["arrays"]:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry["name"] in names:
             raise ValueError("an array entry has no name, or a duplicate one")
@@ -241,7 +271,16 @@ def _check_header(header, payload_bytes: int) -> None:
         if not isinstance(shape, list) or len(shape) > 2 or not all(_natural(n) for n in shape) \
                 or not _natural(offset):
             raise ValueError(f"array {entry['name']!r} has an invalid shape or offset")
-        size = int(np.dtype(entry["dtype"]).itemsize) * _product(shape)  # Python ints: no overflow
+        itemsize = int(np.dtype(entry["dtype"]).itemsize)
+        if "nonzero" in entry:
+            if not _natural(entry["nonzero"]) or entry["nonzero"] > _product(shape):
+                raise ValueError(f"sparse array {entry['name']!r} has an invalid count of nonzero values")
+            sparse_values += _product(shape)  # Python ints: no overflow
+            if sparse_values > SPARSE_MAX_VALUES:
+                raise ValueError(f"sparse arrays unfold to more than {SPARSE_MAX_VALUES} values")
+            size = -(-8 * entry["nonzero"] // 8) * 8 + itemsize * entry["nonzero"]
+        else:
+            size = itemsize * _product(shape)
         if offset + size > payload_bytes:
             raise ValueError(f"array {entry['name']!r} lies beyond the end of the file")
 
@@ -302,9 +341,9 @@ def _verified(data: bytes, source) -> tuple[dict, memoryview]:
     if len(data) < prefix + 32 or not data.startswith(_MAGIC):
         raise SnapshotError(f"{source}: not an nbstream snapshot (bad magic or too short).")
     version = data[len(_MAGIC)]
-    if version != FORMAT_VERSION:
+    if version not in _READABLE_VERSIONS:
         raise SnapshotError(f"{source}: snapshot format version {version}; this nbstream reads "
-                            f"version {FORMAT_VERSION}.")
+                            f"versions {', '.join(map(str, _READABLE_VERSIONS))}.")
     body, checksum = data[:-32], data[-32:]
     if hashlib.sha256(body).digest() != checksum:
         raise SnapshotError(f"{source}: checksum mismatch: the file is truncated or was altered.")
@@ -315,6 +354,8 @@ def _verified(data: bytes, source) -> tuple[dict, memoryview]:
         header = json.loads(body[prefix:prefix + header_length])
     except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise SnapshotError(f"{source}: the header is not valid JSON ({type(error).__name__}).") from None
+    if isinstance(header, dict):
+        header["format_version"] = version  # what the magic says, for readers of the header
     return header, memoryview(body)[prefix + header_length:]
 
 
@@ -322,8 +363,17 @@ def _array_from(payload: memoryview, entry: dict) -> np.ndarray:
     """An array the header describes (already checked to lie inside the payload)."""
     dtype = np.dtype(entry["dtype"])
     count = _product(entry["shape"])
-    array = np.frombuffer(payload, dtype=dtype, count=count, offset=entry["offset"])
-    return array.reshape(entry["shape"]).copy()
+    if "nonzero" not in entry:
+        array = np.frombuffer(payload, dtype=dtype, count=count, offset=entry["offset"])
+        return array.reshape(entry["shape"]).copy()
+    k = entry["nonzero"]
+    indices = np.frombuffer(payload, dtype="<i8", count=k, offset=entry["offset"])
+    values = np.frombuffer(payload, dtype=dtype, count=k, offset=entry["offset"] + 8 * k)
+    if k and (indices[0] < 0 or indices[-1] >= count or np.any(indices[1:] <= indices[:-1])):
+        raise ValueError(f"sparse array {entry['name']!r} has indices out of order or out of range")
+    array = np.zeros(count, dtype=dtype)
+    array[indices] = values
+    return array.reshape(entry["shape"])
 
 
 def _encode_value(value, name: str, arrays: dict[str, np.ndarray]):

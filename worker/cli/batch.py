@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from nbstream.snapshot import FORMAT_VERSION, load_with_header
+from nbstream.snapshot import load_with_header
 
 from ..config import FeatureOptions, ScoreConfig, TrainConfig
 from ..snapshot_meta import ParquetProgress, SnapshotMeta
@@ -156,7 +156,7 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
         typer.echo(json.dumps({key: value for key, value in header.items() if key != "arrays"}, indent=2))
         return
     typer.echo(f"kind:           {header['kind']}")
-    typer.echo(f"format version: {FORMAT_VERSION} (checksum ok)")
+    typer.echo(f"format version: {header['format_version']} (checksum ok)")
     typer.echo(f"created:        {header['created_at']}")
     typer.echo(f"examples seen:  {header['examples_seen']:,}")
     typer.echo(f"parameters:     {model!r}")

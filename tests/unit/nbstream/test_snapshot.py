@@ -140,3 +140,23 @@ def test_the_header_is_plain_json(tmp_path, rng):
     raw = path.read_bytes()
     length = int.from_bytes(raw[8:16], "little")
     assert json.loads(raw[16:16 + length])["kind"] == "categorical"
+
+
+def test_a_text_model_s_mostly_zero_counts_are_stored_sparse_and_read_back_exactly(tmp_path):
+    import pyarrow as pa
+
+    from nbstream.arrow.hashing import hashed_counts
+
+    texts = pa.array(["free entry win cash now", "see you at lunch", "win a free prize", "call me later"] * 20)
+    X, y = hashed_counts(texts, n_bits=20), ["spam", "ham", "spam", "ham"] * 20
+    model = nbstream.MultinomialNB().partial_fit(X, y)
+    path = nbstream.save(model, tmp_path / "text.nbs", tables=False)
+    dense_bytes = model.feature_count_.nbytes
+    assert path.stat().st_size < dense_bytes / 100
+    assert next(e for e in read_header(path)["arrays"] if e["name"] == "stats.feature_count")["nonzero"] == 13
+    loaded = nbstream.load(path)
+    np.testing.assert_array_equal(loaded.feature_count_, model.feature_count_)
+    np.testing.assert_array_equal(loaded.predict_joint_log_proba(X), model.predict_joint_log_proba(X))
+    more = hashed_counts(pa.array(["lunch prize"]), n_bits=20)
+    np.testing.assert_array_equal(loaded.partial_fit(more, ["ham"]).feature_count_,
+                                  model.partial_fit(more, ["ham"]).feature_count_)

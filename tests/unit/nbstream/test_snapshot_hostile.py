@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nbstream
-from nbstream.snapshot import SnapshotError
+from nbstream.snapshot import SnapshotError, read_header
 
 MAGIC = b"NBSNAP\x00\x01"
 
@@ -32,13 +32,16 @@ def seal(header, payload: bytes, header_bytes: bytes | None = None) -> bytes:
     return body + hashlib.sha256(body).digest()
 
 
-@pytest.fixture(params=["categorical", "multinomial", "gaussian"])
+@pytest.fixture(params=["categorical", "multinomial", "gaussian", "sparse multinomial"])
 def genuine(request, tmp_path):
     rng = np.random.default_rng(3)
     X, y = rng.integers(0, 4, size=(60, 5)), rng.choice(["a", "b"], size=60)
+    if request.param == "sparse multinomial":  # counts of 6,000 features, few nonzero: stored sparse
+        X = np.zeros((60, 6_000), dtype=int)
+        X[:, :5] = rng.integers(0, 4, size=(60, 5))
     model = {"categorical": nbstream.CategoricalNB, "multinomial": nbstream.MultinomialNB,
-             "gaussian": nbstream.GaussianNB}[request.param]().fit(X, y)
-    return split(nbstream.save(model, tmp_path / "m.nbs").read_bytes())
+             "gaussian": nbstream.GaussianNB, "sparse multinomial": nbstream.MultinomialNB}[request.param]
+    return split(nbstream.save(model().fit(X, y), tmp_path / "m.nbs").read_bytes())
 
 
 def refused(tmp_path, raw: bytes) -> str:
@@ -157,3 +160,47 @@ def test_any_mutation_of_a_header_field_is_loaded_or_refused_never_crashes(tmp_p
         return
     probabilities = model.predict_proba(np.ones((2, model.n_features_in_), dtype=int))  # what loads, predicts
     assert np.isfinite(probabilities).all()
+
+
+def sparse_forgery(tmp_path, change) -> str:
+    rng = np.random.default_rng(4)
+    X = np.zeros((40, 6_000), dtype=int)
+    X[:, ::700] = rng.integers(0, 3, size=(40, 9))
+    path = nbstream.save(nbstream.MultinomialNB().fit(X, rng.choice(["a", "b"], size=40)), tmp_path / "m.nbs")
+    header, payload = split(path.read_bytes())
+    counts = entry(header, "stats.feature_count")
+    assert counts["nonzero"] == 18  # 9 columns, 2 classes
+    payload = bytearray(payload)
+    change(header, counts, payload)
+    return refused(tmp_path, seal(header, bytes(payload)))
+
+
+def _index(payload, counts, i, value):
+    payload[counts["offset"] + 8 * i:counts["offset"] + 8 * i + 8] = np.int64(value).tobytes()
+
+
+@pytest.mark.parametrize("forgery, message", [
+    (lambda h, c, p: c.update(nonzero=10**6), "invalid count of nonzero"),
+    (lambda h, c, p: c.update(nonzero=-1), "invalid count of nonzero"),
+    (lambda h, c, p: c.update(nonzero=17.5), "invalid count of nonzero"),
+    (lambda h, c, p: c.update(shape=[2, 2**40]), "unfold to more than"),
+    (lambda h, c, p: c.update(shape=[2**60, 2**60], nonzero=0), "unfold to more than"),
+    (lambda h, c, p: h["arrays"].append({**c, "name": "stats.copy", "shape": [2, 2**27]}), "unfold to more than"),
+    (lambda h, c, p: _index(p, c, 3, 2), "out of order"),  # before the index ahead of it
+    (lambda h, c, p: _index(p, c, 1, 0), "out of order"),  # the same index twice
+    (lambda h, c, p: _index(p, c, 0, -5), "out of range"),
+    (lambda h, c, p: _index(p, c, 17, 12_000), "out of range"),
+])
+def test_forged_sparse_arrays_are_refused_before_they_are_unfolded(tmp_path, forgery, message):
+    assert message in sparse_forgery(tmp_path, forgery)
+
+
+def test_a_version_1_file_all_dense_is_still_read(tmp_path):
+    rng = np.random.default_rng(5)
+    model = nbstream.MultinomialNB().fit(rng.integers(0, 4, size=(30, 6)), rng.choice(["a", "b"], size=30))
+    header, payload = split(nbstream.save(model, tmp_path / "m.nbs").read_bytes())
+    assert not any("nonzero" in e for e in header["arrays"])
+    loaded = tmp_path / "v1.nbs"
+    loaded.write_bytes(seal(header, payload))  # MAGIC is version 1's
+    np.testing.assert_array_equal(nbstream.load(loaded).feature_count_, model.feature_count_)
+    assert read_header(loaded)["format_version"] == 1 and read_header(tmp_path / "m.nbs")["format_version"] == 2
