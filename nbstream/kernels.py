@@ -80,7 +80,11 @@ def add_class_sums(target: np.ndarray, X, rows: np.ndarray, weights: np.ndarray 
         return
     per_row = np.diff(X.indptr)
     values = X.data if weights is None else X.data * np.repeat(weights, per_row)
-    np.add.at(target, (np.repeat(rows, per_row), X.indices), values)
+    if target.flags.c_contiguous:  # numpy's add.at is ~10x faster on one flat index than on a pair
+        flat = np.repeat(rows.astype(np.int64) * target.shape[1], per_row) + X.indices
+        np.add.at(target.reshape(-1), flat, values)
+    else:
+        np.add.at(target, (np.repeat(rows, per_row), X.indices), values)
 
 
 def class_totals(rows: np.ndarray, weights: np.ndarray | None, n_classes: int) -> np.ndarray:

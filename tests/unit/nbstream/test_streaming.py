@@ -143,3 +143,18 @@ def test_a_single_example_is_a_batch_of_one():
     model.partial_fit([[1.2, 2.1]], ["a"])
     assert model.predict([[1.1, 2.0]]).tolist() == ["a"]
     assert model.n_examples_seen_ == 3
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "a strided view"])
+def test_sparse_class_sums_add_every_value_into_its_class_row(layout, rng):
+    from nbstream.kernels import add_class_sums
+
+    X = sp.random(300, 50, density=0.1, format="csr", random_state=2)
+    rows, weights = rng.integers(0, 3, 300), rng.uniform(0.5, 2.0, 300)
+    expected = np.zeros((3, 50))
+    for i in range(300):
+        expected[rows[i]] += X[i].toarray().ravel() * weights[i]
+    storage = np.zeros((3, 100))
+    target = storage[:, ::2] if layout == "a strided view" else storage[:, :50].copy()
+    add_class_sums(target, X, rows, weights)
+    np.testing.assert_allclose(target, expected, rtol=1e-12)
