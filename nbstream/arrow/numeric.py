@@ -12,11 +12,17 @@ from .spec import FeatureEncoder
 
 
 def _flag_values(X: np.ndarray, column: str, counts_only: bool, problems: RowProblems) -> None:
+    """Flag rows with a NaN or infinite value, a value beyond LARGEST_VALUE, or (for count
+    models) a negative value; each row is judged by its largest and smallest value only (a NaN
+    makes both NaN), two fast reductions where an elementwise test of each rule took four passes."""
+    if X.dtype.kind not in "if" or X.shape[1] == 0 or (X.dtype.kind == "i" and not counts_only):
+        return
+    high, low = X.max(axis=1), X.min(axis=1)
     if X.dtype.kind == "f":
-        problems.flag(~np.isfinite(X).all(axis=1), column, "NaN or infinite value")
-        problems.flag((np.abs(X) > LARGEST_VALUE).any(axis=1), column, f"value beyond ±{LARGEST_VALUE:g}")
-    if counts_only and X.dtype.kind in "if":
-        problems.flag((X < 0).any(axis=1), column, "negative value (this model needs counts)")
+        problems.flag(~(np.isfinite(high) & np.isfinite(low)), column, "NaN or infinite value")
+        problems.flag((high > LARGEST_VALUE) | (low < -LARGEST_VALUE), column, f"value beyond ±{LARGEST_VALUE:g}")
+    if counts_only:
+        problems.flag(low < 0, column, "negative value (this model needs counts)")
 
 
 class VectorEncoder(FeatureEncoder):

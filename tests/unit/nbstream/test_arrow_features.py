@@ -131,3 +131,26 @@ def test_every_code_point_is_tokenized_as_the_regex_tokenizer_does():
     hashes, token_rows = token_hashes(array)
     np.testing.assert_array_equal(token_rows, rows)
     np.testing.assert_array_equal(hashes, hash_tokens(tokens))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, 1.0, 255.0, -1.0, -0.0, np.nan, np.inf, -np.inf, 1e300, -1e300, 5e-324]),
+                         min_size=3, max_size=3), min_size=1, max_size=8),
+       st.booleans())
+def test_each_row_gets_the_first_rule_it_breaks(rows, counts_only):
+    from nbstream.arrow.numeric import _flag_values
+    from nbstream.arrow.problems import RowProblems
+    from nbstream.validation import LARGEST_VALUE
+
+    X = np.array(rows)
+    problems = RowProblems(len(X))
+    _flag_values(X, "features", counts_only, problems)
+    for row, message in zip(X, problems.message):
+        if not np.isfinite(row).all():
+            assert message == "NaN or infinite value"
+        elif (np.abs(row) > LARGEST_VALUE).any():
+            assert message.startswith("value beyond")
+        elif counts_only and (row < 0).any():
+            assert message.startswith("negative value")
+        else:
+            assert message is None or message == ""
