@@ -127,7 +127,7 @@ def _write_body(out, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> None
     write(struct.pack("<Q", len(header_bytes)))
     write(header_bytes)
     for array in arrays.values():
-        for part in (array.indices, array.values) if isinstance(array, _Sparse) else (array,):
+        for part in _stored_parts(array):
             write(memoryview(part.reshape(-1).view(np.uint8)))
             write(b"\x00" * (-part.nbytes % 8))
     out.write(digest.digest())
@@ -140,10 +140,14 @@ class _Sparse:
         self.indices, self.values = indices, values
 
 
+def _stored_parts(array) -> tuple[np.ndarray, ...]:
+    """What an array is written as, in order: itself, or a sparse one's indices then values."""
+    return (array.indices, array.values) if isinstance(array, _Sparse) else (array,)
+
+
 def _stored_bytes(array) -> int:
     """Bytes an array takes in the file, each part padded to 8."""
-    parts = (array.indices, array.values) if isinstance(array, _Sparse) else (array,)
-    return sum(-(-part.nbytes // 8) * 8 for part in parts)
+    return sum(-(-part.nbytes // 8) * 8 for part in _stored_parts(array))
 
 
 def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
@@ -278,7 +282,7 @@ def _check_header(header, payload_bytes: int) -> None:
             sparse_values += _product(shape)  # Python ints: no overflow
             if sparse_values > SPARSE_MAX_VALUES:
                 raise ValueError(f"sparse arrays unfold to more than {SPARSE_MAX_VALUES} values")
-            size = -(-8 * entry["nonzero"] // 8) * 8 + itemsize * entry["nonzero"]
+            size = (8 + itemsize) * entry["nonzero"]  # int64 indices, then the values
         else:
             size = itemsize * _product(shape)
         if offset + size > payload_bytes:

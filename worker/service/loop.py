@@ -108,10 +108,9 @@ class PrequentialLoop:
             self.predictions.send_predictions(polled, messages, values)
         else:
             good_rows = np.flatnonzero(good).tolist()
-            ids, partitions, offsets = decoded.ids, polled.partitions.tolist(), polled.offsets.tolist()
-            values = prediction_values([ids[i] for i in good_rows], predictions.classes, predictions.best,
-                                       predictions.proba, version, polled.topic, [partitions[i] for i in good_rows],
-                                       [offsets[i] for i in good_rows])
+            values = prediction_values([decoded.ids[i] for i in good_rows], predictions.classes, predictions.best,
+                                       predictions.proba, version, polled.topic, polled.partitions[good].tolist(),
+                                       polled.offsets[good].tolist())
             self.predictions.send_predictions(polled, good_rows, values)
         self.metrics.predictions.inc(int(good.sum()))
         stamps = rows.timestamps[good]
