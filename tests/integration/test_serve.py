@@ -213,24 +213,30 @@ def test_arrow_batch_messages_from_produce_are_answered_per_message_and_bad_rows
                           "--kafka-client", kafka_client, "--features", "pixels", "--label", "digit", "--id", "key",
                           "--format", "arrow", "--rows-per-message", 100)
     assert produced.returncode == 0 and "sent 10 messages (1,000 rows)" in produced.stdout
-    # A lone unreadable message, and a message whose middle row is bad.
-    send(kafka_bootstrap, topic, [b"not arrow at all",
+    # A lone unreadable message, a small message that inflates past --max-message-bytes, and a
+    # message whose middle row is bad.
+    zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(6 * 300_000, np.uint8)), 6)
+    bomb = write_stream(pa.table({"features": zeros}), compression="zstd")
+    assert len(bomb) < 100_000
+    send(kafka_bootstrap, topic, [b"not arrow at all", bomb,
                                   write_stream(pa.table({"features": [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, -6],
                                                                       [6, 5, 4, 3, 2, 1]], "label": ["ham"] * 3}))])
     service = Service(kafka_bootstrap, topic, tmp_path, "--format", "arrow", client=kafka_client).start()
-    dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=2, timeout=90)
+    dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=3, timeout=90)
     outputs = read_all(kafka_bootstrap, service.output, expected=11, timeout=90)
     assert service.process.poll() is None, service.log_tail()
     tables = [read_stream(r.value) for r in outputs]
     assert sum(t.num_rows for t in tables) == 1_002
     assert [t.column("row").to_pylist() for t in tables[:10]] == [list(range(100))] * 10
     assert tables[0].column("id").to_pylist()[:2] == ["r0", "r1"]
-    assert tables[10].column("row").to_pylist() == [0, 2] and tables[10].column("offset")[0].as_py() == 11
+    assert tables[10].column("row").to_pylist() == [0, 2] and tables[10].column("offset")[0].as_py() == 12
     headers = [dict(r.headers) for r in dead]
     assert headers[0]["error"].decode().startswith("not an Arrow IPC stream") and "source.row" not in headers[0]
     assert dead[0].value == b"not arrow at all"
-    assert headers[1]["error"] == b"negative value (this model needs counts)" and headers[1]["source.row"] == b"1"
-    assert read_stream(dead[1].value).column("features").to_pylist() == [[1, 2, 3, 4, 5, -6]]
+    assert headers[1]["error"].decode().startswith(f"message of {len(bomb)} bytes holds ")
+    assert "more than the limit of 1048576" in headers[1]["error"].decode() and dead[1].value == bomb
+    assert headers[2]["error"] == b"negative value (this model needs counts)" and headers[2]["source.row"] == b"1"
+    assert read_stream(dead[2].value).column("features").to_pylist() == [[1, 2, 3, 4, 5, -6]]
     assert service.terminate() == 0
     model, _ = service.state()
     assert_equal_statistics(model, np.vstack([X, [[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]]]),
