@@ -4,11 +4,17 @@ every replica predicting with the group's global model."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
+import uuid
 
 import numpy as np
 import pytest
 
+from tests.helpers import group_member
 from tests.helpers.kafka import TopicWatcher, new_topic
 from tests.helpers.service import Service, assert_equal_statistics, labeled_messages
 from tests.integration.test_faults import SteadyProducer, export, topic_contents
@@ -97,3 +103,35 @@ def test_a_zombie_paused_past_its_session_timeout_commits_nothing_afterwards(kaf
             if r.running():
                 r.resume()
                 r.kill()
+
+
+def test_a_member_whose_session_lapsed_hands_out_no_group_metadata(kafka_bootstrap, kafka_client):
+    """A member paused past its session timeout is out of the group, and both clients then describe it
+    with no member id and no generation, which the broker takes for a commit from outside any group.
+    A transaction committed with that metadata would land although the partitions moved on."""
+    topic = new_topic(kafka_bootstrap, "lapse", partitions=2)
+    member = subprocess.Popen(
+        [sys.executable, "-m", "tests.helpers.group_member", kafka_bootstrap, kafka_client, topic,
+         f"lapse-{uuid.uuid4().hex[:8]}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask() -> str:
+        member.stdin.write("?\n")
+        member.stdin.flush()
+        return member.stdout.readline().strip()
+
+    try:
+        assert member.stdout.readline().strip() == "joined"
+        assert ask() == "member"
+        os.kill(member.pid, signal.SIGSTOP)
+        time.sleep(group_member.SESSION_TIMEOUT_S + 4)
+        os.kill(member.pid, signal.SIGCONT)
+        answers = []
+        for _ in range(15):  # the client learns it at its next heartbeat
+            answers.append(ask())
+            if answers[-1] == "lapsed":
+                break
+            time.sleep(1)
+        assert answers[-1] == "lapsed", answers
+    finally:
+        member.kill()
+        member.wait()

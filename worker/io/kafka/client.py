@@ -79,6 +79,9 @@ class KafkaFailure(Exception):
     """Something a new Kafka session recovers from (see the module docstring)."""
 
 
+LAPSED = "this member's group membership has lapsed (its session timed out): its work is not committed"
+
+
 @dataclass
 class Failure:
     """One record that was not delivered: the record as it was sent, and why."""
@@ -155,7 +158,11 @@ class Consumer(ABC):
 
     @abstractmethod
     def group_metadata(self) -> object:
-        """This member's group metadata, for ``Producer.send_offsets`` (KIP-447 fencing)."""
+        """This member's group metadata, for ``Producer.send_offsets`` (KIP-447 fencing).
+
+        Raises KafkaFailure when the membership has lapsed (a session that timed out, seen by the
+        client but not yet by the poll loop): the broker fences a stale member id or generation,
+        but metadata without any is taken as from outside the group, and would commit."""
 
     @abstractmethod
     def close(self) -> None:

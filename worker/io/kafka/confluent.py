@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ...errors import ConfigError
 from .client import (PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, Polled, Producer, Reader, Record, TopicInfo, refuses_access)
+                     KafkaClient, KafkaFailure, LAPSED, Polled, Producer, Reader, Record, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _E = ck.KafkaError
@@ -188,6 +188,8 @@ class _Consumer(_Reporting, Consumer):
                     raise failure(tp.error)
 
     def group_metadata(self) -> object:
+        if not self._consumer.memberid():
+            raise KafkaFailure(LAPSED)
         return self._consumer.consumer_group_metadata()
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from ...errors import ConfigError
 from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
 from .client import (PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, Polled, Producer, Reader, TopicInfo, refuses_access)
+                     KafkaClient, KafkaFailure, LAPSED, Polled, Producer, Reader, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
@@ -207,7 +207,10 @@ class _Consumer(Consumer):
             self._consumer.commit({self._tp(p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
 
     def group_metadata(self) -> object:
-        return self._consumer.group_metadata()
+        metadata = self._consumer.group_metadata()
+        if metadata.generation_id < 0 or not metadata.member_id:
+            raise KafkaFailure(LAPSED)
+        return metadata
 
     def close(self) -> None:
         for close in (lambda: self._consumer.close(autocommit=False), self._admin.close):
