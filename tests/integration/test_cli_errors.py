@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import worker.batch.train
-from tests.helpers.cli import invoke
+from tests.helpers.cli import invoke, run_worker
 from tests.helpers.paths import SMS
 
 
@@ -114,3 +114,34 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(full_disk, spam_mode
     line = _one_line(invoke("predict", spam_model, SMS / "test.parquet", "--proba", "--out", full_disk / "p.parquet"))
     assert line == f"error: {full_disk / 'p.parquet'}: cannot write (No space left on device)"
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+@pytest.mark.parametrize("option", ["--kafka-config", "--sasl-password-file", "--ssl-cafile"])
+@pytest.mark.parametrize("kind, make", [("fifo", os.mkfifo), ("device", lambda path: os.symlink("/dev/zero", path)),
+                                        ("directory", os.mkdir)])
+def test_a_settings_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, option, kind, make):
+    """A FIFO would wait for a writer forever and /dev/zero would be read without end."""
+    path = tmp_path / "settings"
+    make(path)
+    security = {"--kafka-config": [], "--ssl-cafile": ["--security-protocol", "SSL"],
+                "--sasl-password-file": ["--security-protocol", "SASL_SSL", "--sasl-mechanism", "PLAIN",
+                                         "--sasl-username", "u"]}[option]
+    done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
+                      "--text", "--model", "multinomial", *security, option, path, timeout=60)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    reason = "a directory, not a file" if kind == "directory" else "not a regular file"
+    assert f"{option} {path}: {reason}" in lines[0]
+
+
+def test_a_settings_file_too_large_or_not_utf8_is_one_line(tmp_path):
+    (tmp_path / "big").write_bytes(b"#" * (2 << 20))
+    (tmp_path / "latin1").write_bytes(b"client.id=caf\xe9\n")
+    for name, reason in (("big", "larger than 1,048,576 bytes"), ("latin1", "not UTF-8 text")):
+        done = run_worker("export", "--bootstrap", "127.0.0.1:9", "--input", "t", "--group", "g",
+                          "--out", tmp_path / "m.nbs", "--kafka-config", tmp_path / name, timeout=60)
+        assert done.returncode == 2 and f"--kafka-config {tmp_path / name}: {reason}." in done.stderr, done.stderr
+
+
+def test_help_names_the_confluent_extra():
+    assert "'nbstream[confluent]'" in " ".join(invoke("produce", "--help").output.replace("│", " ").split())

@@ -66,7 +66,7 @@ BOOTSTRAP = typer.Option(None, "--bootstrap", envvar=env("BOOTSTRAP"),
                               "--kafka-config).")
 KAFKA_CLIENT = typer.Option("kafka-python", "--kafka-client", envvar=env("KAFKA_CLIENT"),
                             help="kafka-python, or confluent (librdkafka, faster; pip install "
-                                 "'nbstream[confluent]').")
+                                 "'nbstream\\[confluent]').")
 SECURITY_PROTOCOL = typer.Option(None, "--security-protocol", envvar=env("SECURITY_PROTOCOL"),
                                  help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.")
 SASL_MECHANISM = typer.Option(None, "--sasl-mechanism", envvar=env("SASL_MECHANISM"),

@@ -1,10 +1,16 @@
-"""OS errors of the files a command writes, reported against the file the user named."""
+"""Files the user names: OS errors of the files a command writes, reported against the file the
+user named, and the small text files an option points at (settings, a password)."""
 
 from __future__ import annotations
 
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
+
+from ..errors import ConfigError
+
+SMALL_FILE_BYTES = 1 << 20  # more than any properties file, password or certificate needs
 
 
 @contextmanager
@@ -20,3 +26,43 @@ def writing(path: Path):
 def cannot_because(error: OSError) -> str:
     """The reason of an OSError in a few words, from its errno when it has one."""
     return os.strerror(error.errno) if error.errno else (error.strerror or str(error))
+
+
+def not_a_regular_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a regular file ("no such file", "a directory", ...), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        return cannot_because(error)
+    return _kind_problem(mode)
+
+
+def _kind_problem(mode: int) -> str | None:
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a FIFO, socket or device)"
+    return None
+
+
+def read_small_text(path: Path, option: str, limit: int = SMALL_FILE_BYTES) -> str:
+    """The UTF-8 text of a small regular file named by ``option``; anything else (a FIFO, which
+    would wait for a writer, a device, a directory, a larger file) is one ConfigError line."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise ConfigError(f"{option} {path}: cannot read ({cannot_because(error)}).") from None
+    try:
+        info = os.fstat(fd)
+        problem = _kind_problem(info.st_mode) or (f"larger than {limit:,} bytes" if info.st_size > limit else None)
+        if problem is None:
+            try:
+                with open(fd, "rb", closefd=False) as file:
+                    return file.read(limit + 1).decode("utf-8")
+            except UnicodeDecodeError:
+                problem = "not UTF-8 text"
+            except OSError as error:
+                problem = f"cannot read ({cannot_because(error)})"
+    finally:
+        os.close(fd)
+    raise ConfigError(f"{option} {path}: {problem}.")

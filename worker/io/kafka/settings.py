@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import ConfigError
+from ..files import not_a_regular_file, read_small_text
 
 CLIENTS = ("kafka-python", "confluent")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -73,8 +74,9 @@ class KafkaSettings:
                               f"SASL_SSL; got {self.security_protocol}.")
         for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
             path = getattr(self, name)
-            if path is not None and not Path(path).is_file():
-                raise ConfigError(f"--{name.replace('_', '-')} {path}: no such file.")
+            problem = None if path is None else not_a_regular_file(Path(path))
+            if problem is not None:
+                raise ConfigError(f"--{name.replace('_', '-')} {path}: {problem}.")
 
     @property
     def uses_ssl(self) -> bool:
@@ -92,11 +94,7 @@ _JAAS = re.compile(r"""(username|password)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 def read_properties(path: Path) -> dict[str, str]:
     """A Java ``.properties`` file: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments,
     backslash line continuations."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or error
-        raise ConfigError(f"--kafka-config {path}: cannot read ({reason}).") from None
+    text = read_small_text(path, "--kafka-config")
     properties, pending = {}, ""
     for raw in text.splitlines():
         line = pending + raw.strip()
@@ -125,11 +123,7 @@ def settings_from(bootstrap: str | None, client: str, security_protocol: str | N
         raise ConfigError("give --bootstrap HOST:PORT (or bootstrap.servers in --kafka-config).")
     properties.pop("bootstrap.servers", None)
     if sasl_password_file is not None:
-        try:
-            sasl_password = Path(sasl_password_file).read_text(encoding="utf-8").rstrip("\r\n")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"--sasl-password-file {sasl_password_file}: cannot read "
-                              f"({getattr(error, 'strerror', None) or error}).") from None
+        sasl_password = read_small_text(sasl_password_file, "--sasl-password-file").rstrip("\r\n")
     password = sasl_password or properties.pop("sasl.password", None) or jaas.get("password")
     return KafkaSettings(
         bootstrap=bootstrap, client=client,
