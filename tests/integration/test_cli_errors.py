@@ -145,3 +145,17 @@ def test_a_settings_file_too_large_or_not_utf8_is_one_line(tmp_path):
 
 def test_help_names_the_confluent_extra():
     assert "'nbstream[confluent]'" in " ".join(invoke("produce", "--help").output.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("option, value", [("--transaction-timeout", "inf"), ("--transaction-timeout", "1e12"),
+                                           ("--session-timeout", "inf"), ("--session-timeout", "1e9")])
+def test_timeouts_outside_what_a_broker_accepts_are_refused_before_connecting(option, value):
+    result = invoke("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
+                    "--text", "--model", "multinomial", option, value)
+    assert result.exit_code == 2 and f"Invalid value for '{option}'" in " ".join(result.output.split()), result.output
+
+
+def test_a_rate_too_small_to_wait_for_is_one_line():
+    line = _one_line(invoke("produce", "--bootstrap", "127.0.0.1:9", "--topic", "t", SMS / "test.parquet",
+                            "--text", "text", "--rate", "1e-300"))
+    assert line == "error: --rate must be 0 (as fast as possible) or at least 0.001 rows per second; got 1e-300."

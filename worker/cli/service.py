@@ -71,10 +71,11 @@ def serve(
                                               envvar=env("CHECKPOINT_INTERVAL"),
                                               help="...or seconds (under exactly-once, how long predictions "
                                                    "wait to become visible)."),
-    transaction_timeout: float = typer.Option(60.0, "--transaction-timeout", min=1,
+    transaction_timeout: float = typer.Option(60.0, "--transaction-timeout", min=1, max=900,
                                               envvar=env("TRANSACTION_TIMEOUT"),
                                               help="Seconds before the broker aborts a transaction left open "
-                                                   "by a replica that died."),
+                                                   "by a replica that died (at most 900, brokers' default "
+                                                   "transaction.max.timeout.ms)."),
     start: str = typer.Option("earliest", "--start", envvar=env("START"),
                               help="Where a partition without saved state starts: earliest or latest."),
     dead_letter_topic: Optional[str] = typer.Option(None, "--dlq", envvar=env("DLQ"),
@@ -94,8 +95,9 @@ def serve(
                                               help="Stable id of this replica in the group (static membership; "
                                                    "also names its transactions): a restart takes its "
                                                    "partitions back at once."),
-    session_timeout: float = typer.Option(10.0, "--session-timeout", min=6, envvar=env("SESSION_TIMEOUT"),
-                                          help="Seconds before the group gives a silent replica's partitions away."),
+    session_timeout: float = typer.Option(10.0, "--session-timeout", min=6, max=1800, envvar=env("SESSION_TIMEOUT"),
+                                          help="Seconds before the group gives a silent replica's partitions away "
+                                               "(6 to 1800, brokers' default group.min/max.session.timeout.ms)."),
     id_field: str = typer.Option("id", "--id-field", envvar=env("ID_FIELD")),
     features_field: str = typer.Option("features", "--features-field", envvar=env("FEATURES_FIELD")),
     text_field: str = typer.Option("text", "--text-field", envvar=env("TEXT_FIELD")),
@@ -191,7 +193,7 @@ def produce(
     text: Optional[str] = typer.Option(None, "--text", envvar=env("PRODUCE_TEXT"), help="A string column, sent as \"text\"."),
     label: Optional[str] = typer.Option(None, "--label", envvar=env("PRODUCE_LABEL"), help="Label column, sent as \"label\"."),
     id_column: Optional[str] = typer.Option(None, "--id", envvar=env("PRODUCE_ID"), help="Id column, sent as \"id\" and used as the key."),
-    rate: float = typer.Option(0.0, "--rate", min=0, envvar=env("RATE"), help="Rows per second (0: as fast as possible)."),
+    rate: float = typer.Option(0.0, "--rate", min=0, envvar=env("RATE"), help="Rows per second (0: as fast as possible; else at least 0.001)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, envvar=env("LIMIT"), help="Stop after this many rows."),
     message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"), help="json: one row per message; arrow: an Arrow IPC "
                                                                   "stream of --rows-per-message rows per message."),

@@ -20,6 +20,7 @@ from ..io.kafka.sink import record_bytes
 from ..io.parquet.source import expand_paths, read_batches
 
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
+MIN_RATE = 0.001  # rows per second: a row every 17 minutes; slower rates overflow a sleep
 
 
 @dataclass
@@ -56,6 +57,8 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
         raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
     if message_format not in ("json", "arrow"):
         raise ConfigError(f"--format must be json or arrow; got {message_format!r}.")
+    if rate and not MIN_RATE <= rate:
+        raise ConfigError(f"--rate must be 0 (as fast as possible) or at least {MIN_RATE} rows per second; got {rate}.")
     limit_bytes = _topic_limit(client, topic)
     producer = client.producer(linger_ms=5, batch_bytes=limit_bytes)
     names = {features: "features", text: "text", label: "label", id_column: "id"}
