@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from kafka import KafkaProducer
+
 from tests.helpers.kafka import TopicWatcher, json_message, new_topic, send
 from tests.helpers.service import Service
 
@@ -69,6 +71,33 @@ def test_a_label_beyond_max_classes_is_dead_lettered(kafka_bootstrap, kafka_clie
         assert service.running() and service.terminate() == 0
         model, _ = service.state()
         assert sorted(model.classes_.tolist()) == [1, 2] and model.n_examples_seen_ == 4
+    finally:
+        predictions.close(), dead.close()
+        if service.running():
+            service.kill()
+
+
+def test_a_key_larger_than_the_output_topics_take_is_dead_lettered_cut_to_fit(kafka_bootstrap, kafka_client, tmp_path):
+    """A prediction is keyed like its input: with a 3 MiB key it fits neither the output topic nor,
+    whole, the dead-letter topic (2 MiB each); its dead letter carries the key cut, and the size."""
+    topic = new_topic(kafka_bootstrap, "big-key", config={"max.message.bytes": str(8 << 20)})
+    service = Service(kafka_bootstrap, topic, tmp_path, client=kafka_client).start()
+    predictions, dead = TopicWatcher(kafka_bootstrap, service.output), TopicWatcher(kafka_bootstrap, f"{topic}.dlq")
+    big_key = b"k" * (3 << 20)
+    try:
+        producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", max_request_size=16 << 20)
+        for key, i in ((b"a", 0), (big_key, 1), (b"c", 2)):
+            producer.send(topic, json_message(features=[1, 0, 2, 0, 3, i], label=1, id=i), key=key).get(timeout=30)
+        producer.close()
+        assert predictions.wait_until(lambda records: len(records) == 2), service.log_tail()
+        assert dead.wait_until(lambda records: len(records) == 1), service.log_tail()
+        headers = dict(dead.records[0].headers)
+        assert headers["error"].decode().startswith("prediction of ") and "exceeds the limit" in headers["error"].decode()
+        assert int(headers["key.truncated.from"]) == len(big_key) and big_key.startswith(dead.records[0].key)
+        assert int(headers["source.offset"]) == 1
+        assert [json.loads(r.value)["offset"] for r in predictions.records] == [0, 2]
+        assert service.running() and service.terminate() == 0
+        assert "Kafka failed" not in service.log_tail(100_000)  # not one refused record, so no session restarts
     finally:
         predictions.close(), dead.close()
         if service.running():

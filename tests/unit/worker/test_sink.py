@@ -9,7 +9,7 @@ import pytest
 
 from nbstream.arrow import RowProblems
 from worker.io.kafka.client import DeliveryFailed, Failure
-from worker.io.kafka.sink import Destination, KafkaSink, Refusals
+from worker.io.kafka.sink import Destination, KafkaSink, Refusals, cut_to_fit, record_bytes
 
 from .fakes import records
 
@@ -82,3 +82,19 @@ def test_a_dead_letter_too_large_for_its_topic_is_cut_to_fit():
     out.flush()
     ((_, value, headers, _),) = producer.delivered
     assert len(value) < 1_000 and dict(headers)["value.truncated.from"] == b"5000"
+
+
+@pytest.mark.parametrize("key_bytes, value_bytes", [(10, 5_000), (5_000, 10), (5_000, 5_000), (0, 0), (900, 900)])
+def test_a_dead_letter_is_cut_to_its_topic_limit_key_too_when_the_key_alone_is_too_large(key_bytes, value_bytes):
+    headers = [("error", b"too large"), ("source.offset", b"7")]
+    key, value = b"k" * key_bytes, b"v" * value_bytes
+    cut_key, cut_value = cut_to_fit(key, value, headers, limit=2_000)
+    named = dict(headers)
+    assert record_bytes(cut_key, cut_value, headers) <= 2_000
+    assert key.startswith(cut_key) and value.startswith(cut_value)
+    assert (cut_key != key) == ("key.truncated.from" in named) == (key_bytes > 1_500)
+    assert (cut_value != value) == ("value.truncated.from" in named)
+    if cut_key != key:
+        assert int(named["key.truncated.from"]) == key_bytes and cut_value == b""
+    if key_bytes + value_bytes < 1_500:
+        assert (cut_key, cut_value) == (key, value)

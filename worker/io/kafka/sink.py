@@ -3,8 +3,8 @@
 Each record is measured against its topic's size limit before it is sent, so the broker is
 never asked to take what it must refuse: a prediction too large for the output topic sends
 its input to the dead-letter topic instead, with that reason; a dead letter too large for the
-dead-letter topic is cut to fit, its original size in a header. ``flush`` returns only when
-every record arrived.
+dead-letter topic is cut to fit (its value, and its key when the key alone is too large),
+the original sizes in headers. ``flush`` returns only when every record arrived.
 
 Should the broker refuse records all the same (a limit lowered while running, a record it
 finds invalid), a refusal of a batch cannot be pinned on one of its records: their inputs
@@ -47,6 +47,20 @@ def record_bytes(key: bytes | None, value: bytes | None, headers: list) -> int:
     """What a record costs of its topic's limit when it travels alone in a batch."""
     return (RECORD_BATCH_OVERHEAD + len(key or b"") + len(value or b"")
             + sum(len(name) + len(data) for name, data in headers))
+
+
+def cut_to_fit(key: bytes | None, value: bytes | None, headers: list, limit: int) -> tuple[bytes | None, bytes | None]:
+    """(key, value) of a dead letter cut so the record fits ``limit`` bytes: the value first, the key
+    too when it alone is too large; each cut adds a header with the original size."""
+    room = limit - record_bytes(None, None, headers) - 64  # 64: the headers a cut adds
+    if key is not None and len(key) > room:
+        headers.append(("key.truncated.from", str(len(key)).encode()))
+        key = key[:max(0, room)]
+    room -= len(key or b"")
+    if value is not None and len(value) > room:
+        headers.append(("value.truncated.from", str(len(value)).encode()))
+        value = value[:max(0, room)]
+    return key, value
 
 
 def origin_headers(record, error: str, field: str) -> list[tuple[str, bytes]]:
@@ -105,23 +119,20 @@ class KafkaSink:
 
     def dead_letter(self, record, error: str, field: str) -> None:
         headers = origin_headers(record, error, field)
-        value = record.value
-        room = self.dead_letters.max_record_bytes - record_bytes(record.key, b"", headers) - 64
-        if value is not None and len(value) > room:
-            headers.append(("value.truncated.from", str(len(value)).encode()))
-            value = value[:max(0, room)]
+        key, value = cut_to_fit(record.key, record.value, headers, self.dead_letters.max_record_bytes)
         if self.refusals.suspects and input_key(record) in self.refusals.suspects:
-            self._alone(record, self.dead_letters.topic, value, headers)
+            self._alone(record, self.dead_letters.topic, value, headers, key)
         else:
-            self.producer.send(self.dead_letters.topic, value, key=record.key, headers=headers)
+            self.producer.send(self.dead_letters.topic, value, key=key, headers=headers)
         self.count += 1
         if self.on_dead_letter is not None:
             self.on_dead_letter(error)
 
-    def _alone(self, record, topic: str, value: bytes | None, headers: list) -> None:
-        """A suspect's output in a batch of its own: a refusal now is this record's."""
+    def _alone(self, record, topic: str, value: bytes | None, headers: list, key: bytes | None = None) -> None:
+        """A suspect's output (keyed like its input unless ``key`` is given) in a batch of its own: a
+        refusal now is this record's."""
         self.flush()
-        self.producer.send(topic, value, key=record.key, headers=headers or None)
+        self.producer.send(topic, value, key=record.key if key is None else key, headers=headers or None)
         try:
             self.producer.flush(self.flush_timeout_s)
         except DeliveryFailed as failed:
