@@ -102,3 +102,28 @@ def test_a_key_larger_than_the_output_topics_take_is_dead_lettered_cut_to_fit(ka
         predictions.close(), dead.close()
         if service.running():
             service.kill()
+
+
+def test_an_error_quoting_a_huge_value_is_cut_so_its_dead_letter_fits(kafka_bootstrap, kafka_client, tmp_path):
+    """The error names the offending label; a 3 MB label would make a header larger than a dead-letter
+    topic of 2 MiB takes, whatever is cut of the message itself."""
+    topic = new_topic(kafka_bootstrap, "huge-label", config={"max.message.bytes": str(8 << 20)})
+    dlq = new_topic(kafka_bootstrap, "huge-label-dlq", config={"max.message.bytes": str(2 << 20)})
+    service = Service(kafka_bootstrap, topic, tmp_path, "--max-message-bytes", 8 << 20, "--dlq", dlq,
+                      client=kafka_client).start()
+    predictions, dead = TopicWatcher(kafka_bootstrap, service.output), TopicWatcher(kafka_bootstrap, dlq)
+    try:
+        send(kafka_bootstrap, topic, [json_message(features=[1] * 6, label=1, id=0),
+                                      json_message(features=[1] * 6, label="x" * 3_000_000, id=1),
+                                      json_message(features=[2] * 6, label=2, id=2)])
+        assert predictions.wait_until(lambda records: len(records) == 2), service.log_tail()
+        assert dead.wait_until(lambda records: len(records) == 1), service.log_tail()
+        error = dict(dead.records[0].headers)["error"].decode()
+        assert error.startswith("label 'xxx") and error.endswith("characters)") and len(error) < 1_100
+        assert "value.truncated.from" in dict(dead.records[0].headers)
+        assert service.running() and service.terminate() == 0
+        assert "Kafka failed" not in service.log_tail(100_000)
+    finally:
+        predictions.close(), dead.close()
+        if service.running():
+            service.kill()

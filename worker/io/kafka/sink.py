@@ -26,6 +26,9 @@ from ..arrow_messages import prediction_origin
 from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Failure, Polled, Producer
 
 
+MAX_ERROR_CHARACTERS = 1_000
+
+
 @dataclass(frozen=True)
 class Destination:
     topic: str
@@ -66,6 +69,8 @@ def cut_to_fit(key: bytes | None, value: bytes | None, headers: list, limit: int
 def origin_headers(record, error: str, field: str) -> list[tuple[str, bytes]]:
     """Kafka Connect style: the error and where the message came from (and the row, for a row
     of an Arrow batch message)."""
+    if len(error) > MAX_ERROR_CHARACTERS:  # errors quote the offending value, which may be huge
+        error = error[:MAX_ERROR_CHARACTERS] + f"... ({len(error):,} characters)"
     headers = [("error", error.encode("utf-8", "replace")), ("error.field", field.encode("utf-8", "replace")),
                ("source.topic", record.topic.encode()), ("source.partition", str(record.partition).encode()),
                ("source.offset", str(record.offset).encode())]
