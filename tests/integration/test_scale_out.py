@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from tests.helpers import group_member
 from tests.helpers.kafka import TopicWatcher, new_topic
-from tests.helpers.service import Service, assert_equal_statistics, labeled_messages
+from tests.helpers.service import Service, assert_equal_statistics, labeled_messages, wait_for
 from tests.integration.test_faults import SteadyProducer, export, topic_contents
 
 pytestmark = pytest.mark.faults
@@ -135,3 +136,43 @@ def test_a_member_whose_session_lapsed_hands_out_no_group_metadata(kafka_bootstr
     finally:
         member.kill()
         member.wait()
+
+
+def test_at_least_once_replicas_commit_on_revocation_and_survive_rebalances(kafka_bootstrap, kafka_client, tmp_path):
+    """Each join and each departure revokes partitions, and a replica commits what it has first
+    (with kafka-python, from the consumer's IO thread, where a blocking commit is refused)."""
+    topic = new_topic(kafka_bootstrap, "alo-churn", partitions=4)
+    values, _, _ = labeled_messages(2_400, np.random.default_rng(5))
+
+    def replica(name):
+        return Service(kafka_bootstrap, topic, tmp_path, "--guarantee", "at-least-once", client=kafka_client,
+                       instance=name, name=name)
+
+    a = replica("a").start()
+    replicas = [a]
+    producer = SteadyProducer(kafka_bootstrap, topic, values, rate=150, partitions=4)
+    producer.start()
+    try:
+        time.sleep(4)
+        b = replica("b").start()  # a gives up two partitions, committing first
+        replicas.append(b)
+        assert wait_for(lambda: re.search(r"partitions assigned partitions=\[\d", b.log_tail(100_000)), timeout=60), \
+            b.log_tail() + a.log_tail()
+        time.sleep(2)
+        assert b.terminate() == 0, b.log_tail()  # b leaves: its partitions come back to a
+        producer.join(timeout=120)
+        assert producer.error is None
+        X, labels, offsets = topic_contents(kafka_bootstrap, topic)
+        watcher = TopicWatcher(kafka_bootstrap, a.output)
+        assert watcher.wait_until(lambda records: {(json.loads(r.value)["partition"], json.loads(r.value)["offset"])
+                                                   for r in records} >= offsets, timeout=120), a.log_tail()
+        watcher.close()
+        assert a.running(), a.log_tail()
+        assert a.terminate() == 0, a.log_tail()
+        assert "revoked" in a.log_tail(100_000) and "Traceback" not in a.log_tail(100_000)
+        model = export(kafka_bootstrap, kafka_client, topic, a.group, tmp_path / "group.nbs")
+        assert_equal_statistics(model, X, labels)  # at-least-once repeats predictions, never statistics
+    finally:
+        for r in replicas:
+            if r.running():
+                r.kill()

@@ -68,6 +68,7 @@ class _ConnectionCauses(logging.Handler):
 
 _causes = _ConnectionCauses()
 logging.getLogger("kafka.net").addHandler(_causes)
+log = logging.getLogger(__name__)
 
 
 def failure(error: BaseException) -> Exception:
@@ -124,6 +125,11 @@ def connection(settings: KafkaSettings) -> dict:
     return options
 
 
+def _log_failed_commit(offsets, response) -> None:
+    if isinstance(response, Exception):
+        log.warning("offsets committed while partitions were revoked were refused", extra={"cause": describe(response)})
+
+
 class _Listener(ConsumerRebalanceListener):
     """Runs the seam's handlers; keeps the first exception so ``poll`` can raise it (kafka-python
     would only log it)."""
@@ -133,11 +139,14 @@ class _Listener(ConsumerRebalanceListener):
         self.handlers = on_assigned, on_revoked, on_lost
 
     def _run(self, handler, partitions):
+        self.consumer._in_listener = True
         try:
             return handler(sorted(tp.partition for tp in partitions if tp.topic == self.consumer.topic))
         except BaseException as error:  # noqa: BLE001 - re-raised by poll
             self.consumer._callback_error = self.consumer._callback_error or error
             return None
+        finally:
+            self.consumer._in_listener = False
 
     def on_partitions_assigned(self, assigned):
         starts = self._run(self.handlers[0], assigned) or {}
@@ -164,6 +173,7 @@ class _Consumer(Consumer):
         self.topic = topic
         self._group = options["group_id"]
         self._callback_error: BaseException | None = None
+        self._in_listener = False  # True while a rebalance handler runs (on the consumer's IO thread)
         self._consumer = KafkaConsumer(**options)
         # Rebalance handlers run on the consumer's IO thread, where its own blocking calls are
         # refused; committed offsets are read through an admin client, which has a thread of its own.
@@ -203,8 +213,16 @@ class _Consumer(Consumer):
 
     @translated
     def commit(self, offsets: dict[int, int]) -> None:
-        if offsets:
-            self._consumer.commit({self._tp(p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+        if not offsets:
+            return
+        offsets = {self._tp(p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+        if self._in_listener:
+            # The IO thread cannot wait for itself: the commit is queued, and reaches the coordinator
+            # before this member's JoinGroup on the same connection. Should it fail, the next owner
+            # starts from the partition's state, which holds the same offset (at-least-once).
+            self._consumer.commit_async(offsets, callback=_log_failed_commit)
+        else:
+            self._consumer.commit(offsets)
 
     def group_metadata(self) -> object:
         metadata = self._consumer.group_metadata()
