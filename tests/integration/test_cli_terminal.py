@@ -67,3 +67,15 @@ def test_piped_output_has_no_progress_bar(sms_model):
     done = subprocess.run([sys.executable, "-m", "worker", "evaluate", str(sms_model), str(SMS / "test.parquet")],
                           capture_output=True, text=True, env=worker_env(), timeout=300)
     assert done.returncode == 0 and "rows/s" not in done.stderr and "\x1b[" not in done.stderr + done.stdout
+
+
+def test_produce_draws_its_progress_in_a_terminal(kafka_bootstrap, kafka_client):
+    from tests.helpers.kafka import new_topic, read_all
+
+    topic = new_topic(kafka_bootstrap, "produce-terminal")
+    status, shown = run_in_terminal("produce", "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client,
+                                    "--topic", topic, SMS / "test.parquet", "--text", "text", "--label", "label",
+                                    "--rate", 2_000)
+    assert status == 0, shown
+    assert "sending" in shown and "rows/s" in shown and "1115/1115" in shown and "sent 1,115 messages" in shown
+    assert len(read_all(kafka_bootstrap, topic, expected=1_115)) == 1_115

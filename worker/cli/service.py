@@ -15,7 +15,7 @@ from ..config import MessageFields, ServeConfig, parse_classes
 from ..errors import UserError
 from .app import app, reported_errors
 from .options import (ALPHA, BINARIZE, BOOTSTRAP, FIT_PRIOR, HALF_LIFE, HASH_BITS, KAFKA_CLIENT, KAFKA_CONFIG,
-                      MAX_CLASSES, MIN_CATEGORIES, NGRAMS, NORM, PATHS, SASL_MECHANISM, SASL_PASSWORD_FILE, SASL_USERNAME,
+                      MAX_CLASSES, MIN_CATEGORIES, NGRAMS, NORM, PATHS, PROGRESS, SASL_MECHANISM, SASL_PASSWORD_FILE, SASL_USERNAME,
                       SECURITY_PROTOCOL, SSL_CAFILE, SSL_CERTFILE, SSL_KEYFILE, VAR_SMOOTHING, columns, env,
                       kafka_settings, model_options)
 
@@ -206,6 +206,7 @@ def produce(
     ssl_certfile: Optional[Path] = SSL_CERTFILE,
     ssl_keyfile: Optional[Path] = SSL_KEYFILE,
     kafka_config: Optional[Path] = KAFKA_CONFIG,
+    progress: Optional[bool] = PROGRESS,
 ) -> None:
     """Send Parquet rows to a topic as JSON or Arrow messages (for demos and benchmarks); every one is confirmed."""
     from ..io.kafka.client import KafkaFailure, connect
@@ -217,7 +218,7 @@ def produce(
         try:
             result = run_produce(connect(settings), paths, topic, features=features, text=text, label=label,
                                  id_column=id_column, rate=rate, limit=limit, message_format=message_format,
-                                 rows_per_message=rows_per_message)
+                                 rows_per_message=rows_per_message, progress=progress)
         except KafkaFailure as failure:
             raise UserError(f"Kafka at {settings.bootstrap}: {failure}") from None
     if result.failed:

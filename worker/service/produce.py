@@ -17,7 +17,8 @@ from ..errors import ConfigError
 from ..io.arrow_messages import write_stream
 from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure
 from ..io.kafka.sink import record_bytes
-from ..io.parquet.source import expand_paths, read_batches
+from ..batch.progress import RowProgress
+from ..io.parquet.source import count_rows, expand_paths, read_batches
 
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
 MIN_RATE = 0.001  # rows per second: a row every 17 minutes; slower rates overflow a sleep
@@ -47,11 +48,12 @@ def _topic_limit(client: KafkaClient, topic: str) -> int:
 def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str | None = None,
             text: str | None = None, label: str | None = None, id_column: str | None = None, rate: float = 0.0,
             limit: int | None = None, message_format: str = "json",
-            rows_per_message: int = 1000, timeout_s: float = 60.0) -> Produced:
+            rows_per_message: int = 1000, timeout_s: float = 60.0, progress: bool | None = None) -> Produced:
     """Send rows as messages; ``rate`` rows/s (0: as fast as possible), at most ``limit`` rows.
 
     message_format: "json" (one row per message) or "arrow" (``rows_per_message`` rows per message,
         an Arrow IPC stream with the columns "features" or "text", "label", "id").
+    progress: draw a progress bar (None: when stderr is a terminal).
     """
     if bool(features) == bool(text):
         raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
@@ -75,28 +77,38 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
         except KafkaFailure as failure:
             raise KafkaFailure(f"{failure} ({result.sent:,} sent, the last {CONFIRM_EVERY:,} at most unconfirmed)")
 
+    files = expand_paths(paths)
+    total = count_rows(files) if limit is None else min(limit, count_rows(files))
     try:
-        for batch in read_batches(expand_paths(paths), columns, CONFIRM_EVERY):
-            table = pa.table({names[name]: batch.data.column(name) for name in columns})
-            if limit is not None:
-                table = table.slice(0, max(0, limit - result.rows))
-            for rows, key, value in messages(table, rows_per_message):
-                if rate:
-                    delay = started + result.rows / rate - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
-                result.sent += 1
-                result.rows += rows
-                if record_bytes(key, value, []) > limit_bytes:  # the broker would refuse it (and its batch)
-                    result.failed += 1
-                    result.error = result.error or (f"a message of {len(value):,} bytes exceeds the topic's limit "
-                                                    f"of {limit_bytes:,}")
-                    continue
-                producer.send(topic, value, key=key)
+        shown = 0  # rows sent but not yet shown on the bar
+        with RowProgress("sending", total, enabled=progress) as bar:
+            for batch in read_batches(files, columns, CONFIRM_EVERY):
+                table = pa.table({names[name]: batch.data.column(name) for name in columns})
+                if limit is not None:
+                    table = table.slice(0, max(0, limit - result.rows))
+                for rows, key, value in messages(table, rows_per_message):
+                    if rate:
+                        delay = started + result.rows / rate - time.monotonic()
+                        if delay > 0:
+                            time.sleep(delay)
+                    result.sent += 1
+                    result.rows += rows
+                    shown += rows
+                    if rate or shown >= 1_000:  # a paced message shows at once; else every thousand rows
+                        bar.advance(shown)
+                        shown = 0
+                    if record_bytes(key, value, []) > limit_bytes:  # the broker would refuse it (and its batch)
+                        result.failed += 1
+                        result.error = result.error or (f"a message of {len(value):,} bytes exceeds the topic's "
+                                                        f"limit of {limit_bytes:,}")
+                        continue
+                    producer.send(topic, value, key=key)
+                confirm()
+                bar.advance(shown)
+                shown = 0
+                if limit is not None and result.rows >= limit:
+                    break
             confirm()
-            if limit is not None and result.rows >= limit:
-                break
-        confirm()
         return result
     finally:
         producer.close(timeout_s=5.0)
