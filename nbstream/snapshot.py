@@ -159,9 +159,21 @@ def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndar
         raise OSError(error.errno, f"cannot write the snapshot ({reason})", str(path)) from None
 
 
-def _replace_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
-    if path.is_dir():
+def check_output_path(path) -> None:
+    """Raise OSError when ``path`` exists as anything but a regular file: a file written beside it
+    and renamed into place would replace a directory's name, a device or a FIFO."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(mode):
+        raise OSError(None, "a device, FIFO or socket, not a regular file: left as it is", str(path))
+
+
+def _replace_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
+    check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -144,7 +144,8 @@ def test_a_settings_file_too_large_or_not_utf8_is_one_line(tmp_path):
 
 
 def test_help_names_the_confluent_extra():
-    assert "'nbstream[confluent]'" in " ".join(invoke("produce", "--help").output.replace("│", " ").split())
+    shown = "".join(invoke("produce", "--help").output.replace("│", " ").split())  # wherever the lines wrap
+    assert "pipinstall'nbstream[confluent]'" in shown
 
 
 @pytest.mark.parametrize("option, value", [("--transaction-timeout", "inf"), ("--transaction-timeout", "1e12"),
@@ -159,3 +160,17 @@ def test_a_rate_too_small_to_wait_for_is_one_line():
     line = _one_line(invoke("produce", "--bootstrap", "127.0.0.1:9", "--topic", "t", SMS / "test.parquet",
                             "--text", "text", "--rate", "1e-300"))
     assert line == "error: --rate must be 0 (as fast as possible) or at least 0.001 rows per second; got 1e-300."
+
+
+@pytest.mark.parametrize("command", ["predict", "merge"])
+@pytest.mark.parametrize("make", [os.mkfifo, lambda path: os.symlink("/dev/null", path)], ids=["fifo", "device"])
+def test_an_output_path_that_is_a_fifo_or_a_device_is_left_as_it_is(tmp_path, spam_model, command, make):
+    """Written beside and renamed into place, an output would replace the FIFO or the device node itself."""
+    target = tmp_path / "out"
+    make(target)
+    before = os.lstat(target)
+    args = {"predict": ("predict", spam_model, SMS / "test.parquet", "--out", target),
+            "merge": ("merge", spam_model, spam_model, "--out", target)}[command]
+    line = _one_line(invoke(*args))
+    assert line.startswith(f"error: {target}: cannot write") and "a device, FIFO or socket" in line, line
+    assert os.lstat(target).st_mode == before.st_mode and os.lstat(target).st_ino == before.st_ino

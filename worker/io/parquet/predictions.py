@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from nbstream.snapshot import check_output_path
 
 from ..files import writing
 
@@ -27,8 +28,7 @@ class PredictionWriter:
 
     def __enter__(self) -> "PredictionWriter":
         with writing(self.path):
-            if self.path.is_dir():
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(self.path))
+            check_output_path(self.path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
         return self
 
