@@ -144,7 +144,7 @@ def test_a_settings_file_too_large_or_not_utf8_is_one_line(tmp_path):
 
 
 def test_help_names_the_confluent_extra():
-    shown = "".join(invoke("produce", "--help").output.replace("│", " ").split())  # wherever the lines wrap
+    shown = "".join(invoke("produce", "--help", env={"COLUMNS": "200"}).output.replace("│", " ").split())
     assert "pipinstall'nbstream[confluent]'" in shown
 
 
