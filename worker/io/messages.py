@@ -137,7 +137,9 @@ def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: st
         return None
     if fields.id in table.column_names:
         id_type = table.column(fields.id).type
-        if pa.types.is_nested(id_type):  # objects would come back with other rows' keys as nulls
+        # objects would come back with other rows' keys as nulls, and where one id is a fraction (or
+        # beyond 64 bits) every integer id of the batch would come back as a float: 7 as 7.0
+        if pa.types.is_nested(id_type) or pa.types.is_floating(id_type):
             return None
         ids = table.column(fields.id).to_pylist()
     else:

@@ -139,3 +139,16 @@ def test_invalid_utf8_inside_a_batch_is_that_message_s_problem(spec, bad):
     decoded = decode([good, bad, good], spec, MessageFields())
     assert decoded.problems.bad.tolist() == [False, True, False]
     assert decoded.batch.column("label").to_pylist() == ["ham", None, "ham"]
+
+
+@pytest.mark.parametrize("spec, features", [(FeatureSpec.vector("features"), b'"features": [1, 2, 3]'),
+                                            (FeatureSpec.text("text"), b'"text": "a b"')])
+@pytest.mark.parametrize("odd_id", [b"1.5", b"18446744073709551616"])
+def test_an_integer_id_comes_back_as_sent_whatever_the_other_ids_of_its_batch(spec, features, odd_id):
+    """Read in bulk, one fractional (or beyond 64 bits) id would turn every integer id of the batch
+    into a float, and the predictions would answer 7 as 7.0."""
+    values = [b'{"id": %s, %s, "label": 1}' % (odd_id, features), b'{"id": 7, %s, "label": 1}' % features,
+              b'{"id": "x", %s, "label": 1}' % features if spec.kind == "text" else b'{"id": 8, %s, "label": 1}' % features]
+    ids = decode(values, spec, MessageFields()).ids
+    assert ids[1] == 7 and type(ids[1]) is int
+    assert ids[2] in ("x", 8) and type(ids[2]) in (str, int)
