@@ -174,6 +174,18 @@ class ServeConfig:
             raise ConfigError(f"--start must be earliest or latest; got {self.start!r}.")
         if self.fields.format not in MESSAGE_FORMATS:
             raise ConfigError(f"--format must be one of {', '.join(MESSAGE_FORMATS)}; got {self.fields.format!r}.")
+        self._check_distinct_topics()
+
+    def _check_distinct_topics(self) -> None:
+        """Each topic has one role: an output that is also the input would be read back as input,
+        forever, and a state topic shared with anything else would be unreadable as state."""
+        roles = {}
+        for role, option, topic in (("input", "--input", self.input), ("output", "--output", self.output),
+                                    ("dead-letter", "--dlq", self.dlq), ("state", "--state-topic", self.states)):
+            if topic in roles:
+                raise ConfigError(f"the {role} topic {topic} ({option}) is also the {roles[topic]} topic; give "
+                                  f"each role a topic of its own.")
+            roles[topic] = role
 
     @property
     def exactly_once(self) -> bool:

@@ -49,3 +49,17 @@ def test_model_options_are_checked_before_any_data():
         ModelOptions("multinomial", norm=True).build()
     with pytest.raises(ConfigError, match="half_life must be a finite positive number"):
         ModelOptions("multinomial", half_life=0.0).build()
+
+
+@pytest.mark.parametrize("topics, message", [
+    (dict(output="in"), "the output topic in (--output) is also the input topic"),
+    (dict(dead_letter_topic="in"), "the dead-letter topic in (--dlq) is also the input topic"),
+    (dict(output="in.dlq"), "the dead-letter topic in.dlq (--dlq) is also the output topic"),  # the default --dlq
+    (dict(state_topic="out"), "the state topic out (--state-topic) is also the output topic"),
+])
+def test_each_topic_has_one_role(topics, message):
+    """An output that is also the input would be read back as input, forever."""
+    settings = {"output": "out", **topics}
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ServeConfig("b", "in", settings.pop("output"), "g", **settings)
+    assert ServeConfig("b", "in", "out", "g").dlq == "in.dlq"
