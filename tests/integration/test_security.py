@@ -86,9 +86,12 @@ def test_a_refusal_is_one_clear_line_and_a_non_zero_exit(own_broker, kafka_clien
         assert wrong not in result.stderr + result.stdout
 
 
-def test_security_settings_that_cannot_work_are_refused_before_connecting(monkeypatch):
+def test_security_settings_that_cannot_work_are_refused_before_connecting(monkeypatch, tmp_path):
     monkeypatch.delenv("NBSTREAM_SASL_PASSWORD", raising=False)
+    (tmp_path / "not-a-ca.pem").write_text("-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n")
     cases = [
+        (["--security-protocol", "SSL", "--ssl-cafile", tmp_path / "not-a-ca.pem"],
+         f"--ssl-cafile {tmp_path / 'not-a-ca.pem'}: not a file of PEM certificates"),
         (["--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", "alice"],
          "needs --sasl-username and a password"),
         (["--security-protocol", "SASL_SSL", "--sasl-username", "alice"], "needs --sasl-mechanism"),

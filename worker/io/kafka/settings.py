@@ -9,6 +9,7 @@ as Kafka's own tools take them.
 from __future__ import annotations
 
 import re
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +78,8 @@ class KafkaSettings:
             problem = None if path is None else not_a_regular_file(Path(path))
             if problem is not None:
                 raise ConfigError(f"--{name.replace('_', '-')} {path}: {problem}.")
+        if self.ssl_cafile is not None:
+            _check_certificates(self.ssl_cafile)
 
     @property
     def uses_ssl(self) -> bool:
@@ -86,6 +89,15 @@ class KafkaSettings:
         """Where and how it connects, for a log line (no secret)."""
         who = f" as {self.sasl_username} ({self.sasl_mechanism})" if self.sasl_username else ""
         return f"{self.bootstrap} over {self.security_protocol}{who} with {self.client}"
+
+
+def _check_certificates(path: str) -> None:
+    """A CA file that holds no certificate is a setting to fix, not a broker to wait for."""
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=path)
+    except (ssl.SSLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
+        raise ConfigError(f"--ssl-cafile {path}: not a file of PEM certificates ({reason}).") from None
 
 
 _JAAS = re.compile(r"""(username|password)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
