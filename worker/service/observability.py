@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import logging
 import platform
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +20,8 @@ from prometheus_client import (CONTENT_TYPE_LATEST, GC_COLLECTOR, PLATFORM_COLLE
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
 import nbstream
+
+log = logging.getLogger(__name__)
 
 # The start of a dead letter's error, and the reason it is counted under.
 DEAD_LETTER_REASONS = (
@@ -153,11 +157,25 @@ class ServiceMetrics:
         self.assigned.set(len(lags))
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that goes away mid-request (a scrape that timed out) is a debug line, not a
+    traceback on stderr among the structured logs."""
+
+    daemon_threads = True
+    request_queue_size = 64  # connections waiting to be accepted (the default 5 makes a burst wait for SYN retries)
+
+    def handle_error(self, request, client_address) -> None:
+        log.debug("a metrics request failed", extra={"client": f"{client_address[0]}:{client_address[1]}",
+                                                     "error": repr(sys.exc_info()[1])})
+
+
 def serve_metrics(metrics: ServiceMetrics, port: int, host: str = "127.0.0.1",
                   stall_seconds: float = 60.0) -> ThreadingHTTPServer:
     """Start the endpoints on host:port (port 0 picks a free one) in a daemon thread."""
 
     class Handler(BaseHTTPRequestHandler):
+        timeout = 10  # seconds a client may take to send its request: a stalled one does not keep a thread
+
         def do_GET(self):
             if self.path == "/metrics":
                 self._reply(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
@@ -180,7 +198,7 @@ def serve_metrics(metrics: ServiceMetrics, port: int, host: str = "127.0.0.1",
             pass
 
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = _QuietServer((host, port), Handler)
     except (OSError, OverflowError) as error:
         from ..errors import ConfigError
 

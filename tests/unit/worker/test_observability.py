@@ -63,3 +63,31 @@ def test_standard_collectors_build_info_lag_and_staleness():
     staleness = float(next(line.split()[1] for line in text.splitlines()
                            if line.startswith("nbstream_global_model_staleness_seconds ")))
     assert 11 < staleness < 20
+
+
+def test_clients_that_go_away_mid_request_leave_no_traceback_and_the_endpoints_answer(capfd):
+    """A scrape that times out closes its connection before the answer is written: socketserver
+    would print a traceback on stderr, among the structured log lines."""
+    import socket
+    import struct
+    import urllib.request
+
+    from worker.service.observability import serve_metrics
+
+    server = serve_metrics(ServiceMetrics(), port=0)
+    port = server.server_address[1]
+    try:
+        for _ in range(20):
+            client = socket.create_connection(("127.0.0.1", port))
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+            client.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            client.close()
+        stalled = socket.create_connection(("127.0.0.1", port))
+        stalled.sendall(b"GET /metrics HTTP/1.1\r\n")  # and never the rest
+        time.sleep(0.5)
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).status == 200
+        stalled.close()
+        time.sleep(0.5)
+    finally:
+        server.shutdown()
+    assert "Traceback" not in capfd.readouterr().err
