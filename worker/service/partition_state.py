@@ -76,5 +76,6 @@ class PartitionState:
             return state, header["features"]
         except nbstream.SnapshotError:
             raise
-        except (ValueError, KeyError, TypeError, struct.error) as error:
-            raise nbstream.SnapshotError(f"{source}: unreadable partition state ({error}).") from None
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError, struct.error) as error:
+            raise nbstream.SnapshotError(f"{source}: unreadable partition state ({type(error).__name__}: "
+                                         f"{str(error)[:200]}).") from None

@@ -90,3 +90,16 @@ def test_a_state_of_another_model_is_refused():
     with pytest.raises(ConfigError, match=r"holds a MultinomialNB\(alpha=0.5\); this service is configured for "
                                           r"MultinomialNB\(\)"):
         states.assign([3], {}, wait_s=0, strict=True)
+
+
+@pytest.mark.parametrize("header", [b"[" * 100_000 + b"]" * 100_000, b'{"starts": [1], "fitted": false}',
+                                    b'{"fitted": false, "next_offset": 1, "judged": 1e400}'])
+def test_an_unreadable_partition_state_is_a_snapshot_error(header):
+    import struct
+
+    import nbstream
+    from worker.service.partition_state import PartitionState
+
+    payload = b"NBPS" + struct.pack("<I", len(header)) + header
+    with pytest.raises(nbstream.SnapshotError, match="unreadable partition state"):
+        PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")

@@ -69,3 +69,20 @@ def test_states_are_zstd_and_an_older_writers_zlib_states_still_read():
     assembler.add(b"partition-2#g0#0", packed)
     assembler.add(b"partition-2", json.dumps(older).encode())
     assert assembler.take("partition-2") == payload
+
+
+def test_records_that_are_not_this_writers_are_passed_over_without_cost():
+    """Someone else's records on the state topic: nesting too deep for a JSON parser, a manifest
+    announcing a trillion chunks (whose keys would be built before any check)."""
+    import json
+
+    assembler = StateAssembler()
+    assert assembler.add(b"partition-0", b"[" * 100_000 + b"]" * 100_000) is None
+    assert assembler.add(b"partition-0", b"17") is None
+    huge = {"generation": "g", "chunks": 10 ** 12, "bytes": 1, "sha256": "0", "codec": "zstd", "size": 1}
+    assert assembler.add(b"partition-0", json.dumps(huge).encode()) == "partition-0"
+    assert assembler.take("partition-0") is None
+    write = write_records("partition-0", os.urandom(100))  # the real writer still gets through
+    for key, value in write.records:
+        assembler.add(key, value)
+    assert assembler.take("partition-0") is not None

@@ -94,7 +94,7 @@ class StateAssembler:
         try:
             manifest = json.loads(value)
             generation = str(manifest["generation"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # not a manifest: written by something else
             return None
         for stale in [k for k in self._chunks if k.startswith(f"{name}{_SEPARATOR}".encode())
                       and not k.startswith(f"{name}{_SEPARATOR}{generation}{_SEPARATOR}".encode())]:
@@ -109,10 +109,12 @@ class StateAssembler:
         if manifest is None:
             return None
         try:
-            keys = [f"{name}{_SEPARATOR}{manifest['generation']}{_SEPARATOR}{i}".encode()
-                    for i in range(int(manifest["chunks"]))]
-        except (ValueError, KeyError, TypeError):
+            count = int(manifest["chunks"])
+        except (ValueError, KeyError, TypeError, OverflowError):
             return None
+        if not 0 < count <= len(self._keys.get(name, ())):  # more chunks than were read: not complete yet
+            return None
+        keys = [f"{name}{_SEPARATOR}{manifest['generation']}{_SEPARATOR}{i}".encode() for i in range(count)]
         if any(key not in self._chunks for key in keys):
             return None
         packed = b"".join(self._chunks.pop(key) for key in keys)  # keep the keys (to tombstone later), not the bytes
