@@ -174,3 +174,30 @@ def test_an_output_path_that_is_a_fifo_or_a_device_is_left_as_it_is(tmp_path, sp
     line = _one_line(invoke(*args))
     assert line.startswith(f"error: {target}: cannot write") and "a device, FIFO or socket" in line, line
     assert os.lstat(target).st_mode == before.st_mode and os.lstat(target).st_ino == before.st_ino
+
+
+@pytest.mark.parametrize("which", ["data", "model"])
+def test_predictions_never_replace_what_they_are_made_from(tmp_path, spam_model, which):
+    data = tmp_path / "test.parquet"
+    data.write_bytes((SMS / "test.parquet").read_bytes())
+    model = tmp_path / "model.nbs"
+    model.write_bytes(spam_model.read_bytes())
+    target = {"data": data, "model": model}[which]
+    before = target.read_bytes()
+    line = _one_line(invoke("predict", model, data, "--out", target))
+    assert line == f"error: --out {target} is also an input ({target}); the predictions would replace it."
+    assert target.read_bytes() == before
+
+
+def test_a_directory_is_read_recursively_without_hidden_files_and_a_stranger_is_named(tmp_path, spam_model):
+    folder = tmp_path / "data"
+    (folder / "day=2" / "_temporary").mkdir(parents=True)
+    (folder / "part-0.parquet").write_bytes((SMS / "test.parquet").read_bytes())
+    (folder / "day=2" / "part-1.parquet").write_bytes((SMS / "test.parquet").read_bytes())
+    for leftover in ("_SUCCESS", ".part-0.parquet.crc", "day=2/_temporary/part-9"):
+        (folder / leftover).write_bytes(b"not parquet")
+    result = invoke("predict", spam_model, folder, "--out", tmp_path / "p.parquet")
+    assert result.exit_code == 0 and "wrote 2,230 predictions" in result.output, result.output
+    (folder / "README").write_text("not parquet either")  # sorted first: Arrow inferred its schema from it
+    line = _one_line(invoke("predict", spam_model, folder, "--out", tmp_path / "p.parquet"))
+    assert line.startswith(f"error: {folder / 'README'}: cannot read as Parquet")

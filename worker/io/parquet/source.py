@@ -54,7 +54,7 @@ def expand_paths(paths: list[str]) -> list[str]:
         if any(char in path for char in "*?["):
             matches = sorted(glob.glob(path, recursive=True))
         elif Path(path).is_dir():
-            matches = sorted(ds.dataset(path, format="parquet").files)
+            matches = _files_under(path)
         else:
             matches = [path] if Path(path).exists() else []
         if not matches:
@@ -63,6 +63,17 @@ def expand_paths(paths: list[str]) -> list[str]:
             _check_regular_file(match)
         files.extend(matches)
     return files
+
+
+def _files_under(directory: str) -> list[str]:
+    """Every file under ``directory``, sorted, but those whose name (or folder's) starts with "." or
+    "_" (as Spark and Hive leave beside their parts: _SUCCESS, .crc files), as Arrow's datasets do.
+    Nothing is opened here: each file is checked, then read, by name."""
+    found = []
+    for folder, folders, names in os.walk(directory):
+        folders[:] = [name for name in folders if not name.startswith((".", "_"))]
+        found += [os.path.join(folder, name) for name in names if not name.startswith((".", "_"))]
+    return sorted(found)
 
 
 def _check_regular_file(path: str) -> None:
