@@ -37,12 +37,20 @@ def not_a_regular_file(path: Path) -> str | None:
     return _kind_problem(mode)
 
 
+def special_kind(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is not a regular file ("a FIFO", ...); None if it is."""
+    if stat.S_ISREG(mode):
+        return None
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a special file")
+
+
 def _kind_problem(mode: int) -> str | None:
-    if stat.S_ISDIR(mode):
-        return "a directory, not a file"
-    if not stat.S_ISREG(mode):
-        return "not a regular file (a FIFO, socket or device)"
-    return None
+    kind = special_kind(mode)
+    if kind is None:
+        return None
+    return "a directory, not a file" if kind == "a directory" else f"not a regular file ({kind})"
 
 
 def read_small_text(path: Path, option: str, limit: int = SMALL_FILE_BYTES) -> str:

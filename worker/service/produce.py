@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import orjson
 import pyarrow as pa
 
+from ..batch.progress import RowProgress
 from ..errors import ConfigError
 from ..io.arrow_messages import write_stream
 from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure
 from ..io.kafka.sink import record_bytes
-from ..batch.progress import RowProgress
 from ..io.parquet.source import count_rows, expand_paths, read_batches
 
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
@@ -59,7 +59,7 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
         raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
     if message_format not in ("json", "arrow"):
         raise ConfigError(f"--format must be json or arrow; got {message_format!r}.")
-    if rate and not MIN_RATE <= rate:
+    if 0 < rate < MIN_RATE:
         raise ConfigError(f"--rate must be 0 (as fast as possible) or at least {MIN_RATE} rows per second; got {rate}.")
     limit_bytes = _topic_limit(client, topic)
     producer = client.producer(linger_ms=5, batch_bytes=limit_bytes)
@@ -80,8 +80,8 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
     files = expand_paths(paths)
     total = count_rows(files) if limit is None else min(limit, count_rows(files))
     try:
-        shown = 0  # rows sent but not yet shown on the bar
         with RowProgress("sending", total, enabled=progress) as bar:
+            shown = 0  # rows sent but not yet shown on the bar
             for batch in read_batches(files, columns, CONFIRM_EVERY):
                 table = pa.table({names[name]: batch.data.column(name) for name in columns})
                 if limit is not None:

@@ -25,7 +25,6 @@ from nbstream.arrow import RowProblems
 from ..arrow_messages import prediction_origin
 from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Failure, Polled, Producer
 
-
 MAX_ERROR_CHARACTERS = 1_000
 
 
@@ -113,7 +112,7 @@ class KafkaSink:
                 self.dead_letter(polled.record(row), f"prediction of {record_bytes(key, value, [])} bytes exceeds "
                                  f"the limit of {self.predictions.max_record_bytes} of topic {topic}", "prediction")
             elif suspects and (polled.topic, int(polled.partitions[row]), int(polled.offsets[row])) in suspects:
-                self._alone(polled.record(row), topic, value, [])
+                self._alone(polled.record(row), topic, key, value, [])
             else:
                 send(topic, value, key)
 
@@ -126,18 +125,17 @@ class KafkaSink:
         headers = origin_headers(record, error, field)
         key, value = cut_to_fit(record.key, record.value, headers, self.dead_letters.max_record_bytes)
         if self.refusals.suspects and input_key(record) in self.refusals.suspects:
-            self._alone(record, self.dead_letters.topic, value, headers, key)
+            self._alone(record, self.dead_letters.topic, key, value, headers)
         else:
             self.producer.send(self.dead_letters.topic, value, key=key, headers=headers)
         self.count += 1
         if self.on_dead_letter is not None:
             self.on_dead_letter(error)
 
-    def _alone(self, record, topic: str, value: bytes | None, headers: list, key: bytes | None = None) -> None:
-        """A suspect's output (keyed like its input unless ``key`` is given) in a batch of its own: a
-        refusal now is this record's."""
+    def _alone(self, record, topic: str, key: bytes | None, value: bytes | None, headers: list) -> None:
+        """The output of a suspect input ``record`` in a batch of its own: a refusal now is this record's."""
         self.flush()
-        self.producer.send(topic, value, key=record.key if key is None else key, headers=headers or None)
+        self.producer.send(topic, value, key=key, headers=headers or None)
         try:
             self.producer.flush(self.flush_timeout_s)
         except DeliveryFailed as failed:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from ...errors import SourceError
+from ..files import special_kind
 
 _FORMAT = ds.ParquetFileFormat()
 _LOCAL = pafs.LocalFileSystem()
@@ -82,9 +82,8 @@ def _check_regular_file(path: str) -> None:
         mode = os.stat(path).st_mode
     except OSError as error:
         raise SourceError(f"{path}: cannot read ({error.strerror}).") from None
-    if not stat.S_ISREG(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
-            else "a socket" if stat.S_ISSOCK(mode) else "a special file"
+    kind = special_kind(mode)
+    if kind is not None:
         raise SourceError(f"{path}: is {kind}, not a Parquet file.")
 
 
