@@ -241,3 +241,21 @@ def test_arrow_batch_messages_from_produce_are_answered_per_message_and_bad_rows
     model, _ = service.state()
     assert_equal_statistics(model, np.vstack([X, [[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]]]),
                             np.concatenate([labels, ["ham", "ham"]]))
+
+
+def test_at_least_once_starts_a_group_from_a_model_in_one_session(kafka_bootstrap, kafka_client, tmp_path):
+    """The base state needs no transaction when there are none: no failed first session."""
+    from tests.helpers.cli import invoke
+    from tests.helpers.paths import SMS
+
+    trained = tmp_path / "sms.nbs"
+    assert invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--out", trained).exit_code == 0
+    topic = new_topic(kafka_bootstrap, "init-at-least-once")
+    send(kafka_bootstrap, topic, [json_message(text="free prize now", id=i) for i in range(20)])
+    service = Service(kafka_bootstrap, topic, tmp_path, "--init-model", trained, "--guarantee", "at-least-once",
+                      "--text", client=kafka_client).start()
+    predictions = read_all(kafka_bootstrap, service.output, expected=20, timeout=90)
+    assert service.terminate() == 0, service.log_tail()
+    log = service.log.read_text()
+    assert "Kafka failed" not in log and "started again" not in log, log[-3000:]
+    assert {json.loads(r.value)["model_version"] for r in predictions} == {4_459}

@@ -17,7 +17,7 @@ from ..io.kafka.client import KafkaClient
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta, write_snapshot
 from .global_model import merge_states
 from .partition_state import PartitionState
-from .partitions import BASE, StateFollower, partition_of
+from .group_state import BASE, StateFollower, partition_of
 
 
 def _refuse(message: str) -> None:

@@ -27,7 +27,7 @@ from ..io.json_predictions import prediction_values
 from ..io.messages import Decoded, decode
 from .global_model import Predictions
 from .observability import ServiceMetrics
-from .partitions import GroupState
+from .group_state import GroupState
 
 
 class PrequentialLoop:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
 
-from ..checkpoint import CheckpointPolicy, Checkpointer
+from ..checkpoint import CheckpointPolicy
 from ..config import ServeConfig
 from ..io.kafka.client import KafkaClient, KafkaFailure
 from ..io.kafka.sink import Destination, KafkaSink, Refusals
@@ -26,7 +26,8 @@ from .global_model import GlobalModel
 from .loop import PrequentialLoop
 from .observability import ServiceMetrics
 from .partition_state import PartitionState
-from .partitions import GroupState, OffsetCommit, StateFollower, StateWriter, TransactionalProducer, TransactionCommit
+from .commit import ServeCheckpoint, TransactionalProducer
+from .group_state import GroupState, StateFollower
 from .state import SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -76,18 +77,16 @@ class Session:
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
                               Destination(config.dlq, limits[config.dlq]), refusals, COMMIT_STEP_SECONDS,
                               on_dead_letter=metrics.dead_lettered)
-        self.state_writer = StateWriter(self.group, self.producer, config.states, COMMIT_STEP_SECONDS)
-        if base is not None and self.group.base is None and not self.group.latest:
-            self._start_from(base)
         self.consumer = client.consumer(config.input, config.group, instance_id=config.instance_id,
                                         session_timeout_s=config.session_timeout, start=config.start,
                                         read_committed=True)
-        if config.exactly_once:
-            upstream = TransactionCommit(self.producer, self.consumer, self.group, COMMIT_STEP_SECONDS)
-        else:
-            upstream = OffsetCommit(self.consumer, self.group)
-        self.checkpointer = Checkpointer(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
-                                         outputs=[self.sink], state=self.state_writer, upstream=upstream)
+        self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
+                                          self.producer, self.consumer, self.group, self.sink, config.states,
+                                          COMMIT_STEP_SECONDS)
+        if base is not None and self.group.base is None and not self.group.latest:
+            self.checkpoint.start_group_from(base)
+            log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
+                                                               if base.model.is_fitted else 0})
         self.loop = PrequentialLoop(config.fields, self.group, self.sink, self.sink, metrics, learn=config.learn,
                                     refusals=refusals, max_classes=config.max_classes)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
@@ -117,14 +116,6 @@ class Session:
             return limits
         finally:
             admin.close()
-
-    def _start_from(self, base: PartitionState) -> None:
-        """Write the base state of a new group (in a transaction of its own under exactly-once)."""
-        self.state_writer.write_base(base)
-        self.producer.commit_transaction(self.config.transaction_timeout)
-        self.global_model.invalidate()
-        log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
-                                                           if base.model.is_fitted else 0})
 
     # ---- group membership -------------------------------------------------------------------
     def _assigned(self, partitions: list[int]) -> dict[int, object]:
@@ -164,18 +155,18 @@ class Session:
             if len(polled):
                 self.loop.process(polled)
                 self.metrics.accuracy.update(self.group.states())
-            if self.checkpointer.policy.record(len(polled)):
+            if self.checkpoint.due(len(polled)):
                 self.commit()
             self._heartbeat(len(polled) > 0)
         self.commit()
 
     def commit(self) -> None:
         started = time.monotonic()
-        if self.checkpointer.commit():
+        if self.checkpoint.commit():
             self.metrics.checkpoints.inc()
             self.metrics.last_checkpoint.set(time.time())
             self.metrics.commit_seconds.observe(time.monotonic() - started)
-            self.metrics.state_bytes.inc(self.state_writer.last_bytes)
+            self.metrics.state_bytes.inc(self.checkpoint.last_bytes)
             self._keep_local_copy()
 
     def _keep_local_copy(self) -> None:

@@ -10,7 +10,7 @@ from worker.config import MessageFields
 from worker.service.global_model import GlobalModel
 from worker.service.loop import PrequentialLoop
 from worker.service.observability import ServiceMetrics
-from worker.service.partitions import GroupState
+from worker.service.group_state import GroupState
 
 from .fakes import FakeFollower, FakeSink, Journal, records
 

@@ -17,8 +17,8 @@ import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 
 from ..errors import ConfigError
-from ..io.kafka.client import Consumer, KafkaFailure, Producer, Reader
-from ..io.kafka.state_topic import StateAssembler, write_records
+from ..io.kafka.client import KafkaFailure, Reader
+from ..io.kafka.state_topic import StateAssembler
 from .global_model import GlobalModel
 from .partition_state import PartitionState
 
@@ -181,6 +181,11 @@ class GroupState:
         encoder = self.global_model.encoder
         return encoder.spec.encoder() if isinstance(encoder, CategoricalEncoder) else None
 
+    def start_from(self, base: PartitionState) -> None:
+        """A new group's starting model, once it is committed to the state topic."""
+        self.base = base
+        self.global_model.invalidate()
+
     def release(self, partitions: list[int]) -> None:
         """Stop owning these partitions (after committing them); their states become the latest known."""
         for partition in partitions:
@@ -192,112 +197,3 @@ class GroupState:
     def offsets(self) -> dict[int, int]:
         """The next offset of every owned partition that has processed something."""
         return {p: s.next_offset for p, s in self.owned.items() if s.next_offset is not None}
-
-
-class StateWriter:
-    """The checkpoint's state step: every owned partition state changed since its last write,
-    as records of the state topic (inside the open transaction, under exactly-once)."""
-
-    def __init__(self, group: GroupState, producer: Producer, topic: str, flush_timeout_s: float = 60.0):
-        self.group, self.producer, self.topic = group, producer, topic
-        self.flush_timeout_s = flush_timeout_s
-        self.last_bytes = 0  # compressed state bytes written by the last checkpoint
-
-    def write(self) -> bool:
-        changed = {p: s for p, s in self.group.owned.items() if s.changed}
-        if not changed:
-            return False
-        self.last_bytes = 0
-        for partition, state in changed.items():
-            name = state_name(partition)
-            payload = state.to_payload(state.encoder or self.group.global_model.encoder)
-            write = write_records(name, payload, replaced=self.group.chunk_keys.get(name, ()))
-            for key, value in write.records:
-                self.producer.send(self.topic, value, key=key)
-            self.group.chunk_keys[name] = write.chunk_keys
-            self.last_bytes += write.payload_bytes
-            state.changed = False
-        self.producer.flush(self.flush_timeout_s)
-        return True
-
-    def write_base(self, state: PartitionState) -> None:
-        """The group's starting model, written once before any partition state."""
-        payload = state.to_payload(self.group.global_model.encoder)
-        for key, value in write_records(BASE, payload).records:
-            self.producer.send(self.topic, value, key=key)
-        self.producer.flush(self.flush_timeout_s)
-        self.group.base = state
-
-
-class TransactionCommit:
-    """The checkpoint's upstream step under exactly-once: the owned partitions' offsets join the
-    open transaction with this member's group metadata (so a fenced zombie cannot commit), then
-    predictions, dead letters, states and offsets commit together."""
-
-    def __init__(self, producer: "TransactionalProducer", consumer: Consumer, group: GroupState,
-                 timeout_s: float = 60.0):
-        self.producer, self.consumer, self.group, self.timeout_s = producer, consumer, group, timeout_s
-
-    def acknowledge(self) -> None:
-        offsets = self.group.offsets()
-        if offsets:
-            self.producer.send_offsets(self.consumer.topic, offsets, self.consumer.group_metadata(), self.timeout_s)
-        self.producer.commit_transaction(self.timeout_s)
-
-
-class OffsetCommit:
-    """The checkpoint's upstream step under at-least-once: commit the owned partitions' offsets."""
-
-    def __init__(self, consumer: Consumer, group: GroupState):
-        self.consumer, self.group = consumer, group
-
-    def acknowledge(self) -> None:
-        self.consumer.commit(self.group.offsets())
-
-
-class TransactionalProducer(Producer):
-    """A producer whose transaction begins with the first record sent after a commit."""
-
-    def __init__(self, inner: Producer):
-        self.inner = inner
-        self.open = False
-
-    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
-        if not self.open:
-            self.inner.begin_transaction()
-            self.open = True
-        self.inner.send(topic, value, key, headers, partition)
-
-    def send_many(self, topic, values, keys) -> None:
-        if not self.open:
-            self.inner.begin_transaction()
-            self.open = True
-        self.inner.send_many(topic, values, keys)
-
-    def flush(self, timeout_s: float) -> None:
-        self.inner.flush(timeout_s)
-
-    def init_transactions(self, timeout_s: float) -> None:
-        self.inner.init_transactions(timeout_s)
-
-    def begin_transaction(self) -> None:
-        if not self.open:
-            self.inner.begin_transaction()
-            self.open = True
-
-    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
-        self.begin_transaction()
-        self.inner.send_offsets(topic, offsets, group_metadata, timeout_s)
-
-    def commit_transaction(self, timeout_s: float) -> None:
-        if self.open:
-            self.inner.commit_transaction(timeout_s)
-            self.open = False
-
-    def abort_transaction(self, timeout_s: float) -> None:
-        if self.open:
-            self.open = False
-            self.inner.abort_transaction(timeout_s)
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        self.inner.close(timeout_s)

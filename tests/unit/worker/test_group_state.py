@@ -12,7 +12,7 @@ from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.state_topic import write_records
 from worker.service.global_model import GlobalModel
 from worker.service.partition_state import PartitionState
-from worker.service.partitions import GroupState, state_name
+from worker.service.group_state import GroupState, state_name
 
 from .fakes import FakeFollower
 

@@ -1,0 +1,163 @@
+"""The Kafka side of `worker serve`'s checkpoint: the three steps of ``Checkpointer.commit`` on topics.
+
+``ServeCheckpoint`` is the one place serve commits; the order of the steps is the Checkpointer's:
+
+  1. outputs: the sink flushes the predictions and dead letters sent since the last commit
+     (inside the open transaction under exactly-once) and confirms every delivery
+  2. state: every partition state changed since its last write (and, once, the group's base
+     state) becomes records of the state topic, flushed
+  3. upstream: under exactly-once, the owned partitions' next offsets join the transaction with
+     this member's group metadata (KIP-447: a fenced zombie cannot commit), then predictions,
+     dead letters, states and offsets commit together; under at-least-once the consumer
+     commits the offsets (none yet: nothing to do)
+
+A new group's base state (--init-model, a snapshot folder) is written by a commit like any
+other, before the group is joined, so no transaction is opened outside these steps.
+"""
+
+from __future__ import annotations
+
+from ..checkpoint import CheckpointPolicy, Checkpointer, Output
+from ..io.kafka.client import Consumer, Producer
+from ..io.kafka.state_topic import write_records
+from .group_state import BASE, GroupState, state_name
+from .partition_state import PartitionState
+
+
+class ServeCheckpoint:
+    """producer : the session's producer (a TransactionalProducer under exactly-once);
+    step_timeout_s : the longest one step may wait for Kafka."""
+
+    def __init__(self, policy: CheckpointPolicy, producer: Producer, consumer: Consumer, group: GroupState,
+                 sink: Output, state_topic: str, step_timeout_s: float):
+        self.state = StateWriter(group, producer, state_topic, step_timeout_s)
+        upstream = TransactionCommit(producer, consumer, group, step_timeout_s) \
+            if isinstance(producer, TransactionalProducer) else OffsetCommit(consumer, group)
+        self.checkpointer = Checkpointer(policy, outputs=[sink], state=self.state, upstream=upstream)
+
+    def due(self, rows: int) -> bool:
+        """Count rows just processed; True when a commit is due."""
+        return self.checkpointer.policy.record(rows)
+
+    def commit(self) -> bool:
+        """Flush the outputs, write the changed states, acknowledge upstream; True if state was written."""
+        return self.checkpointer.commit()
+
+    def start_group_from(self, base: PartitionState) -> None:
+        """Make ``base`` the group's starting model: written and committed at once, with no offsets."""
+        self.state.base = base
+        self.commit()
+
+    @property
+    def last_bytes(self) -> int:
+        """Compressed state bytes the last commit wrote."""
+        return self.state.last_bytes
+
+
+class StateWriter:
+    """The checkpoint's state step: every owned partition state changed since its last write,
+    as records of the state topic (inside the open transaction, under exactly-once).
+
+    base : the group's starting model, when it is still to be written (once, before any partition state).
+    """
+
+    def __init__(self, group: GroupState, producer: Producer, topic: str, flush_timeout_s: float = 60.0):
+        self.group, self.producer, self.topic = group, producer, topic
+        self.flush_timeout_s = flush_timeout_s
+        self.base: PartitionState | None = None
+        self.last_bytes = 0  # compressed state bytes written by the last checkpoint
+
+    def write(self) -> bool:
+        changed = {state_name(p): s for p, s in self.group.owned.items() if s.changed}
+        if self.base is not None:
+            changed = {BASE: self.base, **changed}
+        if not changed:
+            return False
+        self.last_bytes = 0
+        for name, state in changed.items():
+            payload = state.to_payload(state.encoder or self.group.global_model.encoder)
+            write = write_records(name, payload, replaced=self.group.chunk_keys.get(name, ()))
+            for key, value in write.records:
+                self.producer.send(self.topic, value, key=key)
+            self.group.chunk_keys[name] = write.chunk_keys
+            self.last_bytes += write.payload_bytes
+            state.changed = False
+        self.producer.flush(self.flush_timeout_s)
+        if self.base is not None:
+            self.group.start_from(self.base)
+            self.base = None
+        return True
+
+
+class TransactionCommit:
+    """The checkpoint's upstream step under exactly-once: the owned partitions' offsets join the
+    open transaction with this member's group metadata (so a fenced zombie cannot commit), then
+    predictions, dead letters, states and offsets commit together."""
+
+    def __init__(self, producer: TransactionalProducer, consumer: Consumer, group: GroupState,
+                 timeout_s: float = 60.0):
+        self.producer, self.consumer, self.group, self.timeout_s = producer, consumer, group, timeout_s
+
+    def acknowledge(self) -> None:
+        offsets = self.group.offsets()
+        if offsets:
+            self.producer.send_offsets(self.consumer.topic, offsets, self.consumer.group_metadata(), self.timeout_s)
+        self.producer.commit_transaction(self.timeout_s)
+
+
+class OffsetCommit:
+    """The checkpoint's upstream step under at-least-once: commit the owned partitions' offsets."""
+
+    def __init__(self, consumer: Consumer, group: GroupState):
+        self.consumer, self.group = consumer, group
+
+    def acknowledge(self) -> None:
+        self.consumer.commit(self.group.offsets())
+
+
+class TransactionalProducer(Producer):
+    """A producer whose transaction begins with the first record sent after a commit."""
+
+    def __init__(self, inner: Producer):
+        self.inner = inner
+        self.open = False
+
+    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
+        if not self.open:
+            self.inner.begin_transaction()
+            self.open = True
+        self.inner.send(topic, value, key, headers, partition)
+
+    def send_many(self, topic, values, keys) -> None:
+        if not self.open:
+            self.inner.begin_transaction()
+            self.open = True
+        self.inner.send_many(topic, values, keys)
+
+    def flush(self, timeout_s: float) -> None:
+        self.inner.flush(timeout_s)
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self.inner.init_transactions(timeout_s)
+
+    def begin_transaction(self) -> None:
+        if not self.open:
+            self.inner.begin_transaction()
+            self.open = True
+
+    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
+        self.begin_transaction()
+        self.inner.send_offsets(topic, offsets, group_metadata, timeout_s)
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        if self.open:
+            self.inner.commit_transaction(timeout_s)
+            self.open = False
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        if self.open:
+            self.open = False
+            self.inner.abort_transaction(timeout_s)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self.inner.close(timeout_s)
