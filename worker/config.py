@@ -13,6 +13,7 @@ import nbstream
 from nbstream.arrow import FeatureSpec
 
 from .errors import ConfigError
+from .io.fields import FORMATS, MessageFields
 from .io.kafka.settings import KafkaSettings
 from .io.kafka.state_topic import state_topic_name
 
@@ -119,21 +120,7 @@ class ScoreConfig:
     skip_invalid: bool = False
 
 
-@dataclass
-class MessageFields:
-    """How messages are written (``format``: "json", one example per message, or "arrow", an
-    Arrow IPC stream of many), their field names, and the size above which one is refused."""
-    format: str = "json"
-    id: str = "id"
-    features: str = "features"
-    text: str = "text"
-    label: str = "label"
-    feature_names: list[str] = field(default_factory=list)  # keys of a features object
-    max_bytes: int = 1_048_576
-
-
 GUARANTEES = ("exactly-once", "at-least-once")
-MESSAGE_FORMATS = ("json", "arrow")
 
 
 @dataclass
@@ -172,8 +159,8 @@ class ServeConfig:
             raise ConfigError(f"--guarantee must be one of {', '.join(GUARANTEES)}; got {self.guarantee!r}.")
         if self.start not in ("earliest", "latest"):
             raise ConfigError(f"--start must be earliest or latest; got {self.start!r}.")
-        if self.fields.format not in MESSAGE_FORMATS:
-            raise ConfigError(f"--format must be one of {', '.join(MESSAGE_FORMATS)}; got {self.fields.format!r}.")
+        if self.fields.format not in FORMATS:
+            raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {self.fields.format!r}.")
         self._check_distinct_topics()
 
     def _check_distinct_topics(self) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from worker.io.kafka.client import KafkaFailure, connect
+from worker.io.kafka.client import KafkaFailure
+from worker.io.kafka.connect import connect
 from worker.io.kafka.settings import KafkaSettings
 
 SESSION_TIMEOUT_S = 6

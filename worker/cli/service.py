@@ -11,7 +11,8 @@ from typing import Optional
 
 import typer
 
-from ..config import MessageFields, ServeConfig, parse_classes
+from ..config import ServeConfig, parse_classes
+from ..io.fields import MessageFields
 from ..errors import UserError
 from .app import app, reported_errors
 from .options import (ALPHA, BINARIZE, BOOTSTRAP, FIT_PRIOR, HALF_LIFE, HASH_BITS, KAFKA_CLIENT, KAFKA_CONFIG,
@@ -167,7 +168,8 @@ def export(
     kafka_config: Optional[Path] = KAFKA_CONFIG,
 ) -> None:
     """Write a serving group's current model (every partition's committed state, merged) as a snapshot."""
-    from ..io.kafka.client import KafkaFailure, connect
+    from ..io.kafka.client import KafkaFailure
+    from ..io.kafka.connect import connect
     from ..io.kafka.state_topic import state_topic_name
     from ..service.export import export as run_export
 
@@ -209,7 +211,8 @@ def produce(
     progress: Optional[bool] = PROGRESS,
 ) -> None:
     """Send Parquet rows to a topic as JSON or Arrow messages (for demos and benchmarks); every one is confirmed."""
-    from ..io.kafka.client import KafkaFailure, connect
+    from ..io.kafka.client import KafkaFailure
+    from ..io.kafka.connect import connect
     from ..service.produce import produce as run_produce
 
     with reported_errors():

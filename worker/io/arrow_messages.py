@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 from nbstream.arrow import FeatureSpec, RowProblems
 from nbstream.arrow.arrays import is_string_type
 
-from ..config import MessageFields
 from .arrow_ipc_size import decompressed_size
+from .fields import MessageFields
 from .messages import NUMBER, STRING, Decoded, label_kind_of_type, value_problem
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all

@@ -10,18 +10,7 @@ from typing import Protocol
 
 from nbstream.arrow import RowProblems
 
-from .kafka.client import Polled
-
-
-class RecordSource(Protocol):
-    """Where messages come from. ``assigned``: the partitions this worker reads now."""
-    assigned: set
-
-    def poll(self, timeout_ms: int) -> Polled:
-        """The next messages, column by column (empty after the timeout)."""
-
-    def acknowledge(self) -> None:
-        """Tell upstream how far the written state goes."""
+from .records import Polled
 
 
 class PredictionSink(Protocol):

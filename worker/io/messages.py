@@ -25,8 +25,9 @@ import pyarrow.json as pa_json
 
 from nbstream.arrow import FeatureSpec, RowProblems
 
-from ..config import MessageFields
+from .fields import MessageFields
 from .json_vectors import read_vectors
+from .records import Polled
 
 STRING, NUMBER = "string", "number"  # the two kinds of label
 
@@ -42,6 +43,12 @@ class Decoded:
     message_of: np.ndarray | None = None  # (n_rows,) the message each row came from
     row_in_message: np.ndarray | None = None  # (n_rows,) its row inside that message (-1: the whole message)
     row_values: object = None  # row_values[i]: row i alone, as the dead-letter topic gets it
+
+    def rows_of(self, polled: Polled) -> Polled:
+        """The poll with one row per example: itself when each message holds one."""
+        if self.message_of is None:
+            return polled
+        return polled.expand(self.message_of, self.row_in_message, self.row_values)
 
 
 def label_kind_of(value) -> str | None:

@@ -69,6 +69,21 @@ class GlobalModel:
     def categorical(self) -> bool:
         return isinstance(self.encoder, CategoricalEncoder)
 
+    @property
+    def counts_only(self) -> bool:
+        """Whether the model takes counts only (no negative feature values)."""
+        return bool(self.model.requires_non_negative)
+
+    @property
+    def known_classes(self) -> np.ndarray | None:
+        """(n_classes,) the classes learned so far, None before the first."""
+        return self.model.classes_ if self.model.is_fitted else None
+
+    @property
+    def version(self) -> int:
+        """The examples the model has learned: the version predictions carry."""
+        return int(self.model.n_examples_seen_) if self.model.is_fitted else 0
+
     def label_kind(self) -> str | None:
         """The kind of label the group learns, once known."""
         labels = self.model.classes_ if self.model.is_fitted else (

@@ -18,13 +18,10 @@ import pyarrow as pa
 from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label_values
 from nbstream.labels import ClassSet
 
-from ..config import MessageFields
 from ..io.interfaces import PredictionSink, RejectSink
-from ..io.kafka.client import Polled
 from ..io.kafka.sink import Refusals
-from ..io.arrow_messages import decode_arrow, encode_predictions
-from ..io.json_predictions import prediction_values
-from ..io.messages import Decoded, decode
+from ..io.formats import MessageFormat
+from ..io.records import Polled
 from .global_model import Predictions
 from .observability import ServiceMetrics
 from .group_state import GroupState
@@ -35,10 +32,10 @@ class PrequentialLoop:
     refusals : what the broker refused (see KafkaSink); a poisoned input is dead-lettered.
     max_classes : a label that would grow an open class set beyond it is dead-lettered."""
 
-    def __init__(self, fields: MessageFields, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
+    def __init__(self, messages: MessageFormat, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
                  metrics: ServiceMetrics, *, learn: bool = True, refusals: Refusals | None = None,
                  max_classes: int = 1_000):
-        self.fields, self.group = fields, group
+        self.messages, self.group = messages, group
         self.predictions, self.rejects, self.metrics = predictions, rejects, metrics
         self.learn, self.max_classes = learn, max_classes
         self.refusals = refusals or Refusals()
@@ -54,12 +51,10 @@ class PrequentialLoop:
         model = self.group.global_model
         if model.stale:
             model.rebuild(self.group.states())
-        decoded = (decode_arrow if self.fields.format == "arrow" else decode)(
-            polled.values, model.encoder.spec, self.fields, label_kind=model.label_kind() if self.learn else None)
-        rows = polled if decoded.message_of is None else \
-            polled.expand(decoded.message_of, decoded.row_in_message, decoded.row_values)  # one per example
+        decoded = self.messages.decode(polled.values, model.encoder.spec, model.label_kind() if self.learn else None)
+        rows = decoded.rows_of(polled)  # one per example
         X, problems = model.encoder.encode(decoded.batch, learn=not model.categorical,
-                                           counts_only=model.model.requires_non_negative, problems=decoded.problems)
+                                           counts_only=model.counts_only, problems=decoded.problems)
         labeled, y = self._labels(decoded.batch.column("label"), problems)
         self._flag_poisoned(rows, problems)
         self.rejects.reject(rows, problems)
@@ -85,8 +80,7 @@ class PrequentialLoop:
             problems.flag(labeled & ~self.classes.known(y), "label",
                           f"label not among the classes {self.classes.labels.tolist()}")
         else:
-            model = self.group.global_model.model
-            flag_classes_beyond(y, model.classes_ if model.is_fitted else None, self.max_classes, "label", problems,
+            flag_classes_beyond(y, self.group.global_model.known_classes, self.max_classes, "label", problems,
                                 f"label would add a class beyond --max-classes {self.max_classes}", labeled)
         return labeled, y
 
@@ -98,20 +92,11 @@ class PrequentialLoop:
         if any(errors):
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 
-    def _emit(self, polled: Polled, rows: Polled, decoded: Decoded, good, predictions: Predictions) -> None:
-        """Predictions of the good rows: one JSON message each, or one Arrow stream per input message."""
-        model = self.group.global_model.model
-        version = int(model.n_examples_seen_) if model.is_fitted else 0
-        if decoded.message_of is not None:
-            messages, values = encode_predictions(polled, decoded, np.flatnonzero(good), predictions.labels,
-                                                  predictions.proba, predictions.classes, version)
-            self.predictions.send_predictions(polled, messages, values)
-        else:
-            good_rows = np.flatnonzero(good).tolist()
-            values = prediction_values([decoded.ids[i] for i in good_rows], predictions.classes, predictions.best,
-                                       predictions.proba, version, polled.topic, polled.partitions[good].tolist(),
-                                       polled.offsets[good].tolist())
-            self.predictions.send_predictions(polled, good_rows, values)
+    def _emit(self, polled: Polled, rows: Polled, decoded, good: np.ndarray, predictions: Predictions) -> None:
+        """Predictions of the good rows, in the message format."""
+        keyed_like, values = self.messages.encode(polled, decoded, good, predictions.classes, predictions.best,
+                                                  predictions.proba, self.group.global_model.version)
+        self.predictions.send_predictions(polled, keyed_like, values)
         self.metrics.predictions.inc(int(good.sum()))
         stamps = rows.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
@@ -146,7 +131,7 @@ class PrequentialLoop:
                 else _rows_of(X, learn)
             model.learn(X_learn, _rows_of(y, learn))
         self.metrics.learned.inc(int(learn.sum()))
-        self.metrics.examples_seen.set(model.model.n_examples_seen_ if model.model.is_fitted else 0)
+        self.metrics.examples_seen.set(model.version)
 
     def _advance(self, polled: Polled) -> None:
         """Every message's offset is passed, whatever became of it."""

@@ -21,7 +21,8 @@ from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 
 from ..config import ServeConfig
 from ..errors import ConfigError
-from ..io.kafka.client import KafkaFailure, connect
+from ..io.kafka.client import KafkaFailure
+from ..io.kafka.connect import connect
 from ..io.kafka.sink import Refusals
 from ..snapshot_meta import KafkaOffsets, read_snapshot
 from .observability import ServiceMetrics, serve_metrics

@@ -18,6 +18,7 @@ from nbstream.base import NaiveBayes
 
 from ..checkpoint import CheckpointPolicy
 from ..config import ServeConfig
+from ..io.formats import message_format
 from ..io.kafka.client import KafkaClient, KafkaFailure
 from ..io.kafka.sink import Destination, KafkaSink, Refusals
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
@@ -87,7 +88,7 @@ class Session:
             self.checkpoint.start_group_from(base)
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
-        self.loop = PrequentialLoop(config.fields, self.group, self.sink, self.sink, metrics, learn=config.learn,
+        self.loop = PrequentialLoop(message_format(config.fields), self.group, self.sink, self.sink, metrics, learn=config.learn,
                                     refusals=refusals, max_classes=config.max_classes)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
         self._probed = time.monotonic()

@@ -1,11 +1,11 @@
-"""In-memory stand-ins for the loop's source, sinks and state; every call is logged in order."""
+"""In-memory stand-ins for the loop's sinks, state and upstream; every call is logged in order."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from worker.io.kafka.client import Polled
+from worker.io.records import Polled
 
 
 @dataclass
@@ -29,15 +29,11 @@ class Journal(list):
     """The order in which the fakes were called."""
 
 
-class FakeSource:
-    """Hands out the queued batches one poll at a time, then empty polls."""
+class FakeUpstream:
+    """Where the source position is acknowledged (Checkpointer's Upstream)."""
 
-    def __init__(self, journal: Journal, batches: list[Polled]):
-        self.journal, self.batches = journal, list(batches)
-        self.assigned = {("in", 0)}
-
-    def poll(self, timeout_ms: int) -> Polled:
-        return self.batches.pop(0) if self.batches else records([])
+    def __init__(self, journal: Journal):
+        self.journal = journal
 
     def acknowledge(self) -> None:
         self.journal.append("acknowledge")

@@ -8,7 +8,7 @@ import pytest
 
 from worker.checkpoint import Checkpointer, CheckpointPolicy
 
-from .fakes import FakeSink, FakeSource, FakeState, Journal
+from .fakes import FakeSink, FakeState, FakeUpstream, Journal
 
 
 def test_checkpoint_policy_counts_rows_or_time():
@@ -25,7 +25,7 @@ def test_checkpoint_policy_counts_rows_or_time():
 def test_a_checkpoint_flushes_outputs_then_writes_state_then_acknowledges():
     journal = Journal()
     checkpointer = Checkpointer(CheckpointPolicy(every_rows=3), [FakeSink(journal), FakeSink(journal)],
-                                FakeState(journal), upstream=FakeSource(journal, []))
+                                FakeState(journal), upstream=FakeUpstream(journal))
     assert not checkpointer.record(2) and journal == []
     assert checkpointer.record(1)
     assert journal == ["flush", "flush", "write", "acknowledge"]
@@ -35,7 +35,7 @@ def test_a_checkpoint_flushes_outputs_then_writes_state_then_acknowledges():
 def test_nothing_is_acknowledged_when_there_was_no_state_to_write():
     journal = Journal()
     checkpointer = Checkpointer(CheckpointPolicy(every_rows=1), [FakeSink(journal)],
-                                FakeState(journal, written=False), upstream=FakeSource(journal, []))
+                                FakeState(journal, written=False), upstream=FakeUpstream(journal))
     assert not checkpointer.commit()
     assert journal == ["flush", "write"]
 
@@ -47,7 +47,7 @@ def test_a_failed_flush_stops_the_checkpoint_before_the_state():
 
     journal = Journal()
     checkpointer = Checkpointer(CheckpointPolicy(every_rows=1), [FailingOutput()], FakeState(journal),
-                                upstream=FakeSource(journal, []))
+                                upstream=FakeUpstream(journal))
     with pytest.raises(OSError, match="refused"):
         checkpointer.commit()
     assert journal == []

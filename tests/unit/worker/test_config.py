@@ -6,7 +6,8 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.config import FeatureOptions, MessageFields, ModelOptions, ServeConfig
+from worker.config import FeatureOptions, ModelOptions, ServeConfig
+from worker.io.fields import MessageFields
 from worker.errors import ConfigError
 
 

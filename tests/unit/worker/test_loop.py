@@ -6,7 +6,8 @@ import numpy as np
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.config import MessageFields
+from worker.io.fields import MessageFields
+from worker.io.formats import message_format
 from worker.service.global_model import GlobalModel
 from worker.service.loop import PrequentialLoop
 from worker.service.observability import ServiceMetrics
@@ -20,7 +21,7 @@ def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstre
     group = GroupState(model, GlobalModel(model, encoder, classes), FakeFollower())
     group.assign(list(partitions), {}, wait_s=0, strict=True)
     sink = FakeSink(Journal())
-    return PrequentialLoop(MessageFields(feature_names=["colour"]), group, sink, sink, ServiceMetrics(),
+    return PrequentialLoop(message_format(MessageFields(feature_names=["colour"])), group, sink, sink, ServiceMetrics(),
                            learn=learn), sink
 
 

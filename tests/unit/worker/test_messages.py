@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbstream.arrow import FeatureSpec
-from worker.config import MessageFields
+from worker.io.fields import MessageFields
 from worker.io.messages import decode
 
 

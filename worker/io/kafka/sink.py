@@ -23,7 +23,8 @@ import orjson
 from nbstream.arrow import RowProblems
 
 from ..arrow_messages import prediction_origin
-from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Failure, Polled, Producer
+from ..records import Polled
+from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Failure, Producer
 
 MAX_ERROR_CHARACTERS = 1_000
 
@@ -95,7 +96,6 @@ class KafkaSink:
         self.refusals = refusals
         self.flush_timeout_s = flush_timeout_s
         self.count = 0
-        self.diverted = 0  # predictions too large for the output topic
 
     def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> None:
         """values[j] is the prediction of message rows[j] of the poll, keyed like it."""
@@ -108,7 +108,6 @@ class KafkaSink:
         for row, value in zip(rows, values):
             key = keys[row]
             if len(value) + len(key or b"") > room:
-                self.diverted += 1
                 self.dead_letter(polled.record(row), f"prediction of {record_bytes(key, value, [])} bytes exceeds "
                                  f"the limit of {self.predictions.max_record_bytes} of topic {topic}", "prediction")
             elif suspects and (polled.topic, int(polled.partitions[row]), int(polled.offsets[row])) in suspects:

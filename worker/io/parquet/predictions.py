@@ -1,14 +1,13 @@
-"""A Parquet file of predictions, written in parts and renamed into place only when complete."""
+"""A Parquet file of predictions, written in parts and renamed into place, durably, only when complete."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nbstream.snapshot import check_output_path
+from nbstream.atomic import AtomicFile
 
 from ..files import writing
 
@@ -23,19 +22,18 @@ class PredictionWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.rows = 0
-        self._temporary = self.path.with_name(f".{self.path.name}.tmp")
+        self._file: AtomicFile | None = None
         self._writer: pq.ParquetWriter | None = None
 
-    def __enter__(self) -> "PredictionWriter":
+    def __enter__(self) -> PredictionWriter:
         with writing(self.path):
-            check_output_path(self.path)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = AtomicFile(self.path)
         return self
 
     def write(self, table: pa.Table) -> None:
         with writing(self.path):
             if self._writer is None:
-                self._writer = pq.ParquetWriter(self._temporary, table.schema)
+                self._writer = pq.ParquetWriter(self._file.file, table.schema)
             self._writer.write_table(table)
         self.rows += table.num_rows
 
@@ -44,9 +42,15 @@ class PredictionWriter:
         with writing(self.path):
             self._writer.close()
             self._writer = None
-            os.replace(self._temporary, self.path)
+            self._file.commit()
+            self._file = None
 
     def __exit__(self, *exc) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._temporary.unlink(missing_ok=True)
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        except OSError:
+            pass  # the file is discarded: the error that ended the writing is the one to report
+        finally:
+            if self._file is not None:
+                self._file.discard()

@@ -8,7 +8,6 @@ rejected row is lost or written twice.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nbstream.arrow import RowProblems
+from nbstream.atomic import AtomicFile
 
 from ..files import writing
 from .source import Batch
@@ -49,14 +49,11 @@ class ParquetRejects:
         self.count += len(bad)
 
     def flush(self) -> None:
-        """Write what is pending as one part file (atomically)."""
+        """Write what is pending as one part file (atomically and durably)."""
         if not self._pending:
             return
         file_index, row = self._first
         target = self.directory / f"part-{file_index:05d}-{row:012d}.parquet"
-        temporary = target.with_suffix(".tmp")
-        with writing(self.directory):
-            self.directory.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.concat_tables(self._pending, promote_options="permissive"), temporary)
-            os.replace(temporary, target)
+        with writing(self.directory), AtomicFile(target) as out:
+            pq.write_table(pa.concat_tables(self._pending, promote_options="permissive"), out)
         self._pending, self._first = [], None

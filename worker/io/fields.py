@@ -1,0 +1,20 @@
+"""How messages are written: the format's name, the field names, and the size above which one is refused."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+FORMATS = ("json", "arrow")
+
+
+@dataclass
+class MessageFields:
+    """How messages are written (``format``: "json", one example per message, or "arrow", an
+    Arrow IPC stream of many), their field names, and the size above which one is refused."""
+    format: str = "json"
+    id: str = "id"
+    features: str = "features"
+    text: str = "text"
+    label: str = "label"
+    feature_names: list[str] = field(default_factory=list)  # keys of a features object
+    max_bytes: int = 1_048_576

@@ -1,0 +1,67 @@
+"""The format that reads messages and writes their predictions (JSON, one example per message; Arrow IPC, many per message).
+
+The service is handed one ``MessageFormat`` and never asks which one it is.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from nbstream.arrow import FeatureSpec
+
+from .arrow_messages import decode_arrow, encode_predictions
+from .fields import MessageFields
+from .json_predictions import prediction_values
+from .messages import Decoded, decode
+from .records import Polled
+
+class MessageFormat(Protocol):
+    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+        """The examples of a poll's message values; label_kind : the kind of label the model learns
+        (a label of another kind is a problem), None to read labels of any kind."""
+
+    def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
+               best: np.ndarray | None, proba: np.ndarray | None, version: int) -> tuple[list[int], list[bytes]]:
+        """The predictions of the good rows as (message index to key each by, value).
+
+        good : (n_rows,) bool; classes : (n_classes,) labels, None while the model knows no class;
+        best : (n_good,) index into classes; proba : (n_good, n_classes); version : examples learned."""
+
+
+class JsonMessages:
+    """One JSON object per message, answered by one JSON prediction."""
+
+    def __init__(self, fields: MessageFields):
+        self.fields = fields
+
+    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+        return decode(values, spec, self.fields, label_kind=label_kind)
+
+    def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
+               best: np.ndarray | None, proba: np.ndarray | None, version: int) -> tuple[list[int], list[bytes]]:
+        rows = np.flatnonzero(good).tolist()
+        values = prediction_values([decoded.ids[i] for i in rows], classes, best, proba, version, polled.topic,
+                                   polled.partitions[good].tolist(), polled.offsets[good].tolist())
+        return rows, values
+
+
+class ArrowMessages:
+    """An Arrow IPC stream of many rows per message, answered by one stream of predictions per message."""
+
+    def __init__(self, fields: MessageFields):
+        self.fields = fields
+
+    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+        return decode_arrow(values, spec, self.fields, label_kind=label_kind)
+
+    def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
+               best: np.ndarray | None, proba: np.ndarray | None, version: int) -> tuple[list[int], list[bytes]]:
+        labels = None if classes is None or best is None else classes[best]
+        return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, version)
+
+
+def message_format(fields: MessageFields) -> MessageFormat:
+    """The format ``fields.format`` names (one of FORMATS)."""
+    return ArrowMessages(fields) if fields.format == "arrow" else JsonMessages(fields)

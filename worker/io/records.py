@@ -1,0 +1,54 @@
+"""Messages as the worker handles them, whatever brought them: one poll's messages, column by column."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class Record:
+    """One consumed message (kafka-python's ConsumerRecord has the same attributes)."""
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list = field(default_factory=list)
+    timestamp: int = 0  # milliseconds since the epoch
+    row: int | None = None  # the row inside an Arrow batch message (-1: the whole message)
+
+
+@dataclass
+class Polled:
+    """What one poll brought, column by column: building an object per message would cost more
+    than the rest of its journey. Row i is one message."""
+    topic: str
+    values: list  # bytes or None
+    keys: list  # bytes or None
+    partitions: np.ndarray  # int64
+    offsets: np.ndarray  # int64
+    timestamps: np.ndarray  # int64, milliseconds since the epoch (0: none)
+    rows: np.ndarray | None = None  # per row, its row inside an Arrow batch message (None: JSON messages)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def record(self, i: int) -> Record:
+        return Record(self.topic, int(self.partitions[i]), int(self.offsets[i]), self.keys[i], self.values[i], [],
+                      int(self.timestamps[i]), None if self.rows is None else int(self.rows[i]))
+
+    def expand(self, message_of: np.ndarray, rows: np.ndarray, values) -> "Polled":
+        """One row per example when messages hold many (Arrow batches): row i comes from message
+        message_of[i], where it is row rows[i]; values[i] is what stands for it alone."""
+        return Polled(self.topic, values, [self.keys[m] for m in message_of.tolist()], self.partitions[message_of],
+                      self.offsets[message_of], self.timestamps[message_of], rows)
+
+    @classmethod
+    def of(cls, topic: str, records: list) -> "Polled":
+        """From Record-like objects (kafka-python's ConsumerRecord, or Record)."""
+        return cls(topic, [r.value for r in records], [r.key for r in records],
+                   np.fromiter((r.partition for r in records), np.int64, len(records)),
+                   np.fromiter((r.offset for r in records), np.int64, len(records)),
+                   np.fromiter((r.timestamp for r in records), np.int64, len(records)))
