@@ -58,29 +58,18 @@ def test_every_option_reads_its_environment_variable(tmp_path):
     assert isinstance(model, nbstream.BernoulliNB) and model.alpha == 0.5
 
 
-def _environment_variables() -> dict[tuple[str, str], list[str]]:
-    """(variable, option) -> the commands whose option reads that variable."""
-    import typer.main
-    from worker.cli import app
-    rows: dict[tuple[str, str], list[str]] = {}
-    for name, command in sorted(typer.main.get_command(app).commands.items()):
-        for param in command.params:
-            if param.param_type_name == "option" and param.opts[0] != "--help":
-                rows.setdefault((param.envvar or "", param.opts[0]), []).append(name)
-    return rows
-
-
 def test_environment_variables_form_one_scheme_documented_in_one_table():
-    from tests.helpers.paths import REPO
-    readme = (REPO / "README.md").read_text()
-    rows = _environment_variables()
-    assert all(variable for variable, _ in rows), [option for variable, option in rows if not variable]
-    variables = [variable for variable, _ in rows]
-    assert len(variables) == len(set(variables)), "one variable, one meaning"
-    for (variable, option), commands in rows.items():
+    from scripts import env_table
+    variables = env_table.environment_variables()
+    assert all(variable for variable, _ in variables), [option for variable, option in variables if not variable]
+    names = [variable for variable, _ in variables]
+    assert len(names) == len(set(names)), "one variable, one meaning"
+    for (variable, option), commands in variables.items():
         assert variable in (f"NBSTREAM_{option[2:].upper().replace('-', '_')}",
                             *(f"NBSTREAM_{c.upper()}_{option[2:].upper().replace('-', '_')}" for c in commands))
-        assert f"| `{variable}` | `{option}` | {', '.join(commands)} |" in readme, variable
+    page = env_table.PAGE.read_text()
+    assert env_table.table_on_page(page) == env_table.table(variables), \
+        "docs/environment.md is out of date: run python scripts/env_table.py --write"
 
 
 def test_predict_and_evaluate_read_their_variables(tmp_path):
