@@ -14,8 +14,9 @@ import numpy as np
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ...errors import ConfigError
-from .client import (PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, LAPSED, Polled, Producer, Reader, Record, TopicInfo, refuses_access)
+from ..records import Polled, Record
+from .client import (LAPSED, PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure,
+                     KafkaAccessError, KafkaClient, KafkaFailure, Producer, Reader, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _E = ck.KafkaError

@@ -14,8 +14,9 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ...errors import ConfigError
 from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
-from .client import (PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure, KafkaAccessError,
-                     KafkaClient, KafkaFailure, LAPSED, Polled, Producer, Reader, TopicInfo, refuses_access)
+from ..records import Polled
+from .client import (LAPSED, PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure,
+                     KafkaAccessError, KafkaClient, KafkaFailure, Producer, Reader, TopicInfo, refuses_access)
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
