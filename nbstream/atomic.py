@@ -61,8 +61,12 @@ class AtomicFile:
         return self.path
 
     def discard(self) -> None:
-        self.file.close()
-        self.temporary.unlink(missing_ok=True)
+        try:
+            self.file.close()  # flushes what is buffered: on a full disk, that fails too
+        except OSError:
+            pass  # the file is removed either way; the error that led here is the one to report
+        finally:
+            self.temporary.unlink(missing_ok=True)
 
     def __enter__(self) -> BinaryIO:
         return self.file

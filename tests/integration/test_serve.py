@@ -195,6 +195,8 @@ def test_a_group_starts_from_a_train_snapshot_and_keeps_learning_or_only_predict
         assert result.returncode == 0, result.stderr
         expected = 4_459 + 400 if learn == "--learn" else 4_459  # predict-only learns nothing
         assert f"exported {expected:,} examples" in result.stdout and "offsets {0: 400}" in result.stdout
+        evaluated = invoke("evaluate", tmp_path / f"export{learn}.nbs", SMS / "test.parquet")
+        assert evaluated.exit_code == 0 and "accuracy:" in evaluated.output, evaluated.output  # knows its label
 
 
 def test_arrow_batch_messages_from_produce_are_answered_per_message_and_bad_rows_dead_letter_alone(

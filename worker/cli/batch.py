@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from nbstream.snapshot import load_with_header
 
-from ..config import FeatureOptions, ScoreConfig, TrainConfig
+from ..config import FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
 from ..snapshot_meta import ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
-from .options import (ALPHA, BATCH_SIZE, BINARIZE, FIT_PRIOR, HALF_LIFE, HASH_BITS, MIN_CATEGORIES, NGRAMS, NORM,
-                      MAX_CLASSES, PATHS, PROGRESS, SKIP_INVALID, SNAPSHOT, VAR_SMOOTHING, columns, env,
-                      model_options)
+from .options import (BATCH_SIZE, HASH_BITS, MAX_CLASSES, NGRAMS, PATHS, PROGRESS, SKIP_INVALID, SNAPSHOT, columns,
+                      env, model_parameters)
 
 
 @app.command()
+@model_parameters
 def train(
     paths: list[str] = PATHS,
     label: str = typer.Option(..., "--label", envvar=env("LABEL"), help="Column holding the class label."),
@@ -37,13 +37,6 @@ def train(
                                        help="A text column: lowercased word tokens, hashed."),
     hash_bits: int = HASH_BITS,
     ngrams: int = NGRAMS,
-    alpha: Optional[float] = ALPHA,
-    binarize: Optional[float] = BINARIZE,
-    fit_prior: Optional[bool] = FIT_PRIOR,
-    norm: Optional[bool] = NORM,
-    var_smoothing: Optional[float] = VAR_SMOOTHING,
-    min_categories: Optional[int] = MIN_CATEGORIES,
-    half_life: Optional[float] = HALF_LIFE,
     max_classes: int = MAX_CLASSES,
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", min=1,
                                                    envvar=env("CHECKPOINT_EVERY"),
@@ -59,6 +52,8 @@ def train(
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: Optional[bool] = PROGRESS,
+    *,
+    model_parameters: dict[str, Any],
 ) -> None:
     """Learn a model from Parquet files in bounded memory and write a snapshot.
 
@@ -71,7 +66,7 @@ def train(
     with reported_errors():
         config = TrainConfig(
             paths=paths, label=label, out=out,
-            model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
+            model=ModelOptions(kind=model, **model_parameters),
             features=FeatureOptions(columns=columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
             batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
             skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes)

@@ -5,12 +5,16 @@ Every option can also come from an environment variable NBSTREAM_<OPTION> (shown
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from typing import Optional
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
-from ..config import ModelOptions
 from ..io.kafka.settings import KafkaSettings, settings_from
 
 
@@ -21,6 +25,28 @@ def env(name: str) -> str:
 def columns(value: Optional[str]) -> list[str]:
     """A comma-separated list of names, blanks dropped."""
     return [c.strip() for c in value.split(",") if c.strip()] if value else []
+
+
+def option_group(name: str, build: Callable[..., Any], options: dict[str, tuple[Any, Any]]
+                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding ``options`` (parameter name -> (type, typer option)) to a command, which
+    receives them as one parameter ``name`` = build(**their values); in --help they follow its own."""
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        own = [p for p in signature.parameters.values() if p.name != name]
+        added = [inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+                 for option, (kind, default) in options.items()]
+
+        @functools.wraps(command)
+        def with_group(**values: Any) -> Any:
+            group = build(**{option: values.pop(option) for option in options})
+            return command(**values, **{name: group})
+
+        with_group.__signature__ = signature.replace(parameters=own + added)  # type: ignore[attr-defined]
+        with_group.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != name},
+                                      **{option: kind for option, (kind, _) in options.items()}}
+        return with_group
+    return decorate
 
 
 SNAPSHOT = typer.Argument(..., help="Snapshot written by worker train.", show_default=False)
@@ -55,9 +81,12 @@ HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
                          help="Forget: an example's weight halves every N newer examples.")
 
 
-def model_options(kind, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life) -> ModelOptions:
-    return ModelOptions(kind=kind, alpha=alpha, binarize=binarize, fit_prior=fit_prior, norm=norm,
-                        var_smoothing=var_smoothing, min_categories=min_categories, half_life=half_life)
+model_parameters = option_group("model_parameters", dict, {
+    "alpha": (Optional[float], ALPHA), "binarize": (Optional[float], BINARIZE),
+    "fit_prior": (Optional[bool], FIT_PRIOR), "norm": (Optional[bool], NORM),
+    "var_smoothing": (Optional[float], VAR_SMOOTHING), "min_categories": (Optional[int], MIN_CATEGORIES),
+    "half_life": (Optional[float], HALF_LIFE)})
+"""Gives a command the model parameters, received as one dict ``model_parameters`` (ModelOptions' fields)."""
 
 
 # ---- Kafka connection (serve, produce, export) ----------------------------------------------
@@ -84,9 +113,31 @@ KAFKA_CONFIG = typer.Option(None, "--kafka-config", envvar=env("KAFKA_CONFIG"),
                             help="A Java-style client.properties file for any other client property.")
 
 
-def kafka_settings(bootstrap, client, security_protocol, sasl_mechanism, sasl_username, sasl_password_file,
-                   ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config) -> KafkaSettings:
-    """Connection settings from the options above and NBSTREAM_SASL_PASSWORD (raises ConfigError)."""
-    return settings_from(bootstrap, client, security_protocol, sasl_mechanism, sasl_username,
-                         os.environ.get("NBSTREAM_SASL_PASSWORD"), sasl_password_file, ssl_cafile, ssl_certfile,
-                         ssl_keyfile, kafka_config)
+@dataclass(frozen=True)
+class KafkaOptions:
+    """The connection options of a Kafka command, as given (``settings()`` checks and reads them)."""
+    bootstrap: str | None
+    kafka_client: str
+    security_protocol: str | None
+    sasl_mechanism: str | None
+    sasl_username: str | None
+    sasl_password_file: Path | None
+    ssl_cafile: Path | None
+    ssl_certfile: Path | None
+    ssl_keyfile: Path | None
+    kafka_config: Path | None
+
+    def settings(self) -> KafkaSettings:
+        """Connection settings, with NBSTREAM_SASL_PASSWORD (raises ConfigError)."""
+        return settings_from(self.bootstrap, self.kafka_client, self.security_protocol, self.sasl_mechanism,
+                             self.sasl_username, os.environ.get("NBSTREAM_SASL_PASSWORD"), self.sasl_password_file,
+                             self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.kafka_config)
+
+
+kafka_options = option_group("kafka", KafkaOptions, {
+    "bootstrap": (Optional[str], BOOTSTRAP), "kafka_client": (str, KAFKA_CLIENT),
+    "security_protocol": (Optional[str], SECURITY_PROTOCOL), "sasl_mechanism": (Optional[str], SASL_MECHANISM),
+    "sasl_username": (Optional[str], SASL_USERNAME), "sasl_password_file": (Optional[Path], SASL_PASSWORD_FILE),
+    "ssl_cafile": (Optional[Path], SSL_CAFILE), "ssl_certfile": (Optional[Path], SSL_CERTFILE),
+    "ssl_keyfile": (Optional[Path], SSL_KEYFILE), "kafka_config": (Optional[Path], KAFKA_CONFIG)})
+"""Gives a command the Kafka connection options, received as one ``kafka: KafkaOptions``."""

@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from ..config import ServeConfig, parse_classes
-from ..io.fields import MessageFields
+from ..config import ModelOptions, ServeConfig, parse_classes
 from ..errors import UserError
+from ..io.fields import MessageFields
 from .app import app, reported_errors
-from .options import (ALPHA, BINARIZE, BOOTSTRAP, FIT_PRIOR, HALF_LIFE, HASH_BITS, KAFKA_CLIENT, KAFKA_CONFIG,
-                      MAX_CLASSES, MIN_CATEGORIES, NGRAMS, NORM, PATHS, PROGRESS, SASL_MECHANISM, SASL_PASSWORD_FILE, SASL_USERNAME,
-                      SECURITY_PROTOCOL, SSL_CAFILE, SSL_CERTFILE, SSL_KEYFILE, VAR_SMOOTHING, columns, env,
-                      kafka_settings, model_options)
+from .options import (HASH_BITS, MAX_CLASSES, NGRAMS, PATHS, PROGRESS, KafkaOptions, columns, env, kafka_options,
+                      model_parameters)
 
 
 @app.command()
+@kafka_options
+@model_parameters
 def serve(
     input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="Topic of examples."),
     output_topic: str = typer.Option(..., "--output", envvar=env("OUTPUT"), help="Topic for predictions."),
@@ -31,8 +31,6 @@ def serve(
                                             "by one Arrow stream of predictions per message."),
     group: str = typer.Option(..., "--group", envvar=env("GROUP"),
                               help="Consumer group id: every replica of one service uses the same."),
-    bootstrap: Optional[str] = BOOTSTRAP,
-    kafka_client: str = KAFKA_CLIENT,
     guarantee: str = typer.Option("exactly-once", "--guarantee", envvar=env("GUARANTEE"),
                                   help="exactly-once: predictions, dead letters, state and offsets commit in one "
                                        "Kafka transaction; at-least-once: a crash may repeat predictions."),
@@ -53,13 +51,6 @@ def serve(
                                                      "(default: features is a list of numbers)."),
     hash_bits: int = HASH_BITS,
     ngrams: int = NGRAMS,
-    alpha: Optional[float] = ALPHA,
-    binarize: Optional[float] = BINARIZE,
-    fit_prior: Optional[bool] = FIT_PRIOR,
-    norm: Optional[bool] = NORM,
-    var_smoothing: Optional[float] = VAR_SMOOTHING,
-    min_categories: Optional[int] = MIN_CATEGORIES,
-    half_life: Optional[float] = HALF_LIFE,
     max_classes: int = MAX_CLASSES,
     classes: Optional[str] = typer.Option(None, "--classes", envvar=env("CLASSES"),
                                           help="Fixed class set, comma-separated (numbers if all are); other "
@@ -108,14 +99,9 @@ def serve(
     log_level: str = typer.Option("info", "--log-level", envvar=env("LOG_LEVEL"),
                                   help="debug, info, warning or error (debug also shows the Kafka client "
                                        "libraries' own lines)."),
-    security_protocol: Optional[str] = SECURITY_PROTOCOL,
-    sasl_mechanism: Optional[str] = SASL_MECHANISM,
-    sasl_username: Optional[str] = SASL_USERNAME,
-    sasl_password_file: Optional[Path] = SASL_PASSWORD_FILE,
-    ssl_cafile: Optional[Path] = SSL_CAFILE,
-    ssl_certfile: Optional[Path] = SSL_CERTFILE,
-    ssl_keyfile: Optional[Path] = SSL_KEYFILE,
-    kafka_config: Optional[Path] = KAFKA_CONFIG,
+    *,
+    kafka: KafkaOptions,
+    model_parameters: dict[str, Any],
 ) -> None:
     """Serve predictions for a Kafka topic and learn from its labeled messages (prequential).
 
@@ -133,10 +119,9 @@ def serve(
         if log_level not in LEVELS:
             raise UserError(f"--log-level must be one of {', '.join(LEVELS)}; got {log_level!r}.")
         config = ServeConfig(
-            kafka=kafka_settings(bootstrap, kafka_client, security_protocol, sasl_mechanism, sasl_username,
-                                 sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config),
+            kafka=kafka.settings(),
             input=input_topic, output=output_topic, group=group, snapshot_dir=snapshot_dir,
-            model=model_options(model, alpha, binarize, fit_prior, norm, var_smoothing, min_categories, half_life),
+            model=ModelOptions(kind=model, **model_parameters),
             fields=MessageFields(format=message_format, id=id_field, features=features_field, text=text_field, label=label_field,
                                  feature_names=columns(feature_names), max_bytes=max_message_bytes),
             text=text, hash_bits=hash_bits, ngrams=ngrams, classes=parse_classes(columns(classes)),
@@ -150,22 +135,15 @@ def serve(
 
 
 @app.command()
+@kafka_options
 def export(
     input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="The topic the group serves."),
     group: str = typer.Option(..., "--group", envvar=env("GROUP"), help="The group whose model to export."),
     out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write."),
-    bootstrap: Optional[str] = BOOTSTRAP,
-    kafka_client: str = KAFKA_CLIENT,
     state_topic: Optional[str] = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
                                               help="The group's state topic (default: INPUT.GROUP.nbstream-state)."),
-    security_protocol: Optional[str] = SECURITY_PROTOCOL,
-    sasl_mechanism: Optional[str] = SASL_MECHANISM,
-    sasl_username: Optional[str] = SASL_USERNAME,
-    sasl_password_file: Optional[Path] = SASL_PASSWORD_FILE,
-    ssl_cafile: Optional[Path] = SSL_CAFILE,
-    ssl_certfile: Optional[Path] = SSL_CERTFILE,
-    ssl_keyfile: Optional[Path] = SSL_KEYFILE,
-    kafka_config: Optional[Path] = KAFKA_CONFIG,
+    *,
+    kafka: KafkaOptions,
 ) -> None:
     """Write a serving group's current model (every partition's committed state, merged) as a snapshot."""
     from ..io.kafka.client import KafkaFailure
@@ -174,8 +152,7 @@ def export(
     from ..service.export import export as run_export
 
     with reported_errors():
-        settings = kafka_settings(bootstrap, kafka_client, security_protocol, sasl_mechanism, sasl_username,
-                                  sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config)
+        settings = kafka.settings()
         try:
             model, offsets = run_export(connect(settings), input_topic, state_topic or state_topic_name(group, input_topic),
                                         out)
@@ -186,11 +163,10 @@ def export(
 
 
 @app.command()
+@kafka_options
 def produce(
     paths: list[str] = PATHS,
     topic: str = typer.Option(..., "--topic", envvar=env("TOPIC"), help="Topic to write to."),
-    bootstrap: Optional[str] = BOOTSTRAP,
-    kafka_client: str = KAFKA_CLIENT,
     features: Optional[str] = typer.Option(None, "--features", envvar=env("PRODUCE_FEATURES"), help="A list column, sent as \"features\"."),
     text: Optional[str] = typer.Option(None, "--text", envvar=env("PRODUCE_TEXT"), help="A string column, sent as \"text\"."),
     label: Optional[str] = typer.Option(None, "--label", envvar=env("PRODUCE_LABEL"), help="Label column, sent as \"label\"."),
@@ -200,15 +176,9 @@ def produce(
     message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"), help="json: one row per message; arrow: an Arrow IPC "
                                                                   "stream of --rows-per-message rows per message."),
     rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"), help="Rows per Arrow message."),
-    security_protocol: Optional[str] = SECURITY_PROTOCOL,
-    sasl_mechanism: Optional[str] = SASL_MECHANISM,
-    sasl_username: Optional[str] = SASL_USERNAME,
-    sasl_password_file: Optional[Path] = SASL_PASSWORD_FILE,
-    ssl_cafile: Optional[Path] = SSL_CAFILE,
-    ssl_certfile: Optional[Path] = SSL_CERTFILE,
-    ssl_keyfile: Optional[Path] = SSL_KEYFILE,
-    kafka_config: Optional[Path] = KAFKA_CONFIG,
     progress: Optional[bool] = PROGRESS,
+    *,
+    kafka: KafkaOptions,
 ) -> None:
     """Send Parquet rows to a topic as JSON or Arrow messages (for demos and benchmarks); every one is confirmed."""
     from ..io.kafka.client import KafkaFailure
@@ -216,8 +186,7 @@ def produce(
     from ..service.produce import produce as run_produce
 
     with reported_errors():
-        settings = kafka_settings(bootstrap, kafka_client, security_protocol, sasl_mechanism, sasl_username,
-                                  sasl_password_file, ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config)
+        settings = kafka.settings()
         try:
             result = run_produce(connect(settings), paths, topic, features=features, text=text, label=label,
                                  id_column=id_column, rate=rate, limit=limit, message_format=message_format,

@@ -29,8 +29,8 @@ class ServeCheckpoint:
     step_timeout_s : the longest one step may wait for Kafka."""
 
     def __init__(self, policy: CheckpointPolicy, producer: Producer, consumer: Consumer, group: GroupState,
-                 sink: Output, state_topic: str, step_timeout_s: float):
-        self.state = StateWriter(group, producer, state_topic, step_timeout_s)
+                 sink: Output, state_topic: str, label_field: str, step_timeout_s: float):
+        self.state = StateWriter(group, producer, state_topic, label_field, step_timeout_s)
         upstream = TransactionCommit(producer, consumer, group, step_timeout_s) \
             if isinstance(producer, TransactionalProducer) else OffsetCommit(consumer, group)
         self.checkpointer = Checkpointer(policy, outputs=[sink], state=self.state, upstream=upstream)
@@ -58,11 +58,13 @@ class StateWriter:
     """The checkpoint's state step: every owned partition state changed since its last write,
     as records of the state topic (inside the open transaction, under exactly-once).
 
+    label_field : the message field labels come from, recorded with each state.
     base : the group's starting model, when it is still to be written (once, before any partition state).
     """
 
-    def __init__(self, group: GroupState, producer: Producer, topic: str, flush_timeout_s: float = 60.0):
-        self.group, self.producer, self.topic = group, producer, topic
+    def __init__(self, group: GroupState, producer: Producer, topic: str, label_field: str,
+                 flush_timeout_s: float = 60.0):
+        self.group, self.producer, self.topic, self.label_field = group, producer, topic, label_field
         self.flush_timeout_s = flush_timeout_s
         self.base: PartitionState | None = None
         self.last_bytes = 0  # compressed state bytes written by the last checkpoint
@@ -75,7 +77,7 @@ class StateWriter:
             return False
         self.last_bytes = 0
         for name, state in changed.items():
-            payload = state.to_payload(state.encoder or self.group.global_model.encoder)
+            payload = state.to_payload(state.encoder or self.group.global_model.encoder, self.label_field)
             write = write_records(name, payload, replaced=self.group.chunk_keys.get(name, ()))
             for key, value in write.records:
                 self.producer.send(self.topic, value, key=key)

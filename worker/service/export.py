@@ -57,5 +57,6 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, t
                                    [states[name] for name in fitted], on_conflict=_refuse)
     offsets = {partition_of(name): state.next_offset for name, state in states.items()
                if partition_of(name) is not None and state.next_offset is not None}
-    write_snapshot(model, out, SnapshotMeta(features, source=KafkaOffsets(input_topic, offsets)))
+    label = next((state.label_field for state in states.values() if state.label_field), None)
+    write_snapshot(model, out, SnapshotMeta(features, label=label, source=KafkaOffsets(input_topic, offsets)))
     return model, offsets

@@ -31,6 +31,7 @@ class PartitionState:
     next_offset : the next input offset to process (None: nothing processed yet)
     judged, correct : prequential counts; recent_* : the same, decayed (half-life RECENT_HALF_LIFE)
     starts : the base state only: where partitions without a state of their own start
+    label_field : the message field its labels were read from, as stored (None: not recorded)
     """
     model: NaiveBayes
     encoder: FeatureEncoder | None = None
@@ -40,6 +41,7 @@ class PartitionState:
     recent_judged: float = 0.0
     recent_correct: float = 0.0
     starts: dict[int, int] = field(default_factory=dict)
+    label_field: str | None = None
     changed: bool = False  # since it was last written
 
     def judge(self, correct: int, total: int) -> None:
@@ -49,12 +51,13 @@ class PartitionState:
         self.judged += total
         self.correct += correct
 
-    def to_payload(self, features: FeatureEncoder) -> bytes:
-        """features : the encoder whose JSON to store (this partition's own, or the group's)."""
+    def to_payload(self, features: FeatureEncoder, label_field: str | None = None) -> bytes:
+        """features : the encoder whose JSON to store (this partition's own, or the group's);
+        label_field : the message field labels come from (export writes it into its snapshot)."""
         header = {"next_offset": self.next_offset, "judged": self.judged, "correct": self.correct,
                   "recent_judged": self.recent_judged, "recent_correct": self.recent_correct,
                   "starts": {str(p): o for p, o in self.starts.items()}, "features": features.to_json(),
-                  "fitted": self.model.is_fitted}
+                  "fitted": self.model.is_fitted, "label_field": label_field or self.label_field}
         header_bytes = json.dumps(header).encode()
         model = dumps(self.model, tables=False) if self.model.is_fitted else b""
         return _MAGIC + struct.pack("<I", len(header_bytes)) + header_bytes + model
@@ -72,10 +75,17 @@ class PartitionState:
             state = cls(model=model, next_offset=header["next_offset"], judged=int(header["judged"]),
                         correct=int(header["correct"]), recent_judged=float(header["recent_judged"]),
                         recent_correct=float(header["recent_correct"]),
-                        starts={int(p): int(o) for p, o in header["starts"].items()})
+                        starts={int(p): int(o) for p, o in header["starts"].items()},
+                        label_field=_optional_text(header.get("label_field")))
             return state, header["features"]
         except nbstream.SnapshotError:
             raise
         except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError, struct.error) as error:
             raise nbstream.SnapshotError(f"{source}: unreadable partition state ({type(error).__name__}: "
                                          f"{str(error)[:200]}).") from None
+
+
+def _optional_text(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"expected a string or null, got {type(value).__name__}")

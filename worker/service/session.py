@@ -83,7 +83,7 @@ class Session:
                                         read_committed=True)
         self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
                                           self.producer, self.consumer, self.group, self.sink, config.states,
-                                          COMMIT_STEP_SECONDS)
+                                          config.fields.label, COMMIT_STEP_SECONDS)
         if base is not None and self.group.base is None and not self.group.latest:
             self.checkpoint.start_group_from(base)
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
@@ -181,7 +181,8 @@ class Session:
             return
         offsets = {p: s.next_offset for p, s in self.group.latest.items() if s.next_offset is not None}
         offsets.update(self.group.offsets())
-        path = self.store.save(model.model, SnapshotMeta(model.encoder, source=KafkaOffsets(self.config.input, offsets)))
+        path = self.store.save(model.model, SnapshotMeta(model.encoder, label=self.config.fields.label,
+                                                         source=KafkaOffsets(self.config.input, offsets)))
         log.info("local copy written", extra={"snapshot": path.name,
                                               "offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
@@ -190,7 +191,8 @@ class Session:
         are (which also tells whether it answers) and whether the group's states are all read."""
         metrics = self.metrics
         metrics.heartbeat = now = time.monotonic()
-        answers = busy or bool(metrics.connected)
+        # between probes: what the last one found; before the first: yes (opening the session just talked to it)
+        answers = busy or metrics.connected is not False
         if now - self._probed > PROBE_SECONDS:
             self._probed = now
             try:
