@@ -77,6 +77,8 @@ class TrainRun:
 
 def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> TrainRun:
     """Continue the checkpointed run at --out, keep training --resume's model, or start fresh."""
+    if config.resume and Path(config.resume).resolve() == Path(config.out).resolve():
+        raise ConfigError("--out must differ from --resume: the base snapshot identifies the run.")
     if config.out.exists() and not config.fresh:
         model, meta = read_snapshot(config.out)
         if meta.run != signature:
@@ -85,8 +87,6 @@ def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> Trai
         return TrainRun(config, signature, model, meta.features, meta.source.position, meta.rows_read,
                         meta.rows_rejected)
     if config.resume:
-        if Path(config.resume).resolve() == Path(config.out).resolve():
-            raise ConfigError("--out must differ from --resume: the base snapshot identifies the run.")
         if config.features.columns or config.features.text:
             raise ConfigError("--resume takes the features from the snapshot; drop --features/--text.")
         if any(value is not None for name, value in asdict(config.model).items() if name != "kind"):
@@ -99,10 +99,17 @@ def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> Trai
     columns = config.features.columns
     list_column = len(columns) == 1 and columns[0] in schema.names and is_list_type(schema.field(columns[0]).type)
     encoder = config.features.spec(config.model.kind, list_column=list_column).encoder()
-    encoder.check_schema(schema, files[0])
-    if config.label not in schema.names:
-        raise ConfigError(f"{files[0]}: label column {config.label!r} not found; columns are {schema.names}.")
+    _schema_check(encoder, config.label)(schema, files[0])
     return TrainRun(config, signature, config.model.build(), encoder)
+
+
+def _schema_check(encoder: FeatureEncoder, label: str):
+    """check_schema(schema, path) for every file read: its feature columns, then its label column."""
+    def check(schema, path: str) -> None:
+        encoder.check_schema(schema, path)
+        if label not in schema.names:
+            raise ConfigError(f"{path}: label column {label!r} not found; columns are {schema.names}.")
+    return check
 
 
 def _learn(model, X, y, batch: Batch, label: str) -> None:
@@ -123,7 +130,8 @@ def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:
     learned_before = model.n_examples_seen_ if model.is_fitted else 0
     columns = list(dict.fromkeys(encoder.columns + [config.label]))
     with RowProgress("training", count_rows(files), done=run.rows_read, enabled=progress) as bar:
-        for batch in read_batches(files, columns, config.batch_size, run.start, check_schema=encoder.check_schema):
+        for batch in read_batches(files, columns, config.batch_size, run.start,
+                                  check_schema=_schema_check(encoder, config.label)):
             X, problems = encoder.encode(batch.data, learn=True, counts_only=model.requires_non_negative)
             y = extract_labels(batch.data, config.label, problems)
             flag_classes_beyond(y, model.classes_ if model.is_fitted else None, config.max_classes, config.label,
