@@ -162,6 +162,7 @@ class ServeConfig:
         if self.fields.format not in FORMATS:
             raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {self.fields.format!r}.")
         self._check_distinct_topics()
+        self._check_distinct_fields()
 
     def _check_distinct_topics(self) -> None:
         """Each topic has one role: an output that is also the input would be read back as input,
@@ -173,6 +174,25 @@ class ServeConfig:
                 raise ConfigError(f"the {role} topic {topic} ({option}) is also the {roles[topic]} topic; give "
                                   f"each role a topic of its own.")
             roles[topic] = role
+
+    def _check_distinct_fields(self) -> None:
+        """Each message field has one role: a field read as the label and as the features (or the id)
+        would be learned as both. Arrow messages hold named features as columns beside the others."""
+        fields = self.fields
+        roles = [("--id-field", fields.id), ("--label-field", fields.label)]
+        if self.text:
+            roles.append(("--text-field", fields.text))
+        elif fields.feature_names and fields.format == "arrow":
+            roles += [("--feature-names", name) for name in fields.feature_names]
+        else:
+            roles.append(("--features-field", fields.features))
+        seen: dict[str, str] = {}
+        for option, name in roles:
+            if name in seen:
+                other = seen[name]
+                raise ConfigError(f"{option} {name!r} is also " + (f"named by {option}" if other == option else
+                                  f"the {other}") + "; give each field one role.")
+            seen[name] = option
 
     @property
     def exactly_once(self) -> bool:

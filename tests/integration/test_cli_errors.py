@@ -201,3 +201,14 @@ def test_a_directory_is_read_recursively_without_hidden_files_and_a_stranger_is_
     (folder / "README").write_text("not parquet either")  # sorted first: Arrow inferred its schema from it
     line = _one_line(invoke("predict", spam_model, folder, "--out", tmp_path / "p.parquet"))
     assert line.startswith(f"error: {folder / 'README'}: cannot read as Parquet")
+
+
+@pytest.mark.parametrize("options, expected", [
+    (["--features-field", "label"], "--features-field 'label' is also the --label-field; give each field one role."),
+    (["--text", "--text-field", "label"], "--text-field 'label' is also the --label-field; give each field one role."),
+])
+def test_serve_refuses_a_message_field_with_two_roles_before_connecting(options, expected):
+    done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
+                      *options, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and f"ERROR worker.serve: {expected}" in lines[0], done.stderr

@@ -127,3 +127,66 @@ def test_an_error_quoting_a_huge_value_is_cut_so_its_dead_letter_fits(kafka_boot
         predictions.close(), dead.close()
         if service.running():
             service.kill()
+
+
+def _arrow(columns: dict, names: list[str] | None = None) -> bytes:
+    import pyarrow as pa
+
+    from worker.io.arrow_messages import write_stream
+
+    arrays = [value if isinstance(value, pa.Array) else pa.array(value) for value in columns.values()]
+    return write_stream(pa.Table.from_arrays(arrays, names=names or list(columns)))
+
+
+def test_each_bad_arrow_message_alone_is_dead_lettered_and_large_integer_labels_are_learned_exactly(
+        kafka_bootstrap, kafka_client, tmp_path):
+    import pyarrow as pa
+
+    topic = new_topic(kafka_bootstrap, "arrow-poison")
+    service = Service(kafka_bootstrap, topic, tmp_path, "--format", "arrow", client=kafka_client).start()
+    predictions, dead = TopicWatcher(kafka_bootstrap, service.output), TopicWatcher(kafka_bootstrap, f"{topic}.dlq")
+    six = [[1, 0, 2, 0, 3, 0]]
+    poison = [
+        (_arrow({"features": six, "label": pa.array([2**64 - 1], pa.uint64())}), "label is an integer beyond 64 bits"),
+        (_arrow({"features": six, "x": six}, names=["features", "features"]),
+         "column names appear more than once: ['features']"),
+        (_arrow({"features": six, "label": [1], "again": [2]}, names=["features", "label", "label"]),
+         "column names appear more than once: ['label']"),
+    ]
+    try:
+        send(kafka_bootstrap, topic, [_arrow({"features": six, "label": pa.array([1], pa.int64())})])
+        assert predictions.wait_until(lambda records: len(records) == 1), service.log_tail()
+        for offset, (value, error) in enumerate(poison, start=1):
+            send(kafka_bootstrap, topic, [value], first_key=offset)
+            assert dead.wait_until(lambda records: len(records) == offset, timeout=60), (error, service.log_tail())
+            assert dict(dead.records[-1].headers)["error"].decode() == error
+            assert service.running(), service.log_tail()
+        big = [2**62, 2**62 + 1]
+        send(kafka_bootstrap, topic, [_arrow({"features": six * 2, "label": pa.array(big, pa.int64())})],
+             first_key=len(poison) + 1)
+        assert predictions.wait_until(lambda records: len(records) == 2), service.log_tail()
+        assert service.terminate() == 0, service.log_tail()
+        model, _ = service.state()
+        assert sorted(model.classes_.tolist()) == [1, *big] and model.n_examples_seen_ == 3  # exact, not rounded
+    finally:
+        predictions.close(), dead.close()
+        if service.running():
+            service.kill()
+
+
+def test_a_json_feature_named_like_the_label_is_read_as_a_feature(kafka_bootstrap, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "label-named-feature")
+    service = Service(kafka_bootstrap, topic, tmp_path, "--feature-names", "a,label", "--label-field", "y",
+                      client=kafka_client).start()
+    predictions = TopicWatcher(kafka_bootstrap, service.output)
+    try:
+        send(kafka_bootstrap, topic, [b'{"features": {"a": 1, "label": 7}, "y": "p"}',
+                                      b'{"features": {"a": 2, "label": 0}, "y": "q"}'])
+        assert predictions.wait_until(lambda records: len(records) == 2), service.log_tail()
+        assert service.terminate() == 0, service.log_tail()
+        model, _ = service.state()
+        assert model.classes_.tolist() == ["p", "q"] and model.feature_count_.tolist() == [[1, 7], [2, 0]]
+    finally:
+        predictions.close()
+        if service.running():
+            service.kill()

@@ -29,10 +29,12 @@ from nbstream.arrow import FeatureSpec, RowProblems
 from nbstream.arrow.arrays import is_string_type
 
 from .arrow_ipc_size import decompressed_size
-from .fields import MessageFields
+from .fields import LABEL_COLUMN, MessageFields
 from .messages import NUMBER, STRING, Decoded, label_kind_of_type, value_problem
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
+ID_COLUMN = "\x00id"  # the ids' column of a read message (a name no option gives: see LABEL_COLUMN)
+MAX_EXACT_FLOAT = 2**53  # integers beyond it are not all held exactly by a float64
 
 
 def read_stream(value: bytes) -> pa.Table:
@@ -54,8 +56,9 @@ def write_stream(table: pa.Table | pa.RecordBatch, compression: str | None = Non
 
 @dataclass
 class _Message:
-    table: pa.Table | None  # the columns the model reads, plus "label" and "id" when present
+    table: pa.Table | None  # the columns the model reads, plus LABEL_COLUMN and ID_COLUMN when present
     problem: str | None = None
+    sent: pa.Table | None = None  # every column, as sent (what a bad row's dead letter holds)
 
 
 def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
@@ -67,8 +70,8 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
     """
     messages = [_read(value, spec, fields) for value in values]
     for message in messages:
-        if message.table is not None and "label" in message.table.column_names:
-            kind = label_kind_of_type(message.table.column("label").type)
+        if message.table is not None and LABEL_COLUMN in message.table.column_names:
+            kind = label_kind_of_type(message.table.column(LABEL_COLUMN).type)
             label_kind = label_kind or kind
     pieces, message_of, row_in_message = [], [], []
     problem_rows, problem_columns, problem_messages = [], [], []
@@ -89,8 +92,10 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
         problem_rows.append(rows)
         problem_columns.append("label")
         problem_messages.append(problem)
-    batch, ids = _combine(pieces, spec, label_kind)
+    batch, ids, label_problems = _combine(pieces, spec, label_kind)
     problems = RowProblems(batch.num_rows)
+    for rows, problem in label_problems:
+        problems.flag(rows, "label", problem)
     start = 0
     for rows, column, problem in zip(problem_rows, problem_columns, problem_messages):
         if problem is not None:
@@ -98,11 +103,11 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
             flagged[start:start + len(rows)] = rows
             problems.flag(flagged, column, problem)
         start += len(rows)
-    labels_seen = batch.column("label").null_count < batch.num_rows
+    labels_seen = batch.column(LABEL_COLUMN).null_count < batch.num_rows
     message_of = np.concatenate(message_of) if message_of else np.zeros(0, np.int64)
     row_in_message = np.concatenate(row_in_message) if row_in_message else np.zeros(0, np.int64)
     return Decoded(batch, ids, problems, label_kind if labels_seen else None, message_of, row_in_message,
-                   RowValues(values, pieces, message_of, row_in_message))
+                   RowValues(values, [message.sent for message in messages], message_of, row_in_message))
 
 
 def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Message:
@@ -116,6 +121,9 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
         table = read_stream(value)
     except (pa.ArrowException, OSError, ValueError) as error:  # truncated streams raise OSError
         return _Message(None, f"not an Arrow IPC stream: {error}")
+    repeated = sorted({name for name in table.column_names if table.column_names.count(name) > 1})
+    if repeated:
+        return _Message(None, f"column names appear more than once: {repeated}")
     encoder = spec.encoder()
     for name in spec.columns:
         if name not in table.column_names:
@@ -128,16 +136,16 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
         label = table.column(fields.label)
         if label.null_count < len(label) and label_kind_of_type(label.type) is None:
             return _Message(None, f"label column {fields.label!r} has type {label.type}; expected strings or numbers")
-        columns["label"] = label
+        columns[LABEL_COLUMN] = label
     if fields.id in table.column_names:
         id_type = table.schema.field(fields.id).type
         if not (pa.types.is_integer(id_type) or is_string_type(id_type)):
             return _Message(None, f"id column {fields.id!r} has type {id_type}; expected strings or integers")
-        columns["id"] = table.column(fields.id)
+        columns[ID_COLUMN] = table.column(fields.id)
     decoded = (table.nbytes if size is None else size) + sum(_dictionary_strings_bytes(column) for column in columns.values())
     if decoded > fields.max_bytes:  # a dictionary of long strings decodes to many copies of them
         return _Message(None, _too_large(value, decoded, fields.max_bytes))
-    return _Message(pa.table(columns))
+    return _Message(pa.table(columns), sent=table)
 
 
 def _too_large(value: bytes, size: int, max_bytes: int) -> str:
@@ -155,38 +163,74 @@ def _dictionary_strings_bytes(column: pa.ChunkedArray) -> int:
 def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[np.ndarray, str | None]:
     """(rows, problem): the labeled rows of a message whose labels are not of the model's kind."""
     n = table.num_rows
-    if "label" not in table.column_names or table.column("label").null_count == n:
+    if LABEL_COLUMN not in table.column_names or table.column(LABEL_COLUMN).null_count == n:
         return np.zeros(n, dtype=bool), None
-    kind = label_kind_of_type(table.column("label").type)
+    kind = label_kind_of_type(table.column(LABEL_COLUMN).type)
     if kind == label_kind:
         return np.zeros(n, dtype=bool), None
-    labeled = table.column("label").is_valid().to_numpy(zero_copy_only=False)
+    labeled = table.column(LABEL_COLUMN).is_valid().to_numpy(zero_copy_only=False)
     return labeled, f"labels of this message are {kind}s; the model's labels are {label_kind}s"
 
 
-def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None) -> tuple[pa.RecordBatch, list]:
-    """One batch of every message's rows (a placeholder null row for an unreadable message)."""
+def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
+             ) -> tuple[pa.RecordBatch, list, list[tuple[np.ndarray, str]]]:
+    """One batch of every message's rows (a placeholder null row for an unreadable message), their
+    ids, and the rows whose label cannot be held (a mask over the batch, and why)."""
     feature_types = _common_types([p.select(list(spec.columns)) for p in pieces if p is not None], spec)
-    label_type = pa.string() if label_kind == STRING else pa.float64() if label_kind == NUMBER else pa.string()
-    columns = {name: [] for name in (*spec.columns, "label")}
+    labels = [None if p is None or LABEL_COLUMN not in p.column_names or label_kind_of_type(
+        p.column(LABEL_COLUMN).type) != label_kind else p.column(LABEL_COLUMN).combine_chunks() for p in pieces]
+    integers = all(pa.types.is_integer(column.type) for column in labels if column is not None)
+    label_type = pa.string() if label_kind != NUMBER else pa.int64() if integers else pa.float64()
+    columns: dict[str, list] = {name: [] for name in (*spec.columns, LABEL_COLUMN)}
     ids: list = []
-    for piece in pieces:
+    label_problems: list[tuple[np.ndarray, str]] = []
+    total = sum(1 if piece is None else piece.num_rows for piece in pieces)
+    start = 0
+    for piece, piece_labels in zip(pieces, labels):
         n = 1 if piece is None else piece.num_rows
         for name in spec.columns:
             columns[name].append(pa.nulls(n, feature_types[name]) if piece is None
                                  else piece.column(name).cast(feature_types[name]).combine_chunks())
-        labels = None if piece is None or "label" not in piece.column_names else piece.column("label")
-        if labels is None or label_kind_of_type(labels.type) != label_kind:
-            columns["label"].append(pa.nulls(n, label_type))
+        if piece_labels is None:
+            columns[LABEL_COLUMN].append(pa.nulls(n, label_type))
         else:
-            columns["label"].append(labels.cast(label_type).combine_chunks())
-        ids.extend(piece.column("id").to_pylist() if piece is not None and "id" in piece.column_names
+            held, unheld, problem = _labels_as(piece_labels, label_type)
+            columns[LABEL_COLUMN].append(held)
+            if unheld.any():
+                rows = np.zeros(total, dtype=bool)
+                rows[start:start + n] = unheld
+                label_problems.append((rows, problem))
+        ids.extend(piece.column(ID_COLUMN).to_pylist() if piece is not None and ID_COLUMN in piece.column_names
                    else [None] * n)
+        start += n
     arrays = {name: pa.concat_arrays(parts) if parts else pa.array([], feature_types.get(name, label_type))
               for name, parts in columns.items()}
-    if label_kind == NUMBER and len(arrays["label"]) and _all_integral(arrays["label"]):
-        arrays["label"] = arrays["label"].cast(pa.int64())
-    return pa.record_batch(arrays), ids
+    if label_type == pa.float64() and len(arrays[LABEL_COLUMN]) and _all_integral(arrays[LABEL_COLUMN]):
+        arrays[LABEL_COLUMN] = arrays[LABEL_COLUMN].cast(pa.int64())
+    return pa.record_batch(arrays), ids, label_problems
+
+
+def _labels_as(labels: pa.Array, label_type: pa.DataType) -> tuple[pa.Array, np.ndarray, str]:
+    """(labels cast to label_type, the rows whose label it cannot hold exactly (nulls there), why)."""
+    if not pa.types.is_integer(labels.type) or label_type == pa.string():
+        return labels.cast(label_type), np.zeros(len(labels), dtype=bool), ""
+    if label_type == pa.int64():
+        limit, problem = 2**63 - 1, "label is an integer beyond 64 bits"
+    else:  # integers among fractional labels
+        limit, problem = MAX_EXACT_FLOAT, "an integer label beyond 2^53 cannot be held exactly among fractional labels"
+    beyond = _beyond(labels, limit)
+    unheld = beyond.fill_null(False).to_numpy(zero_copy_only=False)
+    if unheld.any():
+        labels = pc.if_else(beyond, pa.scalar(None, labels.type), labels)
+    return labels.cast(label_type, safe=False), unheld, problem
+
+
+def _beyond(labels: pa.Array, limit: int) -> pa.Array:
+    """Whether each integer label lies outside -limit..limit (compared as integers, never as floats)."""
+    if pa.types.is_unsigned_integer(labels.type):
+        return pc.greater(labels.cast(pa.uint64()), pa.scalar(limit, pa.uint64()))
+    wide = labels.cast(pa.int64())
+    return pc.or_(pc.greater(wide, pa.scalar(limit, pa.int64())), pc.less(wide, pa.scalar(-limit, pa.int64())))
 
 
 def _common_types(tables: list[pa.Table], spec: FeatureSpec) -> dict[str, pa.DataType]:
@@ -216,6 +260,7 @@ class RowValues:
     itself when it could not be read, else the row alone as a one-row Arrow stream."""
 
     def __init__(self, messages: list, tables: list, message_of: np.ndarray, row_in_message: np.ndarray):
+        """tables[m] : message m's columns as sent (None when it could not be read)."""
         self.messages, self.tables = messages, tables
         self.message_of, self.row_in_message = message_of, row_in_message
 

@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 
 FORMATS = ("json", "arrow")
 
+# The labels' column in a decoded batch, beside the feature columns. No option can name a column
+# so (command lines and environment variables cannot hold a NUL), so a feature named "label" and
+# the labels of --label-field never take each other's place.
+LABEL_COLUMN = "\x00label"
+
 
 @dataclass
 class MessageFields:

@@ -25,7 +25,7 @@ import pyarrow.json as pa_json
 
 from nbstream.arrow import FeatureSpec, RowProblems
 
-from .fields import MessageFields
+from .fields import LABEL_COLUMN, MessageFields
 from .json_vectors import read_vectors
 from .records import Polled
 
@@ -35,7 +35,7 @@ STRING, NUMBER = "string", "number"  # the two kinds of label
 @dataclass
 class Decoded:
     """One example per message, in message order."""
-    batch: pa.RecordBatch  # the spec's columns plus "label" (strings, or numbers)
+    batch: pa.RecordBatch  # the spec's columns plus LABEL_COLUMN (strings, or numbers)
     ids: list
     problems: RowProblems
     label_kind: str | None  # the kind of the labels read (None: no label in the batch)
@@ -117,7 +117,7 @@ def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_
     kind = kinds.pop() if kinds else None
     problems = RowProblems(len(values))
     features = pa.ListArray.from_arrays(pa.array(read.offsets), pa.array(read.values))
-    batch = pa.record_batch({spec.columns[0]: features, "label": _label_column(read.labels, kind, problems)})
+    batch = pa.record_batch({spec.columns[0]: features, LABEL_COLUMN: _label_column(read.labels, kind, problems)})
     return Decoded(batch, read.ids, problems, kind)
 
 
@@ -151,7 +151,7 @@ def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: st
         ids = table.column(fields.id).to_pylist()
     else:
         ids = [None] * len(values)
-    batch = pa.record_batch({**columns, "label": labels[0]})
+    batch = pa.record_batch({**columns, LABEL_COLUMN: labels[0]})
     return Decoded(batch, ids, RowProblems(len(values)), labels[1])
 
 
@@ -225,7 +225,7 @@ def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_ki
     if bad.any():
         problems.flag(bad, "message", np.array(errors, dtype=object))
     arrays = {name: _column(name, column, spec, problems) for name, column in columns.items()}
-    arrays["label"] = _label_column([None if b else label for b, label in zip(bad, labels)], label_kind, problems)
+    arrays[LABEL_COLUMN] = _label_column([None if b else label for b, label in zip(bad, labels)], label_kind, problems)
     return Decoded(pa.record_batch(arrays), ids, problems, label_kind if any(v is not None for v in labels) else None)
 
 

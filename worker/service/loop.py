@@ -20,6 +20,7 @@ from nbstream.labels import ClassSet
 
 from ..io.interfaces import PredictionSink, RejectSink
 from ..io.kafka.sink import Refusals
+from ..io.fields import LABEL_COLUMN
 from ..io.formats import MessageFormat
 from ..io.records import Polled
 from .global_model import Predictions
@@ -55,7 +56,7 @@ class PrequentialLoop:
         rows = decoded.rows_of(polled)  # one per example
         X, problems = model.encoder.encode(decoded.batch, learn=not model.categorical,
                                            counts_only=model.counts_only, problems=decoded.problems)
-        labeled, y = self._labels(decoded.batch.column("label"), problems)
+        labeled, y = self._labels(decoded.batch.column(LABEL_COLUMN), problems)
         self._flag_poisoned(rows, problems)
         self.rejects.reject(rows, problems)
         self.metrics.messages.inc(len(polled))

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from nbstream.arrow import FeatureSpec
-from worker.io.fields import MessageFields
+from worker.io.fields import LABEL_COLUMN, MessageFields
 from worker.io.arrow_ipc_size import decompressed_size
 from worker.io.arrow_messages import decode_arrow, encode_predictions, prediction_origin, read_stream, write_stream
 from worker.io.records import Polled
@@ -34,7 +34,7 @@ def test_rows_of_every_message_come_out_in_order_with_their_message_and_row():
               _stream(features=[[1.5, 2.0]], label=[3])]
     decoded = decode_arrow(values, SPEC, MessageFields())
     assert decoded.batch.column("features").to_pylist() == [[1, 0], [0, 1], [1.5, 2.0]]
-    assert decoded.batch.column("label").to_pylist() == [1, 2, 3]
+    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == [1, 2, 3]
     assert decoded.ids == ["a", "b", None]
     assert decoded.message_of.tolist() == [0, 0, 1] and decoded.row_in_message.tolist() == [0, 1, 0]
     assert not decoded.problems.any() and decoded.label_kind == "number"
@@ -207,3 +207,61 @@ def test_the_size_reader_never_raises_on_a_damaged_stream():
     sizes = [decompressed_size(mutant) for mutant in mutants]
     assert all(size is None or 0 <= size < 1 << 63 for size in sizes)
     assert decompressed_size(b"not arrow") is None
+
+
+# ---- one poison message alone must not take the service down ---------------------------------------------------
+
+def _problems(decoded) -> list[tuple[int, str, str]]:
+    return [(row, column, message) for row, column, message in decoded.problems]
+
+
+def test_int64_labels_beyond_2_53_are_learned_exactly():
+    big = [2**62, 2**62 + 1]
+    decoded = decode_arrow([write_stream(pa.table({"features": [[1.0], [2.0]], "label": pa.array(big, pa.int64())}))],
+                           SPEC, MessageFields())
+    assert not decoded.problems.any()
+    assert decoded.batch.column(LABEL_COLUMN).type == pa.int64()
+    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == big  # two classes, not one rounded float
+
+
+def test_uint64_labels_beyond_int64_are_bad_rows_of_their_own():
+    labels = pa.array([2**64 - 1, 7], pa.uint64())
+    decoded = decode_arrow([write_stream(pa.table({"features": [[1.0], [2.0]], "label": labels}))],
+                           SPEC, MessageFields())
+    assert _problems(decoded) == [(0, "label", "label is an integer beyond 64 bits")]
+    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == [None, 7]
+
+
+def test_integers_beyond_2_53_among_fractional_labels_are_bad_rows_not_rounded():
+    values = [write_stream(pa.table({"features": [[1.0], [2.0]], "label": pa.array([2**62 + 1, 3], pa.int64())})),
+              write_stream(pa.table({"features": [[1.0]], "label": [0.5]}))]
+    decoded = decode_arrow(values, SPEC, MessageFields())
+    assert _problems(decoded) == [
+        (0, "label", "an integer label beyond 2^53 cannot be held exactly among fractional labels")]
+    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == [None, 3.0, 0.5]
+
+
+@pytest.mark.parametrize("names", [["features", "features"], ["features", "label", "label"], ["features", "x", "x"]])
+def test_a_message_with_a_repeated_column_name_is_one_bad_message(names):
+    arrays = [pa.array([[1.0]]) if name == "features" else pa.array(["a"]) for name in names]
+    value = write_stream(pa.Table.from_arrays(arrays, names=names))
+    decoded = decode_arrow([value, _stream(features=[[2.0]], label=["b"])], SPEC, MessageFields())
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    assert _problems(decoded) == [(0, "message", f"column names appear more than once: {repeated}")]
+    assert decoded.row_values[0] == value and decoded.batch.column(LABEL_COLUMN).to_pylist() == [None, "b"]
+
+
+def test_a_feature_column_named_label_is_read_beside_another_label_field():
+    spec = FeatureSpec.numeric_columns(["a", "label"])
+    value = _stream(a=[1.0], label=[7.0], y=["p"], id=["m"])
+    decoded = decode_arrow([value], spec, MessageFields(label="y", feature_names=["a", "label"]))
+    assert decoded.batch.column("label").to_pylist() == [7.0]  # the feature
+    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == ["p"]  # the label
+    assert decoded.ids == ["m"]
+
+
+def test_a_bad_row_goes_to_the_dead_letter_topic_with_the_columns_it_was_sent_with():
+    value = _stream(features=[[1.0], [float("nan")]], y=["a", "b"], key=["k1", "k2"])
+    decoded = decode_arrow([value], SPEC, MessageFields(label="y", id="key"))
+    row = read_stream(decoded.row_values[1])
+    assert row.column_names == ["features", "y", "key"] and row.column("key").to_pylist() == ["k2"]

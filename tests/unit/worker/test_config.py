@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
 from worker.config import FeatureOptions, ModelOptions, ServeConfig
-from worker.io.fields import MessageFields
 from worker.errors import ConfigError
+from worker.io.fields import MessageFields
+from worker.io.kafka.settings import KafkaSettings
 
 
 @pytest.mark.parametrize("options, kind, list_column, expected", [
@@ -64,3 +67,23 @@ def test_each_topic_has_one_role(topics, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         ServeConfig("b", "in", settings.pop("output"), "g", **settings)
     assert ServeConfig("b", "in", "out", "g").dlq == "in.dlq"
+
+
+@pytest.mark.parametrize("fields, text, expected", [
+    (dict(features="label"), False, "--features-field 'label' is also the --label-field"),
+    (dict(id="label"), False, "--label-field 'label' is also the --id-field"),
+    (dict(text="label"), True, "--text-field 'label' is also the --label-field"),
+    (dict(text="id"), True, "--text-field 'id' is also the --id-field"),
+    (dict(format="arrow", feature_names=["a", "label"]), False, "--feature-names 'label' is also the --label-field"),
+    (dict(format="arrow", feature_names=["a", "a"]), False, "--feature-names 'a' is also named by --feature-names"),
+])
+def test_a_message_field_with_two_roles_is_refused(fields, text, expected):
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        ServeConfig(KafkaSettings("127.0.0.1:9"), "in", "out", "g", fields=MessageFields(**fields), text=text)
+
+
+def test_a_json_feature_named_like_the_label_field_is_no_overlap():
+    """Named JSON features are keys of the features object, not message fields."""
+    config = ServeConfig(KafkaSettings("127.0.0.1:9"), "in", "out", "g",
+                         fields=MessageFields(feature_names=["a", "label"], label="y"))
+    assert list(config.feature_spec().columns) == ["a", "label"]

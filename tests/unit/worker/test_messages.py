@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbstream.arrow import FeatureSpec
-from worker.io.fields import MessageFields
+from worker.io.fields import LABEL_COLUMN, MessageFields
 from worker.io.messages import decode
 
 
@@ -26,7 +26,7 @@ def test_json_messages_decode_into_the_specs_columns_with_problems_named():
     assert decoded.problems.message[2] == "non-numeric value"
     assert decoded.batch.column("age").to_pylist()[0] == 30.0
     # The first label decides the kind: a number after a string is that message's problem, not a conversion.
-    assert decoded.batch.column("label").to_pylist() == ["yes", None, None, None]
+    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == ["yes", None, None, None]
     assert decoded.problems.message[3] == "label 1 is a number; the model's labels are strings"
 
 
@@ -61,7 +61,7 @@ def test_labels_are_typed_by_kind():
     spec = FeatureSpec.vector("features")
     values = [json.dumps({"features": [1], "label": label}).encode() for label in (3, 1.5, None, 2)]
     decoded = decode(values, spec, MessageFields())
-    assert decoded.label_kind == "number" and decoded.batch.column("label").to_pylist() == [3.0, 1.5, None, 2.0]
+    assert decoded.label_kind == "number" and decoded.batch.column(LABEL_COLUMN).to_pylist() == [3.0, 1.5, None, 2.0]
     decoded = decode(values[:1] + values[3:], spec, MessageFields(), label_kind="string")
     assert decoded.problems.bad.tolist() == [True, True]
 
@@ -138,7 +138,7 @@ def test_invalid_utf8_inside_a_batch_is_that_message_s_problem(spec, bad):
     good = b'{"text": "fine", "features": [3, 4], "label": "ham"}'
     decoded = decode([good, bad, good], spec, MessageFields())
     assert decoded.problems.bad.tolist() == [False, True, False]
-    assert decoded.batch.column("label").to_pylist() == ["ham", None, "ham"]
+    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == ["ham", None, "ham"]
 
 
 @pytest.mark.parametrize("spec, features", [(FeatureSpec.vector("features"), b'"features": [1, 2, 3]'),
