@@ -2,7 +2,8 @@
 
 The five models follow scikit-learn's ``naive_bayes`` (same parameters, attributes and
 numbers) and add what a stream needs: an open class set, ``merge``, forgetting
-(``half_life``), lazy refresh of the smoothed tables, and ``save``/``load``.
+(``half_life``), lazy refresh of the smoothed tables, ``save``/``load``, and the learned state
+as plain values (``export_state``, ``from_state``, ``ModelState``).
 """
 
 from .bernoulli import BernoulliNB
@@ -13,8 +14,10 @@ from .labels import LabelError, LabelTypeError
 from .multinomial import MultinomialNB
 from .registry import MODEL_KINDS, model_class
 from .snapshot import SnapshotError, load, save
+from .state import ModelState
 from .validation import NotFittedError
 
 __all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB", "MODEL_KINDS",
-           "LabelError", "LabelTypeError", "NotFittedError", "SnapshotError", "load", "model_class", "save"]
+           "LabelError", "LabelTypeError", "ModelState", "NotFittedError", "SnapshotError", "load", "model_class",
+           "save"]
 __version__ = "0.1.0"

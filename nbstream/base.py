@@ -1,117 +1,111 @@
-"""What every streaming Naive Bayes model shares: learning, forgetting, merging, predicting.
+"""What every streaming Naive Bayes model shares: learning, forgetting, merging, predicting,
+and its learned state as plain values (``ModelState``).
 
-A model supplies four things: its statistics (``_new_statistics``), how a batch is made
-ready (``_prepare``), how the statistics become smoothed tables (``_refresh``) and the joint
-log-likelihood from those tables (``_joint_log_likelihood``). Everything else is here, once.
+A model supplies four things: the kind of its statistics (``_statistics_type``), how a
+batch is made ready (``_prepare``), how the statistics become smoothed tables (``_refresh``)
+and the joint log-likelihood from those tables (``_joint_log_likelihood``). Everything else
+is here, once.
 """
 
 from __future__ import annotations
 
 import inspect
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .kernels import log_normalize
-from .labels import ClassSet
+from .labels import ClassSet, distinct_classes
+from .ndarrays import AnyArray, Features, FloatArray, FloatingArray, IndexArray
 from .sklearn_compat import EstimatorProtocol, not_fitted
-from .validation import (NotFittedError, check_feature_names, check_labels, check_non_negative,
-                         check_positive, check_sample_weight, check_X, feature_names_of, is_sparse)
+from .state import (
+    KEPT_FLOAT_DTYPES,
+    ModelState,
+    checked_feature_names,
+    copied,
+    each_array,
+    is_natural,
+    read_only,
+    taken_over,
+)
+from .stats import Statistics
+from .tables import TableCache, TablesT, check_tables
+from .validation import (
+    NotFittedError,
+    check_feature_names,
+    check_labels,
+    check_non_negative,
+    check_positive,
+    check_sample_weight,
+    check_X,
+    feature_names_of,
+    is_sparse,
+)
+
+StatsT = TypeVar("StatsT", bound=Statistics)
 
 
-_CLASSES_OF_Y = object()  # fit's class set: the labels it is given
-
-
-class TouchedFeatures:
-    """The features whose statistics changed since the tables were last refreshed: a mask over
-    the features, so a batch is noted in one scatter of its column indices (no sort)."""
-
-    def __init__(self, n_features: int):
-        self.n_features = n_features
-        self._mask: np.ndarray | None = None  # shape (n_features,) of bool, made at the first mark
-        self._marked = 0  # indices marked since the last take: an upper bound of the features touched
-
-    def mark(self, features: np.ndarray) -> int:
-        """Note these feature indices (repeats allowed); returns how many features are touched."""
-        if self._mask is None:
-            self._mask = np.zeros(self.n_features, dtype=bool)
-        self._mask[features] = True
-        self._marked += len(features)
-        if self._marked > self.n_features // 8:  # count only when the bound says it could matter
-            self._marked = int(np.count_nonzero(self._mask))
-        return self._marked
-
-    def take(self) -> np.ndarray:
-        """The touched features, sorted, shape (n_touched,); none are touched after."""
-        features = np.flatnonzero(self._mask)
-        self._mask[features] = False
-        self._marked = 0
-        return features
-
-    def clear(self) -> None:
-        if self._marked:
-            self._mask[:] = False
-            self._marked = 0
-
-    def __bool__(self) -> bool:
-        return self._marked > 0
-
-
-class cached_table:
-    """A fitted attribute derived from the statistics, recomputed only when it is read
-    after the statistics changed (scikit-learn recomputes on every partial_fit).
-
-    The tables live in one dict that is emptied when the statistics change and filled when
-    read, so predicting never rebinds the estimator's attributes."""
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, model, owner=None):
-        if model is None:
-            return self
-        return model._fresh_tables()[self.name]
-
-
-class NaiveBayes(EstimatorProtocol):
+class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
     """Base class; see the five models for parameters and examples."""
 
-    kind: str = ""  # the name a snapshot records and the registry knows
-    requires_non_negative: bool = False  # features are counts: negative values are refused
-    _accept_sparse = True
+    kind: ClassVar[str] = ""  # the name a snapshot records and the registry knows
+    requires_non_negative: ClassVar[bool] = False  # features are counts: negative values are refused
+    _accept_sparse: ClassVar[bool] = True
+    _keeps_float_dtype: ClassVar[bool] = False  # float attributes in the input's float dtype (GaussianNB)
+    _statistics_type: type[StatsT]
+    half_life: float | None
+
+    n_features_in_: int
+    n_examples_seen_: int
+    feature_names_in_: AnyArray
+    _classes: ClassSet | None = None  # None until the model has learned
+    _stats: StatsT
+    _cache: TableCache[TablesT]
+    _float_dtype: np.dtype[Any]
 
     def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
         """Raise ValueError when a per-feature or per-class parameter does not fit the data
         (n_classes is None while the class set is open)."""
 
     # ---- what each model supplies -------------------------------------------------------
-    def _new_statistics(self, n_features: int):
-        raise NotImplementedError
+    def _new_statistics(self, n_features: int) -> StatsT:
+        return self._statistics_type.empty(n_features)
 
-    def _prepare(self, X):
+    def _prepare(self, X: Features) -> Features:
         """Turn validated input into what the statistics and tables consume."""
         return X
 
-    def _refresh(self) -> dict[str, object]:
+    def _refresh(self) -> TablesT:
         """Smoothed tables computed from ``self._stats``."""
         raise NotImplementedError
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: Features) -> FloatArray:
         """log P(x, c) up to a constant, shape (n_samples, n_classes)."""
         raise NotImplementedError
 
-    _refreshes_features = False  # whether _refresh_features is supplied
+    _refreshes_features: ClassVar[bool] = False  # whether _refresh_features is supplied
 
-    def _refresh_features(self, tables: dict[str, object], features: np.ndarray) -> None:
+    def _refresh_features(self, tables: TablesT, features: IndexArray) -> None:
         """Bring ``tables`` up to date in place after a batch that touched only ``features``
         (sorted indices) and the class counts; must give what ``_refresh`` would, bit for bit."""
         raise NotImplementedError
+
+    def _smooths(self) -> bool:
+        """Whether the smoothing parameters are positive, so that every table but the log priors is
+        finite unless the statistics are too large for float64."""
+        return True
+
+    def _warn_before_learning(self) -> None:
+        """Warn, as scikit-learn's fit and partial_fit do, about parameters that will be adjusted."""
 
     def check_params(self) -> None:
         """Raise ValueError naming the first parameter whose value is invalid."""
         check_positive(self.half_life, "half_life", allow_none=True)
 
     # ---- learning ----------------------------------------------------------------------
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self, X: Features, y: npt.ArrayLike, classes: npt.ArrayLike | None = None,
+                    sample_weight: npt.ArrayLike | None = None) -> Self:
         """Learn from one batch.
 
         Parameters
@@ -119,8 +113,9 @@ class NaiveBayes(EstimatorProtocol):
         X : array-like of shape (n_samples, n_features) or CSR (discrete models)
         y : array-like of shape (n_samples,)
         classes : array-like, optional
-            On the first call: the full, fixed class set (labels outside it are errors).
-            Omitted on the first call: the class set is open and grows as labels arrive.
+            On the first call: the full, fixed class set (labels outside it are errors), each
+            class once. Omitted on the first call: the class set is open and grows as labels
+            arrive.
         sample_weight : array-like of shape (n_samples,), optional
 
         Returns
@@ -129,69 +124,82 @@ class NaiveBayes(EstimatorProtocol):
         """
         return self._learn(X, y, classes, sample_weight, restart=not self.is_fitted)
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: Features, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> Self:
         """Forget everything, then learn from X, y with the fixed class set ``unique(y)``.
 
         Input that is refused leaves a previously fitted model as it was."""
-        return self._learn(X, y, _CLASSES_OF_Y, sample_weight, restart=True)
+        return self._learn(X, y, None, sample_weight, restart=True, classes_of_y=True)
 
-    def _learn(self, X, y, classes, sample_weight, *, restart: bool):
+    def _learn(self, X: Features, y: npt.ArrayLike, classes: npt.ArrayLike | None,
+               sample_weight: npt.ArrayLike | None, *, restart: bool, classes_of_y: bool = False) -> Self:
         """Validate everything, then (re)start if asked and add the batch to the statistics.
 
-        classes : as partial_fit takes it, or _CLASSES_OF_Y for the fixed set unique(y) (fit)."""
+        classes : as partial_fit takes it; classes_of_y: the fixed class set is unique(y) (fit)."""
         self.check_params()
         names = feature_names_of(X)
         X = check_X(X, n_features=None if restart else self.n_features_in_,
                     accept_sparse=self._accept_sparse, model=type(self).__name__)
         if not restart:
             check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
-        y = check_labels(y, X.shape[0])
-        if classes is _CLASSES_OF_Y:
-            classes = np.unique(y)
+        labels = check_labels(y, X.shape[0])
+        listed = np.unique(labels) if classes_of_y else None if classes is None else distinct_classes(classes)
         weights = check_sample_weight(sample_weight, X.shape[0])
         if self.requires_non_negative:
             check_non_negative(X, type(self).__name__)
+        float_dtype = self._float_dtype_of(X)
         X = self._prepare(X)
         if restart:
-            class_set = ClassSet.open() if classes is None else ClassSet.fixed_from(classes)
+            class_set = ClassSet.open() if listed is None else ClassSet.fixed_from(listed)
             self._check_shapes(X.shape[1], len(class_set) if class_set.fixed else None)
-            rows = class_set.index(y)  # an unknown label fails here, before any state changes
-            self._start(class_set, X.shape[1], names)
+            rows = class_set.index(labels)  # an unknown label fails here, before any state changes
+            self._warn_before_learning()
+            self._start(class_set, X.shape[1], self._new_statistics(X.shape[1]), names, float_dtype)
         else:
-            if classes is not None and not np.array_equal(np.unique(classes), np.unique(self.classes_)):
-                raise ValueError(f"classes={np.unique(classes).tolist()} differs from the classes "
-                                 f"{self.classes_.tolist()} of the first partial_fit.")
-            rows = self._classes.index(y)
+            class_set = self._class_set()
+            if listed is not None:
+                class_set.require_same(listed)
+            # set_params may have changed alpha or the priors since the first batch
+            self._check_shapes(X.shape[1], len(class_set) if class_set.fixed else None)
+            rows = class_set.index(labels)
+            self._warn_before_learning()
         n_classes = len(self._stats.class_count)
-        self._stats.grow(len(self._classes))
+        self._stats.grow(len(class_set))
         self._stats.update(X, rows, self._forget(X.shape[0], weights))
         self.n_examples_seen_ += X.shape[0]
-        if self._tables and self._refreshes_features and is_sparse(X) and self.half_life is None \
-                and n_classes == len(self._classes):
+        if self._cache.tables is not None and self._refreshes_features and is_sparse(X) \
+                and self.half_life is None and n_classes == len(class_set):
             self._note_touched(X.indices)  # a text batch touches few of 2^20 features
         else:
-            self._invalidate_tables()
+            self._cache.invalidate()
         return self
 
-    def _note_touched(self, features: np.ndarray) -> None:
+    def _float_dtype_of(self, X: Features) -> np.dtype[Any]:
+        """The dtype of the float fitted attributes a first batch X gives (scikit-learn's rule)."""
+        if self._keeps_float_dtype and X.dtype.name in KEPT_FLOAT_DTYPES:
+            return np.dtype(X.dtype)
+        return np.dtype(np.float64)
+
+    def _note_touched(self, features: IndexArray) -> None:
         """Remember features to refresh; once they add up to a quarter of all features (many
         batches learned between two predictions), a full refresh is cheaper."""
-        if self._touched.mark(features) > self.n_features_in_ // 4:
-            self._invalidate_tables()
+        if self._cache.touched.mark(features) > self.n_features_in_ // 4:
+            self._cache.invalidate()
 
-    def _start(self, class_set: ClassSet, n_features: int, feature_names: np.ndarray | None = None) -> None:
+    def _start(self, class_set: ClassSet, n_features: int, statistics: StatsT, feature_names: AnyArray | None,
+               float_dtype: np.dtype[Any]) -> None:
+        """Begin again from these classes and statistics (of their shape: the caller checked)."""
         self._classes = class_set
-        self._stats = self._new_statistics(n_features)
+        self._stats = statistics
+        self._float_dtype = float_dtype
         self.n_features_in_ = n_features
         self.n_examples_seen_ = 0
-        self._tables = {}
-        self._touched = TouchedFeatures(n_features)  # since the tables were refreshed
+        self._cache = TableCache(n_features)
         if feature_names is not None:
             self.feature_names_in_ = feature_names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-    def _forget(self, n_rows: int, weights: np.ndarray | None) -> np.ndarray | None:
+    def _forget(self, n_rows: int, weights: FloatArray | None) -> FloatArray | None:
         """Age the statistics by n_rows examples and weight the new rows by their age.
 
         The newest row keeps weight 1 and each older one loses a factor 0.5 per
@@ -201,15 +209,15 @@ class NaiveBayes(EstimatorProtocol):
             return weights
         self._stats.scale(0.5 ** (n_rows / self.half_life))
         ages = np.arange(n_rows - 1, -1, -1, dtype=np.float64)
-        decay = 0.5 ** (ages / self.half_life)
+        decay: FloatArray = 0.5 ** (ages / self.half_life)
         return decay if weights is None else weights * decay
 
-    def differing_params(self, other: "NaiveBayes") -> list[str]:
+    def differing_params(self, other: NaiveBayes[Any, Any]) -> list[str]:
         """Names of the parameters whose values differ from another model's of the same kind."""
         theirs = other.get_params()
         return [name for name, value in self.get_params().items() if not _same_param(value, theirs.get(name))]
 
-    def merge(self, other: "NaiveBayes") -> "NaiveBayes":
+    def merge(self, other: NaiveBayes[Any, Any]) -> Self:
         """Add another model's statistics into this one and return this one.
 
         Both must be the same kind, with the same parameters and feature count. Models
@@ -223,61 +231,143 @@ class NaiveBayes(EstimatorProtocol):
             raise ValueError(f"cannot merge models whose parameters differ: {differing}.")
         if not other.is_fitted:
             return self
+        theirs = other.export_state(tables=False, copy=False)
         if not self.is_fitted:
-            self._start(ClassSet(other.classes_.copy(), other._classes.fixed), other.n_features_in_,
-                        getattr(other, "feature_names_in_", None))
-        elif other.n_features_in_ != self.n_features_in_:
+            self._start(ClassSet(theirs.classes.copy(), fixed=not theirs.open_classes), theirs.n_features,
+                        self._new_statistics(theirs.n_features), theirs.feature_names, np.dtype(theirs.float_dtype))
+        elif theirs.n_features != self.n_features_in_:
             raise ValueError(f"cannot merge: this model has {self.n_features_in_} features, "
-                             f"the other {other.n_features_in_}.")
-        rows = self._classes.rows_for(other._classes)
-        self._stats.grow(len(self._classes))
-        self._stats.merge(other._stats, rows)
-        self.n_examples_seen_ += other.n_examples_seen_
-        self._invalidate_tables()
+                             f"the other {theirs.n_features}.")
+        class_set = self._class_set()
+        rows = class_set.rows_for(theirs.classes)
+        self._stats.grow(len(class_set))
+        self._stats.merge(self._statistics_type.from_arrays(theirs.statistics), rows)
+        self.n_examples_seen_ += theirs.examples_seen
+        self._cache.invalidate()
         return self
+
+    # ---- the learned state as plain values ---------------------------------------------
+    def export_state(self, *, tables: bool = True, copy: bool = True) -> ModelState:
+        """The learned state (see ``ModelState``); NotFittedError before the model has learned.
+
+        tables : include the smoothed tables (computed now if the statistics changed since)
+        copy : give copies of the arrays; False gives the model's own, read-only, valid until
+            it learns again (what a snapshot writer needs, without a copy)
+        """
+        class_set = self._class_set()
+        share = copied if copy else read_only
+        names = getattr(self, "feature_names_in_", None)
+        return ModelState(
+            kind=self.kind, params=self.get_params(), classes=share(class_set.labels),
+            open_classes=not class_set.fixed, n_features=self.n_features_in_,
+            examples_seen=int(self.n_examples_seen_),
+            statistics={name: share(array) for name, array in self._stats.arrays().items()},
+            tables={name: each_array(value, share) for name, value in self._fresh_tables().as_dict().items()}
+            if tables else {},
+            feature_names=None if names is None else share(names), float_dtype=self._float_dtype.name)
+
+    @classmethod
+    def from_state(cls, state: ModelState, *, copy: bool = True) -> Self:
+        """A model with this learned state: it predicts as the model that exported it, bit for
+        bit, and can keep learning. Its smoothed tables are computed now, from the statistics.
+
+        Everything is checked before anything is allocated from the state's numbers: a
+        ValueError names what does not fit (another kind, an invalid parameter, classes that
+        are not distinct labels, statistics of other names, shapes or values than training
+        gives, tables that overflow, stored tables other than those the statistics give).
+
+        copy : copy the arrays; False: the model takes them over (nothing else may change them)
+        """
+        if state.kind != cls.kind:
+            raise ValueError(f"a state of kind {state.kind!r} cannot make a {cls.__name__}")
+        model = cls()
+        model.set_params(**state.params)
+        model.check_params()
+        class_set = ClassSet.restored(state.classes, fixed=not state.open_classes)
+        n_features = state.n_features
+        if not is_natural(n_features) or n_features < 1:
+            raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
+        take = copied if copy else taken_over
+        statistics = model._statistics_type.from_arrays({name: take(a) for name, a in state.statistics.items()})
+        statistics.check(len(class_set), n_features)
+        model._check_shapes(n_features, len(class_set) if class_set.fixed else None)
+        if not is_natural(state.examples_seen):
+            raise ValueError(f"examples_seen must be a non-negative integer; got {state.examples_seen!r}")
+        model._start(class_set, n_features, statistics, checked_feature_names(state.feature_names, n_features),
+                     model._checked_float_dtype(state.float_dtype))
+        model.n_examples_seen_ = state.examples_seen
+        tables = model._refresh_in_full()
+        check_tables(state.tables, tables.as_dict())
+        model._cache.tables = tables
+        return model
+
+    def _checked_float_dtype(self, name: str) -> np.dtype[Any]:
+        kept = KEPT_FLOAT_DTYPES if self._keeps_float_dtype else ("float64",)
+        if name not in kept:
+            raise ValueError(f"float_dtype must be one of {list(kept)} for a {type(self).__name__}; got {name!r}")
+        return np.dtype(name)
 
     # ---- fitted attributes -------------------------------------------------------------
     @property
     def is_fitted(self) -> bool:
         """Whether the model has learned from at least one batch (or merged a fitted model)."""
-        return getattr(self, "_classes", None) is not None
+        return self._classes is not None
 
     def __sklearn_is_fitted__(self) -> bool:
         return self.is_fitted
 
     @property
-    def classes_(self) -> np.ndarray:
-        self._require_fitted()
-        return self._classes.labels
+    def classes_(self) -> AnyArray:
+        """The class labels, shape (n_classes,): sorted for a fixed set, in order of first
+        appearance for an open one."""
+        return self._class_set().labels
 
     @property
-    def class_count_(self) -> np.ndarray:
+    def class_count_(self) -> FloatingArray:
+        """Weight of each class learned so far, shape (n_classes,)."""
         self._require_fitted()
         return self._stats.class_count
 
-    def _require_fitted(self) -> None:
-        if not self.is_fitted:
+    def _class_set(self) -> ClassSet:
+        if self._classes is None:
             raise not_fitted(NotFittedError, f"This {type(self).__name__} instance is not fitted yet: it has "
                              "not seen any data; call fit or partial_fit first.")
+        return self._classes
 
-    def _fresh_tables(self) -> dict[str, object]:
+    def _require_fitted(self) -> None:
+        self._class_set()
+
+    def _fresh_tables(self) -> TablesT:
         self._require_fitted()
-        if not self._tables:
-            self.check_params()
-            self._touched.clear()
-            self._tables.update(self._refresh())
-        elif self._touched:
-            self._refresh_features(self._tables, self._touched.take())
-        return self._tables
+        cache = self._cache
+        if cache.tables is None:
+            cache.touched.clear()
+            cache.tables = self._refresh_in_full()
+        elif cache.touched:
+            self._refresh_features(cache.tables, cache.touched.take())
+        return cache.tables
+
+    def _refresh_in_full(self) -> TablesT:
+        """The tables of the statistics, refused when they overflowed (ValueError) rather than
+        left to predict NaN."""
+        self.check_params()
+        if not self._smooths():
+            return self._refresh()  # a log of 0 is -inf, as in scikit-learn: not an error
+        with np.errstate(all="ignore"):  # anything non-finite is refused just below
+            tables = self._refresh()
+        overflowed = tables.not_finite()
+        if overflowed:
+            raise ValueError(f"the tables {overflowed} of this {type(self).__name__} overflow float64: its statistics "
+                             f"are too large for its parameters {self}.")
+        return tables
 
     def _invalidate_tables(self) -> None:
         """Forget the smoothed tables after the statistics or parameters changed."""
         if self.is_fitted:
-            self._tables.clear()
-            self._touched.clear()
+            self._cache.invalidate()
 
     # ---- prediction --------------------------------------------------------------------
-    def predict_joint_log_proba(self, X) -> np.ndarray:
+    def predict_joint_log_proba(self, X: Features) -> FloatArray:
         """log P(x, c) for each row and class, shape (n_samples, n_classes)."""
         self._fresh_tables()
         names = feature_names_of(X)
@@ -286,19 +376,19 @@ class NaiveBayes(EstimatorProtocol):
         check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
         return self._joint_log_likelihood(self._prepare(X))
 
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X: Features) -> FloatArray:
         """log P(c | x), shape (n_samples, n_classes), columns in the order of ``classes_``."""
         return log_normalize(self.predict_joint_log_proba(X))
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: Features) -> FloatArray:
         """P(c | x), shape (n_samples, n_classes), columns in the order of ``classes_``."""
         return np.exp(self.predict_log_proba(X))
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Features) -> AnyArray:
         """The most probable class of each row, shape (n_samples,)."""
         return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
 
-    def score(self, X, y, sample_weight=None) -> float:
+    def score(self, X: Features, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> float:
         """Mean accuracy of ``predict(X)`` against y."""
         predicted = self.predict(X)
         correct = predicted == check_labels(y, n_samples=len(predicted))
@@ -315,7 +405,7 @@ class NaiveBayes(EstimatorProtocol):
     def get_params(self, deep: bool = True) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.param_names()}
 
-    def set_params(self, **params) -> "NaiveBayes":
+    def set_params(self, **params: object) -> Self:
         unknown = set(params) - set(self.param_names())
         if unknown:
             raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {type(self).__name__}; "
@@ -332,10 +422,10 @@ class NaiveBayes(EstimatorProtocol):
         return f"{type(self).__name__}({', '.join(changed)})"
 
 
-def _same_param(a, b) -> bool:
+def _same_param(a: object, b: object) -> bool:
     if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
         try:
-            return np.array_equal(np.asarray(a), np.asarray(b))
+            return bool(np.array_equal(np.asarray(a), np.asarray(b)))
         except (TypeError, ValueError):
             return False
-    return a == b
+    return bool(a == b)

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from .discrete import DiscreteNB
+from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
+from .kernels import linear_scores
+from .ndarrays import Features, FloatArray
 from .validation import is_sparse
 
 
-class BernoulliNB(DiscreteNB):
+@dataclass
+class BernoulliTables(DiscreteTables):
+    """feature_log_prob_ : (n_classes, n_features) log P(x_f = 1 | c); a row's score is
+    x . weights + bias, weights : (n_features, n_classes), bias : (n_classes,)."""
+
+    feature_log_prob_: FloatArray
+    weights: FloatArray
+    bias: FloatArray
+
+
+class BernoulliNB(FeatureCountsNB[BernoulliTables]):
     """Naive Bayes for binary features, streaming; scikit-learn's parameters and numbers.
 
     Parameters
@@ -38,8 +52,11 @@ class BernoulliNB(DiscreteNB):
 
     kind = "bernoulli"
 
-    def __init__(self, *, alpha=1.0, force_alpha=True, binarize=0.0, fit_prior=True,
-                 class_prior=None, half_life=None):
+    binarize: float | None
+
+    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,
+                 binarize: float | None = 0.0, fit_prior: bool = True, class_prior: npt.ArrayLike | None = None,
+                 half_life: float | None = None):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.binarize = binarize
@@ -49,13 +66,18 @@ class BernoulliNB(DiscreteNB):
 
     def check_params(self) -> None:
         super().check_params()
-        if self.binarize is not None and (not isinstance(self.binarize, numbers.Real)
-                                          or isinstance(self.binarize, bool) or not np.isfinite(self.binarize)
-                                          or self.binarize < 0):
+        binarize = self.binarize
+        if binarize is not None and (not isinstance(binarize, numbers.Real) or isinstance(binarize, bool)
+                                     or not 0 <= float(binarize) < np.inf):
             raise ValueError(f"binarize must be a finite number >= 0 or None; got {self.binarize!r} "
                              "(a negative threshold would turn the implicit zeros of sparse input into ones).")
 
-    def _prepare(self, X):
+    @property
+    def feature_log_prob_(self) -> FloatArray:
+        """log P(feature = 1 | class), shape (n_classes, n_features)."""
+        return self._fresh_tables().feature_log_prob_
+
+    def _prepare(self, X: Features) -> Features:
         """Binarize: dense input becomes a bool array; CSR keeps its sparsity."""
         if self.binarize is None:
             return X
@@ -72,13 +94,17 @@ class BernoulliNB(DiscreteNB):
             return X > X.dtype.type(threshold)
         return X > self.binarize
 
-    def _smooth(self, alpha, class_log_prior):
+    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> BernoulliTables:
         counts = self._stats
         # A per-feature alpha smooths each feature's Bernoulli towards 1/2 with its own weight
         # (scikit-learn's own BernoulliNB fails on array alpha).
         log_p = np.log(counts.feature_count + alpha) - np.log(counts.class_count[:, None] + alpha * 2)
         log_not_p = np.log(1 - np.exp(log_p))
         # sum_f [x log p + (1 - x) log(1 - p)] = x . (log p - log(1 - p)) + sum_f log(1 - p)
-        return {"feature_log_prob_": log_p,
-                "weights": (log_p - log_not_p).T,
-                "bias": class_log_prior + log_not_p.sum(axis=1)}
+        return BernoulliTables(class_log_prior_=class_log_prior, feature_log_prob_=log_p,
+                               weights=weights_for_rows(log_p - log_not_p),
+                               bias=class_log_prior + log_not_p.sum(axis=1))
+
+    def _joint_log_likelihood(self, X: Features) -> FloatArray:
+        tables = self._fresh_tables()
+        return linear_scores(X, tables.weights, tables.bias)

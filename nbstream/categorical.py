@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Self
 
-from .base import cached_table
-from .discrete import DiscreteNB
+import numpy as np
+import numpy.typing as npt
+
+from .discrete import Alpha, DiscreteNB, DiscreteTables
+from .ndarrays import Features, FloatArray, IntArray
 from .stats import CategoryCounts
 
 
-class CategoricalNB(DiscreteNB):
+@dataclass
+class CategoricalTables(DiscreteTables):
+    """Per feature i: feature_log_prob_[i] (n_classes, n_categories_i) log P(code | c), and
+    log_prob_by_code[i] (n_categories_i + 1, n_classes), the same by code plus a zero row that
+    unseen codes point to; n_categories_ : (n_features,); bias : (n_classes,) the log prior."""
+
+    feature_log_prob_: list[FloatArray]
+    log_prob_by_code: list[FloatArray]
+    n_categories_: IntArray
+    bias: FloatArray
+
+
+class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
     """Naive Bayes for categorical features, streaming; scikit-learn's parameters and numbers.
 
     Parameters
@@ -41,10 +58,12 @@ class CategoricalNB(DiscreteNB):
     _accept_sparse = False
     _alpha_may_be_array = False
     _categorical_input = True
-    n_categories_ = cached_table()
+    _statistics_type = CategoryCounts
+    min_categories: int | npt.ArrayLike | None
 
-    def __init__(self, *, alpha=1.0, force_alpha=True, fit_prior=True, class_prior=None,
-                 min_categories=None, half_life=None):
+    def __init__(self, *, alpha: float = 1.0, force_alpha: bool = True, fit_prior: bool = True,
+                 class_prior: npt.ArrayLike | None = None, min_categories: int | npt.ArrayLike | None = None,
+                 half_life: float | None = None):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
@@ -61,30 +80,40 @@ class CategoricalNB(DiscreteNB):
                 raise ValueError(f"min_categories must be a positive integer or one per feature "
                                  f"({n_features}); got {self.min_categories!r}.")
 
-    def _new_statistics(self, n_features: int):
+    def _new_statistics(self, n_features: int) -> CategoryCounts:
         counts = CategoryCounts.empty(n_features)
         if self.min_categories is not None:
             counts.widen(np.broadcast_to(np.asarray(self.min_categories), (n_features,)))
         return counts
 
     @property
-    def category_count_(self) -> list[np.ndarray]:
+    def category_count_(self) -> list[FloatArray]:
+        """Per feature, the weight of each (class, category) pair: n_features arrays of shape
+        (n_classes, n_categories_i)."""
         self._require_fitted()
         return self._stats.category_count
 
-    def recode_categories(self, new_codes: list[np.ndarray]) -> "CategoricalNB":
+    @property
+    def feature_log_prob_(self) -> list[FloatArray]:
+        """Per feature, log P(category | class): n_features arrays of shape (n_classes, n_categories_i)."""
+        return self._fresh_tables().feature_log_prob_
+
+    @property
+    def n_categories_(self) -> IntArray:
+        """Categories of each feature (codes 0..n-1 have a table entry), shape (n_features,)."""
+        return self._fresh_tables().n_categories_
+
+    def recode_categories(self, new_codes: Sequence[IntArray]) -> Self:
         """Move category j of feature i to code new_codes[i][j] (to merge models whose
-        category codes were assigned in different orders). Returns self."""
+        category codes were assigned in different orders). Returns self.
+
+        new_codes : one array per feature of distinct non-negative codes."""
         self._require_fitted()
         self._stats.recode(new_codes)
         self._invalidate_tables()
         return self
 
-    @property
-    def feature_count_(self):
-        raise AttributeError("CategoricalNB keeps category_count_, not feature_count_.")
-
-    def _prepare(self, X):
+    def _prepare(self, X: Features) -> Features:
         """Category codes as integers; floats are accepted only when integral."""
         if X.dtype.kind in "if" and X.size and X.min() < 0:
             raise ValueError(f"Negative values in data passed to CategoricalNB: category codes start at 0; "
@@ -97,20 +126,20 @@ class CategoricalNB(DiscreteNB):
             X = X.view(np.uint8)
         return X
 
-    def _smooth(self, alpha, class_log_prior):
+    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> CategoricalTables:
         tables = [table + alpha for table in self._stats.category_count]
         log_prob = [np.log(t) - np.log(t.sum(axis=1, keepdims=True)) for t in tables]
-        # Per feature, one row per code plus a zero row that unseen codes point to.
         by_code = [np.vstack([t.T, np.zeros((1, len(class_log_prior)))]) for t in log_prob]
-        return {"feature_log_prob_": log_prob, "log_prob_by_code": by_code,
-                "n_categories_": np.array([t.shape[1] for t in log_prob], dtype=np.int64),
-                "bias": class_log_prior}
+        return CategoricalTables(class_log_prior_=class_log_prior, feature_log_prob_=log_prob,
+                                 log_prob_by_code=by_code,
+                                 n_categories_=np.array([t.shape[1] for t in log_prob], dtype=np.int64),
+                                 bias=class_log_prior)
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: Features) -> FloatArray:
         tables = self._fresh_tables()
-        scores = np.zeros((X.shape[0], len(tables["bias"])))
-        for table, codes in zip(tables["log_prob_by_code"], np.ascontiguousarray(X.T)):
+        scores = np.zeros((X.shape[0], len(tables.bias)))
+        for table, codes in zip(tables.log_prob_by_code, np.ascontiguousarray(X.T), strict=True):
             unseen = np.int64(table.shape[0] - 1)
             scores += table.take(np.minimum(codes, unseen), axis=0)
-        scores += tables["bias"]
+        scores += tables.bias
         return scores

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import numpy.typing as npt
 
-from .base import cached_table
-from .discrete import DiscreteNB
+from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
+from .kernels import linear_scores
+from .ndarrays import Features, FloatArray
 
 
-class ComplementNB(DiscreteNB):
+@dataclass
+class ComplementTables(DiscreteTables):
+    """feature_all_ : (n_features,) counts over all classes; feature_log_prob_ : (n_classes,
+    n_features) the complement weights; a row's score is x . weights + bias, weights :
+    (n_features, n_classes), bias : (n_classes,)."""
+
+    feature_all_: FloatArray
+    feature_log_prob_: FloatArray
+    weights: FloatArray
+    bias: FloatArray
+
+
+class ComplementNB(FeatureCountsNB[ComplementTables]):
     """Complement Naive Bayes, streaming; scikit-learn's parameters and numbers.
 
     Each class is scored by how unlike the *other* classes' counts a row is.
@@ -31,10 +47,10 @@ class ComplementNB(DiscreteNB):
 
     kind = "complement"
     requires_non_negative = True
-    feature_all_ = cached_table()
+    norm: bool
 
-    def __init__(self, *, alpha=1.0, force_alpha=True, fit_prior=True, class_prior=None,
-                 norm=False, half_life=None):
+    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
+                 class_prior: npt.ArrayLike | None = None, norm: bool = False, half_life: float | None = None):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
@@ -42,7 +58,17 @@ class ComplementNB(DiscreteNB):
         self.norm = norm
         self.half_life = half_life
 
-    def _smooth(self, alpha, class_log_prior):
+    @property
+    def feature_all_(self) -> FloatArray:
+        """Weighted sum of each feature over all classes, shape (n_features,)."""
+        return self._fresh_tables().feature_all_
+
+    @property
+    def feature_log_prob_(self) -> FloatArray:
+        """The complement weights of each class and feature, shape (n_classes, n_features)."""
+        return self._fresh_tables().feature_log_prob_
+
+    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> ComplementTables:
         feature_count = self._stats.feature_count
         feature_all = feature_count.sum(axis=0)
         complement = feature_all + alpha - feature_count
@@ -50,5 +76,9 @@ class ComplementNB(DiscreteNB):
         log_weights = logged / logged.sum(axis=1, keepdims=True) if self.norm else -logged
         # A single class has no complement: its prior is the only information.
         bias = class_log_prior if len(class_log_prior) == 1 else np.zeros_like(class_log_prior)
-        return {"feature_all_": feature_all, "feature_log_prob_": log_weights,
-                "weights": log_weights.T, "bias": bias}
+        return ComplementTables(class_log_prior_=class_log_prior, feature_all_=feature_all,
+                                feature_log_prob_=log_weights, weights=weights_for_rows(log_weights), bias=bias)
+
+    def _joint_log_likelihood(self, X: Features) -> FloatArray:
+        tables = self._fresh_tables()
+        return linear_scores(X, tables.weights, tables.bias)

@@ -4,40 +4,55 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
-from .base import NaiveBayes, cached_table
-from .kernels import linear_scores
+from .base import NaiveBayes, StatsT
+from .ndarrays import FloatArray
 from .stats import DiscreteCounts
+from .tables import Tables
 
 _ALPHA_FLOOR = 1e-10
 
+Alpha = float | FloatArray  # a scalar, or one value per feature
 
-class DiscreteNB(NaiveBayes):
+
+@dataclass
+class DiscreteTables(Tables):
+    """class_log_prior_ : (n_classes,) log P(c), first of every discrete model's tables."""
+
+    _may_be_infinite = frozenset({"class_log_prior_", "bias"})
+    class_log_prior_: FloatArray
+
+
+DiscreteTablesT = TypeVar("DiscreteTablesT", bound=DiscreteTables)
+
+
+class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
     """Base of Bernoulli, multinomial, complement and categorical models.
 
-    Subclasses supply ``_smooth(alpha, class_log_prior)`` returning the fitted tables plus
-    ``weights`` (n_features, n_classes) and ``bias`` (n_classes,) for a linear score.
+    Subclasses supply ``_smooth(alpha, class_log_prior)`` returning their tables.
     """
 
     _alpha_may_be_array = True
     _poor_score = True  # scikit-learn's generic accuracy checks use Gaussian blobs
-    class_log_prior_ = cached_table()
-    feature_log_prob_ = cached_table()
-
-    def _new_statistics(self, n_features: int):
-        return DiscreteCounts.empty(n_features)
+    alpha: float | npt.ArrayLike
+    force_alpha: bool
+    fit_prior: bool
+    class_prior: npt.ArrayLike | None
 
     @property
-    def feature_count_(self) -> np.ndarray:
-        self._require_fitted()
-        return self._stats.feature_count
+    def class_log_prior_(self) -> FloatArray:
+        """log P(class), shape (n_classes,): fitted, uniform, or ``class_prior``."""
+        return self._fresh_tables().class_log_prior_
 
     def check_params(self) -> None:
         super().check_params()
         if isinstance(self.alpha, numbers.Real):
-            if not np.isfinite(self.alpha) or self.alpha < 0:
+            if not 0 <= float(self.alpha) < np.inf:
                 raise ValueError(f"alpha must be a finite number >= 0; got {self.alpha}.")
         elif not self._alpha_may_be_array:
             raise ValueError(f"{type(self).__name__} needs a scalar alpha; got {self.alpha!r}.")
@@ -54,22 +69,34 @@ class DiscreteNB(NaiveBayes):
                                  f"got shape {alpha.shape}.")
             if not np.isfinite(alpha).all() or (alpha < 0).any():
                 raise ValueError("All values in alpha must be finite and >= 0.")
-        if self.class_prior is not None and n_classes is not None and len(self.class_prior) != n_classes:
-            raise ValueError(f"Number of priors must match number of classes: class_prior has "
-                             f"{len(self.class_prior)} entries for {n_classes} classes.")
+        if self.class_prior is not None and n_classes is not None:
+            n_priors = len(np.asarray(self.class_prior))
+            if n_priors != n_classes:
+                raise ValueError(f"Number of priors must match number of classes: class_prior has "
+                                 f"{n_priors} entries for {n_classes} classes.")
 
-    def _checked_alpha(self):
+    def _warn_before_learning(self) -> None:
+        """scikit-learn's warning, from fit and partial_fit, pointing at the caller's line."""
+        if not self.force_alpha and np.min(self._given_alpha()) < _ALPHA_FLOOR:
+            warnings.warn(f"alpha too small will result in numeric errors, setting alpha = {_ALPHA_FLOOR:.1e}. "
+                          "Use `force_alpha=True` to keep alpha unchanged.", UserWarning, stacklevel=4)
+
+    def _smooths(self) -> bool:
+        return bool(np.min(self._checked_alpha()) > 0)
+
+    def _given_alpha(self) -> Alpha:
+        return float(self.alpha) if isinstance(self.alpha, numbers.Real) else np.asarray(self.alpha, dtype=np.float64)
+
+    def _checked_alpha(self) -> Alpha:
         """alpha as scikit-learn applies it: per-feature arrays checked, tiny values floored
-        unless force_alpha."""
+        unless force_alpha (the warning came from fit or partial_fit)."""
         self._check_shapes(self.n_features_in_, None)  # set_params may have changed alpha since fit
-        alpha = self.alpha if isinstance(self.alpha, numbers.Real) else np.asarray(self.alpha, dtype=np.float64)
-        if np.min(alpha) < _ALPHA_FLOOR and not self.force_alpha:
-            warnings.warn(f"alpha too small will result in numeric errors, setting alpha = "
-                          f"{_ALPHA_FLOOR:.1e}. Use `force_alpha=True` to keep alpha unchanged.")
+        alpha = self._given_alpha()
+        if not self.force_alpha and np.min(alpha) < _ALPHA_FLOOR:
             return np.maximum(alpha, _ALPHA_FLOOR)
         return alpha
 
-    def _class_log_prior(self) -> np.ndarray:
+    def _class_log_prior(self) -> FloatArray:
         class_count = self._stats.class_count
         n_classes = len(class_count)
         if self.class_prior is not None:
@@ -84,16 +111,27 @@ class DiscreteNB(NaiveBayes):
                 return np.log(class_count) - np.log(class_count.sum())
         return np.full(n_classes, -np.log(n_classes))
 
-    def _refresh(self) -> dict[str, object]:
-        prior = self._class_log_prior()
-        tables = self._smooth(self._checked_alpha(), prior)
-        if "weights" in tables:  # row-major (n_features, n_classes): a sparse product with a transposed view is 20x slower
-            tables["weights"] = np.ascontiguousarray(tables["weights"])
-        return {"class_log_prior_": prior, **tables}
+    def _refresh(self) -> DiscreteTablesT:
+        return self._smooth(self._checked_alpha(), self._class_log_prior())
 
-    def _smooth(self, alpha, class_log_prior: np.ndarray) -> dict[str, np.ndarray]:
+    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> DiscreteTablesT:
         raise NotImplementedError
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
-        tables = self._fresh_tables()
-        return linear_scores(X, tables["weights"], tables["bias"])
+
+class FeatureCountsNB(DiscreteNB[DiscreteCounts, DiscreteTablesT]):
+    """Base of the models that learn per-class sums of each feature: Bernoulli, multinomial, complement."""
+
+    _statistics_type = DiscreteCounts
+
+    @property
+    def feature_count_(self) -> FloatArray:
+        """Weighted sum of each feature in each class, shape (n_classes, n_features)."""
+        self._require_fitted()
+        return self._stats.feature_count
+
+
+def weights_for_rows(log_weights: FloatArray) -> FloatArray:
+    """Per-class log-weights of shape (n_classes, n_features) in the layout scoring wants,
+    (n_features, n_classes) row-major: a sparse product with a transposed view is 20x slower."""
+    return np.ascontiguousarray(log_weights.T)
+

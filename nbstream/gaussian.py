@@ -3,15 +3,42 @@
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from .base import NaiveBayes, cached_table
+from .base import NaiveBayes
 from .kernels import row_blocks
+from .ndarrays import AnyArray, Features, FloatArray, FloatingArray
 from .stats import GaussianMoments
+from .tables import Tables
 
 
-class GaussianNB(NaiveBayes):
+@dataclass
+class GaussianTables(Tables):
+    """The fitted attributes, in float64, and what scoring needs (see ``_refresh``).
+
+    theta_, var_ : (n_classes, n_features); class_prior_ : (n_classes,); epsilon_ : the smoothing;
+    center : (n_features,); inv_var : (n_classes, n_features); linear, half_inv_var :
+    (n_features, n_classes); offset_term, normalizer : (n_classes,)
+    """
+
+    _may_be_infinite = frozenset({"normalizer"})  # -inf for a prior of 0
+    theta_: FloatArray
+    var_: FloatArray
+    class_prior_: FloatArray
+    epsilon_: np.float64
+    center: FloatArray
+    inv_var: FloatArray
+    linear: FloatArray
+    half_inv_var: FloatArray
+    offset_term: FloatArray
+    normalizer: FloatArray
+
+
+class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
     """Gaussian Naive Bayes, streaming; scikit-learn's parameters and numbers.
 
     Parameters
@@ -24,7 +51,9 @@ class GaussianNB(NaiveBayes):
     half_life : float or None, default None   forgetting, in examples
 
     Fitted attributes: classes_, class_count_ (n_classes,), theta_ and var_
-    (n_classes, n_features), class_prior_ (n_classes,), epsilon_, n_features_in_.
+    (n_classes, n_features), class_prior_ (n_classes,), epsilon_, n_features_in_. As in
+    scikit-learn, the float attributes have the dtype of the first batch when it is float16
+    or float32 (the statistics and the scores stay float64).
 
     While no feature has varied yet, the smoothing is ``var_smoothing`` itself.
 
@@ -40,45 +69,79 @@ class GaussianNB(NaiveBayes):
 
     kind = "gaussian"
     _accept_sparse = False
-    theta_ = cached_table()
-    var_ = cached_table()
-    class_prior_ = cached_table()
-    epsilon_ = cached_table()
+    _keeps_float_dtype = True
+    _statistics_type = GaussianMoments
+    priors: npt.ArrayLike | None
+    var_smoothing: float
 
-    def __init__(self, *, priors=None, var_smoothing=1e-9, half_life=None):
+    def __init__(self, *, priors: npt.ArrayLike | None = None, var_smoothing: float = 1e-9,
+                 half_life: float | None = None):
         self.priors = priors
         self.var_smoothing = var_smoothing
         self.half_life = half_life
 
-    def _new_statistics(self, n_features: int):
-        return GaussianMoments.empty(n_features)
+    @property
+    def class_count_(self) -> FloatingArray:
+        """Weight of each class learned so far, shape (n_classes,)."""
+        return self._as_fitted_dtype(super().class_count_)
+
+    @property
+    def theta_(self) -> FloatingArray:
+        """Mean of each feature in each class, shape (n_classes, n_features)."""
+        return self._as_fitted_dtype(self._fresh_tables().theta_)
+
+    @property
+    def var_(self) -> FloatingArray:
+        """Variance of each feature in each class plus ``epsilon_``, shape (n_classes, n_features)."""
+        return self._as_fitted_dtype(self._fresh_tables().var_)
+
+    @property
+    def class_prior_(self) -> FloatingArray:
+        """P(class), shape (n_classes,): learned, or ``priors``."""
+        return self._as_fitted_dtype(self._fresh_tables().class_prior_)
+
+    @property
+    def epsilon_(self) -> np.floating[Any]:
+        """What was added to every variance."""
+        epsilon: np.floating[Any] = self._fresh_tables().epsilon_.astype(self._float_dtype)
+        return epsilon
+
+    def _as_fitted_dtype(self, array: FloatArray) -> FloatingArray:
+        """The array in the dtype of the float fitted attributes (itself when that is float64)."""
+        return array.astype(self._float_dtype, copy=False)
 
     def check_params(self) -> None:
         super().check_params()
-        if not isinstance(self.var_smoothing, numbers.Real) or not np.isfinite(self.var_smoothing) \
-                or self.var_smoothing < 0:
+        var_smoothing = self.var_smoothing
+        if not isinstance(var_smoothing, numbers.Real) or not 0 <= float(var_smoothing) < np.inf:
             raise ValueError(f"var_smoothing must be a finite number >= 0; got {self.var_smoothing!r}.")
         if self.priors is not None:
             priors = np.asarray(self.priors, dtype=np.float64)
             if priors.ndim != 1 or (priors < 0).any() or not np.isclose(priors.sum(), 1.0):
                 raise ValueError(f"priors must be non-negative and sum to 1; got {self.priors!r}.")
 
-    def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
-        if self.priors is not None and n_classes is not None and len(self.priors) != n_classes:
-            raise ValueError(f"Number of priors must match number of classes: priors has "
-                             f"{len(self.priors)} entries for {n_classes} classes.")
+    def _smooths(self) -> bool:
+        return float(self.var_smoothing) > 0
 
-    def _class_prior(self) -> np.ndarray:
+    def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
+        if self.priors is not None and n_classes is not None:
+            n_priors = len(np.asarray(self.priors))
+            if n_priors != n_classes:
+                raise ValueError(f"Number of priors must match number of classes: priors has "
+                                 f"{n_priors} entries for {n_classes} classes.")
+
+    def _class_prior(self) -> FloatArray:
         count = self._stats.class_count
         if self.priors is None:
-            return count / count.sum()
+            prior: FloatArray = count / count.sum()
+            return prior
         priors = np.asarray(self.priors, dtype=np.float64)
         if len(priors) != len(count):
             raise ValueError(f"priors has {len(priors)} entries but the model has {len(count)} "
                              f"classes {self.classes_.tolist()}.")
         return priors
 
-    def _refresh(self) -> dict[str, object]:
+    def _refresh(self) -> GaussianTables:
         moments = self._stats
         # With no variance at all yet, smoothing relative to a unit scale keeps var_ > 0
         # (scikit-learn would divide by zero here).
@@ -100,12 +163,12 @@ class GaussianNB(NaiveBayes):
         offset = moments.mean - center
         with np.errstate(divide="ignore"):
             normalizer = np.log(prior) - 0.5 * np.log(2.0 * np.pi * var).sum(axis=1)
-        return {"theta_": moments.mean.copy(), "var_": var, "class_prior_": prior,
-                "epsilon_": np.float64(epsilon), "center": center, "inv_var": inv_var,
-                "linear": (offset * inv_var).T, "half_inv_var": 0.5 * inv_var.T,
-                "offset_term": 0.5 * (offset**2 * inv_var).sum(axis=1), "normalizer": normalizer}
+        return GaussianTables(theta_=moments.mean.copy(), var_=var, class_prior_=prior, epsilon_=np.float64(epsilon),
+                              center=center, inv_var=inv_var, linear=(offset * inv_var).T,
+                              half_inv_var=0.5 * inv_var.T, offset_term=0.5 * (offset**2 * inv_var).sum(axis=1),
+                              normalizer=normalizer)
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: Features) -> FloatArray:
         """log N(x | theta_c, var_c) + log prior_c, shape (n_samples, n_classes).
 
         The fast path is exact up to rounding of its terms: the products of x - center with
@@ -115,26 +178,26 @@ class GaussianNB(NaiveBayes):
         exp underflows), the score is computed again from direct differences.
         """
         tables = self._fresh_tables()
-        scores = np.empty((X.shape[0], len(tables["normalizer"])))
+        scores = np.empty((X.shape[0], len(tables.normalizer)))
         # Rounding of a sum of F products: a few ulps of the largest term, growing as sqrt(F).
         rounding = 8 * np.finfo(np.float64).eps * np.sqrt(X.shape[1])
         for block in row_blocks(X.shape[0], X.shape[1]):
             centred = X[block].astype(np.float64)
-            centred -= tables["center"]
+            centred -= tables.center
             out = scores[block]
-            np.matmul(centred, tables["linear"], out=out)
+            np.matmul(centred, tables.linear, out=out)
             centred *= centred
-            squares = centred @ tables["half_inv_var"]  # >= 0
+            squares = centred @ tables.half_inv_var  # >= 0
             out -= squares
-            out += tables["normalizer"] - tables["offset_term"]
+            out += tables.normalizer - tables.offset_term
             error = squares  # reused: the terms' magnitude, then the bound on their rounding
-            error += tables["offset_term"]
+            error += tables.offset_term
             error *= rounding
             _rescore(tables, X[block], out, error)
         return scores
 
 
-def _rescore(tables: dict, X, scores: np.ndarray, error: np.ndarray) -> None:
+def _rescore(tables: GaussianTables, X: AnyArray, scores: FloatArray, error: FloatArray) -> None:
     """Recompute, from direct differences, the scores whose error bound is too large."""
     best_lower = (scores - error).max(axis=1, keepdims=True)
     redo = (error > 1e-10) & (scores + error >= best_lower - 745.0)
@@ -142,6 +205,6 @@ def _rescore(tables: dict, X, scores: np.ndarray, error: np.ndarray) -> None:
         return
     for c in np.flatnonzero(redo.any(axis=0)):
         rows = np.flatnonzero(redo[:, c])
-        diff = X[rows].astype(np.float64) - tables["theta_"][c]
+        diff = X[rows].astype(np.float64) - tables.theta_[c]
         diff *= diff
-        scores[rows, c] = tables["normalizer"][c] - 0.5 * (diff @ tables["inv_var"][c])
+        scores[rows, c] = tables.normalizer[c] - 0.5 * (diff @ tables.inv_var[c])

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-from .discrete import DiscreteNB
+import numpy as np
+import numpy.typing as npt
+
+from .discrete import Alpha, DiscreteTables, FeatureCountsNB
 from .kernels import linear_scores
+from .ndarrays import Features, FloatArray, IndexArray
 from .validation import is_sparse
 
 
-class MultinomialNB(DiscreteNB):
+@dataclass
+class MultinomialTables(DiscreteTables):
+    """Kept so that a batch of text refreshes only the features it touched:
+    log_smoothed : (n_features, n_classes) log(count + alpha), the layout the sparse product wants;
+    log_total : (n_classes,) log of each class's smoothed total; bias : (n_classes,) the log prior.
+    A row's score is x . log_smoothed - sum(x) log_total + bias."""
+
+    log_smoothed: FloatArray
+    log_total: FloatArray
+    bias: FloatArray
+
+
+class MultinomialNB(FeatureCountsNB[MultinomialTables]):
     """Naive Bayes for count features, streaming; scikit-learn's parameters and numbers.
 
     Parameters
@@ -32,8 +49,8 @@ class MultinomialNB(DiscreteNB):
     kind = "multinomial"
     requires_non_negative = True
 
-    def __init__(self, *, alpha=1.0, force_alpha=True, fit_prior=True, class_prior=None,
-                 half_life=None):
+    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
+                 class_prior: npt.ArrayLike | None = None, half_life: float | None = None):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
@@ -43,36 +60,34 @@ class MultinomialNB(DiscreteNB):
     _refreshes_features = True
 
     @property
-    def feature_log_prob_(self) -> np.ndarray:
+    def feature_log_prob_(self) -> FloatArray:
         """log P(feature | class), shape (n_classes, n_features)."""
         tables = self._fresh_tables()
-        return tables["log_smoothed"].T - tables["log_total"][:, None]
+        log_prob: FloatArray = tables.log_smoothed.T - tables.log_total[:, None]
+        return log_prob
 
-    def _smooth(self, alpha, class_log_prior):
-        """Tables kept so that a batch of text refreshes only the features it touched:
-        ``log_smoothed`` = log(count + alpha), shape (n_features, n_classes), the layout the
-        sparse product wants, and ``log_total`` = log(sum over features), shape (n_classes,).
-        A row's score is x . log_smoothed - sum(x) log_total + log prior."""
+    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> MultinomialTables:
         log_smoothed = np.empty(self._stats.feature_count.shape[::-1])
         totals = np.empty(log_smoothed.shape[1])
         for c, smoothed in self._smoothed_rows(alpha):
             np.log(smoothed, out=log_smoothed[:, c])
             totals[c] = smoothed.sum()
-        return {"log_smoothed": log_smoothed, "log_total": np.log(totals), "bias": class_log_prior}
+        return MultinomialTables(class_log_prior_=class_log_prior, log_smoothed=log_smoothed,
+                                 log_total=np.log(totals), bias=class_log_prior)
 
-    def _refresh_features(self, tables, features):
+    def _refresh_features(self, tables: MultinomialTables, features: IndexArray) -> None:
         alpha = self._checked_alpha()
         counts = self._stats.feature_count[:, features].T
-        counts += alpha if np.ndim(alpha) == 0 else alpha[features, None]
-        tables["log_smoothed"][features] = np.log(counts)
-        tables["log_total"] = self._log_totals(alpha)
-        tables["class_log_prior_"] = tables["bias"] = self._class_log_prior()
+        counts += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[features, None]
+        tables.log_smoothed[features] = np.log(counts)
+        tables.log_total = self._log_totals(alpha)
+        tables.class_log_prior_ = tables.bias = self._class_log_prior()
 
-    def _log_totals(self, alpha) -> np.ndarray:
+    def _log_totals(self, alpha: Alpha) -> FloatArray:
         """log of each class's smoothed total, shape (n_classes,), summed as ``_smooth`` sums it."""
         return np.log([smoothed.sum() for _, smoothed in self._smoothed_rows(alpha)])
 
-    def _smoothed_rows(self, alpha):
+    def _smoothed_rows(self, alpha: Alpha) -> Iterator[tuple[int, FloatArray]]:
         """(class, counts + alpha of shape (n_features,)) for each class, in one reused row of
         scratch: a refresh needs no copy of the counts."""
         counts = self._stats.feature_count
@@ -81,10 +96,10 @@ class MultinomialNB(DiscreteNB):
             np.add(row, alpha, out=smoothed)
             yield c, smoothed
 
-    def _joint_log_likelihood(self, X) -> np.ndarray:
+    def _joint_log_likelihood(self, X: Features) -> FloatArray:
         tables = self._fresh_tables()
         if not is_sparse(X):  # dense rows are long to sum: fold the totals into the weights instead
-            return linear_scores(X, tables["log_smoothed"] - tables["log_total"], tables["bias"])
-        scores = linear_scores(X, tables["log_smoothed"], tables["bias"])
-        scores -= np.asarray(X.sum(axis=1, dtype=np.float64)).reshape(-1, 1) * tables["log_total"]  # matrix or array
+            return linear_scores(X, tables.log_smoothed - tables.log_total, tables.bias)
+        scores = linear_scores(X, tables.log_smoothed, tables.bias)
+        scores -= np.asarray(X.sum(axis=1, dtype=np.float64)).reshape(-1, 1) * tables.log_total  # matrix or array
         return scores

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import NaiveBayes
 from .bernoulli import BernoulliNB
 from .categorical import CategoricalNB
@@ -15,12 +17,12 @@ from .complement import ComplementNB
 from .gaussian import GaussianNB
 from .multinomial import MultinomialNB
 
-_MODELS: dict[str, type[NaiveBayes]] = {
+_MODELS: dict[str, type[NaiveBayes[Any, Any]]] = {
     cls.kind: cls for cls in (BernoulliNB, MultinomialNB, ComplementNB, GaussianNB, CategoricalNB)}
 MODEL_KINDS: tuple[str, ...] = tuple(_MODELS)
 
 
-def model_class(kind: str) -> type[NaiveBayes]:
+def model_class(kind: str) -> type[NaiveBayes[Any, Any]]:
     """The model class of a kind; ValueError listing the kinds for an unknown one."""
     try:
         return _MODELS[kind]

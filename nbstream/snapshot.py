@@ -18,21 +18,23 @@ loading one never runs code.
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import hashlib
 import io
 import json
 import os
 import stat
 import struct
-import tempfile
 from pathlib import Path
+from typing import IO, Any, TypeAlias
 
 import numpy as np
 
+from .atomic import AtomicFile
 from .base import NaiveBayes
-from .labels import ClassSet
+from .ndarrays import AnyArray, IntArray
 from .registry import model_class
+from .state import ModelState, is_natural
+from .tables import TableValue
 
 FORMAT_VERSION = 2  # 2: sparse arrays; version 1 files (all arrays dense) are read too
 _READABLE_VERSIONS = (1, 2)
@@ -50,7 +52,19 @@ class SnapshotError(ValueError):
     """The file is not a readable nbstream snapshot (truncated, altered, or another format)."""
 
 
-def save(model: NaiveBayes, path, meta: dict | None = None, *, tables: bool = True) -> Path:
+class _Sparse:
+    """A mostly-zero array as it is stored: flat indices of its nonzero values, and those values."""
+
+    def __init__(self, indices: IntArray, values: AnyArray):
+        self.indices, self.values = indices, values
+
+
+Stored: TypeAlias = "AnyArray | _Sparse"  # an array as the file holds it
+Header: TypeAlias = dict[str, Any]  # JSON: its fields are checked by _check_header
+
+
+def save(model: NaiveBayes[Any, Any], path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
+         tables: bool = True) -> Path:
     """Write ``model`` to ``path`` atomically: a reader sees the old file or the new one.
 
     meta : JSON-serialisable dict stored as is (the worker keeps source positions there).
@@ -62,7 +76,7 @@ def save(model: NaiveBayes, path, meta: dict | None = None, *, tables: bool = Tr
     return _write_atomically(Path(path), header_bytes, arrays)
 
 
-def dumps(model: NaiveBayes, meta: dict | None = None, *, tables: bool = True) -> bytes:
+def dumps(model: NaiveBayes[Any, Any], meta: dict[str, Any] | None = None, *, tables: bool = True) -> bytes:
     """The snapshot of ``model`` as bytes (the same format as ``save`` writes).
 
     tables : store the smoothed tables too (see ``save``).
@@ -73,49 +87,58 @@ def dumps(model: NaiveBayes, meta: dict | None = None, *, tables: bool = True) -
     return buffer.getvalue()
 
 
-def _serialise(model: NaiveBayes, meta: dict | None, *, tables: bool) -> tuple[bytes, dict[str, np.ndarray]]:
-    model._require_fitted()
-    arrays: dict[str, np.ndarray] = {}
-    header = {
-        "kind": model.kind,
-        "params": {name: _encode_value(value, f"param.{name}", arrays)
-                   for name, value in model.get_params().items()},
-        "classes": _encode_value(model.classes_, "classes", arrays),
-        "open_classes": not model._classes.fixed,
-        "n_features": model.n_features_in_,
-        "examples_seen": int(model.n_examples_seen_),
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+def _serialise(model: NaiveBayes[Any, Any], meta: dict[str, Any] | None, *,
+               tables: bool) -> tuple[bytes, dict[str, Stored]]:
+    state = model.export_state(tables=tables, copy=False)
+    arrays: dict[str, AnyArray] = {}
+    header: dict[str, Any] = {
+        "kind": state.kind,
+        "params": {name: _encode_value(value, f"param.{name}", arrays) for name, value in state.params.items()},
+        "classes": _encode_value(state.classes, "classes", arrays),
+        "open_classes": state.open_classes,
+        "n_features": state.n_features,
+        "examples_seen": state.examples_seen,
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(),
         "meta": meta or {},
     }
-    if hasattr(model, "feature_names_in_"):
-        header["feature_names"] = model.feature_names_in_.tolist()
-    for name, array in model._stats.arrays().items():
+    if state.feature_names is not None:
+        header["feature_names"] = state.feature_names.tolist()
+    if state.float_dtype != "float64":  # absent from files of models in float64, as before it existed
+        header["float_dtype"] = state.float_dtype
+    for name, array in state.statistics.items():
         arrays[f"stats.{name}"] = array
-    if tables:
-        for name, value in model._fresh_tables().items():
-            _encode_value(value if isinstance(value, list) else np.asarray(value), f"table.{name}", arrays)
-    header["arrays"] = []
+    for name, value in state.tables.items():
+        _encode_value(value if isinstance(value, list) else np.asarray(value), f"table.{name}", arrays)
+    return _laid_out(header, arrays)
+
+
+def _laid_out(header: dict[str, Any], arrays: dict[str, AnyArray]) -> tuple[bytes, dict[str, Stored]]:
+    """The header with its array directory, and the arrays as stored (mostly-zero statistics sparse)."""
+    stored: dict[str, Stored] = {}
+    directory: list[dict[str, Any]] = []
     offset, sparse_values = 0, 0
-    for name, array in list(arrays.items()):
-        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-        entry = {"name": name, "dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
-        if name.startswith("stats.") and array.size >= _SPARSE_MIN_SIZE \
-                and sparse_values + array.size <= SPARSE_MAX_VALUES:
-            where = np.flatnonzero(array.reshape(-1) != 0)  # a mask first: 4x faster than on floats
-            if len(where) < array.size * _SPARSE_BELOW:
-                sparse_values += array.size
+    for name, array in arrays.items():
+        dense = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        entry = {"name": name, "dtype": dense.dtype.str, "shape": list(dense.shape), "offset": offset}
+        kept: Stored = dense
+        if name.startswith("stats.") and dense.size >= _SPARSE_MIN_SIZE \
+                and sparse_values + dense.size <= SPARSE_MAX_VALUES:
+            where = np.flatnonzero(dense.reshape(-1) != 0)  # a mask first: 4x faster than on floats
+            if len(where) < dense.size * _SPARSE_BELOW:
+                sparse_values += dense.size
                 entry["nonzero"] = len(where)
-                array = _Sparse(where.astype("<i8"), array.reshape(-1)[where])
-        arrays[name] = array
-        header["arrays"].append(entry)
-        offset += _stored_bytes(array)
+                kept = _Sparse(where.astype("<i8"), dense.reshape(-1)[where])
+        stored[name] = kept
+        directory.append(entry)
+        offset += _stored_bytes(kept)
+    header["arrays"] = directory
     try:
-        return json.dumps(header, allow_nan=False).encode(), arrays
+        return json.dumps(header, allow_nan=False).encode(), stored
     except (TypeError, ValueError) as error:
         raise TypeError(f"snapshot metadata must be JSON-serialisable: {error}") from None
 
 
-def _write_body(out, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> None:
+def _write_body(out: IO[bytes], header_bytes: bytes, arrays: dict[str, Stored]) -> None:
     """Magic and version, header, arrays, then the SHA-256 of all of it."""
     digest = hashlib.sha256()
 
@@ -133,24 +156,17 @@ def _write_body(out, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> None
     out.write(digest.digest())
 
 
-class _Sparse:
-    """A mostly-zero array as it is stored: flat indices of its nonzero values, and those values."""
-
-    def __init__(self, indices: np.ndarray, values: np.ndarray):
-        self.indices, self.values = indices, values
-
-
-def _stored_parts(array) -> tuple[np.ndarray, ...]:
+def _stored_parts(array: Stored) -> tuple[AnyArray, ...]:
     """What an array is written as, in order: itself, or a sparse one's indices then values."""
     return (array.indices, array.values) if isinstance(array, _Sparse) else (array,)
 
 
-def _stored_bytes(array) -> int:
+def _stored_bytes(array: Stored) -> int:
     """Bytes an array takes in the file, each part padded to 8."""
     return sum(-(-part.nbytes // 8) * 8 for part in _stored_parts(array))
 
 
-def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
+def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, Stored]) -> Path:
     """An OSError names ``path`` (not the temporary file beside it)."""
     try:
         return _replace_atomically(path, header_bytes, arrays)
@@ -159,47 +175,19 @@ def _write_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndar
         raise OSError(error.errno, f"cannot write the snapshot ({reason})", str(path)) from None
 
 
-def check_output_path(path) -> None:
-    """Raise OSError when ``path`` exists as anything but a regular file: a file written beside it
-    and renamed into place would replace a directory's name, a device or a FIFO."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if not stat.S_ISREG(mode):
-        raise OSError(None, "a device, FIFO or socket, not a regular file: left as it is", str(path))
-
-
-def _replace_atomically(path: Path, header_bytes: bytes, arrays: dict[str, np.ndarray]) -> Path:
-    check_output_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            _write_body(out, header_bytes, arrays)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+def _replace_atomically(path: Path, header_bytes: bytes, arrays: dict[str, Stored]) -> Path:
+    with AtomicFile(path) as out:
+        _write_body(out, header_bytes, arrays)
     return path
 
 
-def read_header(path) -> dict:
+def read_header(path: str | os.PathLike[str]) -> Header:
     """The verified header of a snapshot (kind, params, classes, meta, ...) without arrays."""
     header, _ = _read_verified(Path(path))
     return header
 
 
-def load(path) -> NaiveBayes:
+def load(path: str | os.PathLike[str]) -> NaiveBayes[Any, Any]:
     """Read a snapshot: the model predicts bit-identically and can keep training.
 
     Raises SnapshotError for a truncated, altered or foreign file.
@@ -207,76 +195,62 @@ def load(path) -> NaiveBayes:
     return load_with_header(path)[0]
 
 
-def load_with_header(path) -> tuple[NaiveBayes, dict]:
+def load_with_header(path: str | os.PathLike[str]) -> tuple[NaiveBayes[Any, Any], Header]:
     """The model and the verified header (with the caller's ``meta``), from one read."""
     return _model_from(*_read_verified(Path(path)), path)
 
 
-def loads(data: bytes, source: str = "snapshot") -> tuple[NaiveBayes, dict]:
+def loads(data: bytes, source: str = "snapshot") -> tuple[NaiveBayes[Any, Any], Header]:
     """The model and header of a snapshot held in memory (see ``dumps``); ``source`` names it in errors."""
     return _model_from(*_verified(data, source), source)
 
 
-def _model_from(header, payload: memoryview, source) -> tuple[NaiveBayes, dict]:
+def _model_from(header: object, payload: memoryview, source: object) -> tuple[NaiveBayes[Any, Any], Header]:
     """The model a verified snapshot describes, after checking that its header and content
     are what ``save`` writes: anything else (a re-sealed file with a forged header, say) is a
     SnapshotError, raised before anything is allocated from the header's numbers."""
     try:
-        _check_header(header, len(payload))
-        arrays = {entry["name"]: _array_from(payload, entry) for entry in header["arrays"]}
-        model = model_class(header["kind"])()
-        model.set_params(**{name: _decode_value(value, arrays) for name, value in header["params"].items()})
-        model.check_params()
-        classes = _decode_value(header["classes"], arrays)
-        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or len(np.unique(classes)) != len(classes):
-            raise ValueError("classes must be a list of distinct labels")
-        stats = {name.removeprefix("stats."): a for name, a in arrays.items() if name.startswith("stats.")}
-        n_values = sum(a.size for a in stats.values())
-        if not 1 <= header["n_features"] <= max(n_values, 1) or len(classes) > max(n_values, 1):
-            raise ValueError(f"n_features {header['n_features']} and {len(classes)} classes do not fit the "
-                             f"{n_values} values of the statistics")
-        model._check_shapes(header["n_features"], None if header["open_classes"] else len(classes))
-        model._start(ClassSet(classes, not header["open_classes"]), header["n_features"],
-                     _feature_names(header.get("feature_names"), header["n_features"]))
-        model._stats = type(model._stats).from_arrays(stats)
-        model._stats.check(len(classes), header["n_features"])
-        model.n_examples_seen_ = header["examples_seen"]
-        stored = _decode_tables(arrays)
-        if stored:  # checked against the statistics; without them the tables are computed when first read
-            computed = model._refresh()
-            if set(stored) == set(computed):  # tables of another version are left aside: they are derived
-                _check_tables(stored, computed)
-            model._tables.update(computed)
+        checked = _check_header(header, len(payload))
+        arrays = {entry["name"]: _array_from(payload, entry) for entry in checked["arrays"]}
+        model = model_class(checked["kind"]).from_state(_state_of(checked, arrays), copy=False)
     except SnapshotError as error:
         raise SnapshotError(f"{source}: {error}") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:
         raise SnapshotError(f"{source}: snapshot content is inconsistent ({error}).") from None
-    return model, header
+    return model, checked
 
 
-def _feature_names(names, n_features: int) -> np.ndarray | None:
-    """The optional column names a model was fitted with, one string per feature."""
-    if names is None:
-        return None
-    if not isinstance(names, list) or len(names) != n_features or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"feature_names must be {n_features} strings")
-    return np.asarray(names, dtype=object)
+def _state_of(header: Header, arrays: dict[str, AnyArray]) -> ModelState:
+    """The learned state a checked header and its arrays describe (``from_state`` checks its values)."""
+    names = header.get("feature_names")
+    return ModelState(
+        kind=header["kind"],
+        params={name: _decode_value(value, arrays) for name, value in header["params"].items()},
+        classes=_decode_value(header["classes"], arrays), open_classes=header["open_classes"],
+        n_features=header["n_features"], examples_seen=header["examples_seen"],
+        statistics={name.removeprefix("stats."): a for name, a in arrays.items() if name.startswith("stats.")},
+        tables=_decode_tables(arrays), feature_names=None if names is None else np.asarray(names, dtype=object),
+        float_dtype=header.get("float_dtype", "float64"))
 
 
-_HEADER_TYPES = {"kind": str, "params": dict, "open_classes": bool, "n_features": int,
-                 "examples_seen": (int, float), "created_at": str, "meta": dict, "arrays": list}
+_HEADER_TYPES: dict[str, type] = {"kind": str, "params": dict, "open_classes": bool, "n_features": int,
+                                  "examples_seen": int, "created_at": str, "meta": dict, "arrays": list}
+_OPTIONAL_HEADER_TYPES: dict[str, type] = {"feature_names": list, "float_dtype": str}
 
 
-def _check_header(header, payload_bytes: int) -> None:
-    """Types and ranges of every header field, and every array inside the payload."""
+def _check_header(header: object, payload_bytes: int) -> Header:
+    """The header, once the type of every field and every array's place inside the payload are
+    checked (ranges and consistency are ``from_state``'s to check, before it allocates)."""
     if not isinstance(header, dict):
         raise ValueError("the header is not a JSON object")
     for name, kind in _HEADER_TYPES.items():
-        if not isinstance(header.get(name), kind) or isinstance(header.get(name), bool) and kind is not bool:
+        if not _is_a(header.get(name), kind):
             raise ValueError(f"header field {name!r} is missing or of the wrong type")
-    if not np.isfinite(header["examples_seen"]) or header["examples_seen"] < 0:
-        raise ValueError("examples_seen must be a non-negative number")
-    names, sparse_values = set(), 0
+    for name, kind in _OPTIONAL_HEADER_TYPES.items():
+        if name in header and not _is_a(header[name], kind):
+            raise ValueError(f"header field {name!r} is of the wrong type")
+    names: set[str] = set()
+    sparse_values = 0
     for entry in header["arrays"]:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry["name"] in names:
             raise ValueError("an array entry has no name, or a duplicate one")
@@ -284,12 +258,12 @@ def _check_header(header, payload_bytes: int) -> None:
         shape, offset = entry.get("shape"), entry.get("offset")
         if entry.get("dtype") not in _ALLOWED_DTYPES:
             raise SnapshotError(f"array {entry['name']!r} has disallowed dtype {entry.get('dtype')!r}.")
-        if not isinstance(shape, list) or len(shape) > 2 or not all(_natural(n) for n in shape) \
-                or not _natural(offset):
+        if not isinstance(shape, list) or len(shape) > 2 or not all(is_natural(n) for n in shape) \
+                or not is_natural(offset):
             raise ValueError(f"array {entry['name']!r} has an invalid shape or offset")
         itemsize = int(np.dtype(entry["dtype"]).itemsize)
         if "nonzero" in entry:
-            if not _natural(entry["nonzero"]) or entry["nonzero"] > _product(shape):
+            if not is_natural(entry["nonzero"]) or entry["nonzero"] > _product(shape):
                 raise ValueError(f"sparse array {entry['name']!r} has an invalid count of nonzero values")
             sparse_values += _product(shape)  # Python ints: no overflow
             if sparse_values > SPARSE_MAX_VALUES:
@@ -299,10 +273,12 @@ def _check_header(header, payload_bytes: int) -> None:
             size = itemsize * _product(shape)
         if offset + size > payload_bytes:
             raise ValueError(f"array {entry['name']!r} lies beyond the end of the file")
+    return header
 
 
-def _natural(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def _is_a(value: object, kind: type) -> bool:
+    """isinstance, where a JSON true or false is a bool and not an int."""
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
 def _product(shape: list[int]) -> int:
@@ -312,24 +288,7 @@ def _product(shape: list[int]) -> int:
     return result
 
 
-def _check_tables(stored: dict, computed: dict) -> None:
-    """The smoothed tables stored must be those of the statistics (to rounding)."""
-    for name, value in computed.items():
-        mine = value if isinstance(value, list) else [value]
-        theirs = stored[name] if isinstance(stored[name], list) else [stored[name]]
-        if len(mine) != len(theirs) or any(not _close(a, b) for a, b in zip(mine, theirs)):
-            raise ValueError(f"the stored table {name!r} does not match the statistics")
-
-
-def _close(computed, stored) -> bool:
-    """Equal values to rounding (a scalar is stored as an array of one)."""
-    computed, stored = np.asarray(computed), np.asarray(stored)
-    if computed.shape != stored.shape and computed.size != 1:
-        return False
-    return computed.size == stored.size and bool(np.allclose(computed.ravel(), stored.ravel(), rtol=1e-9, atol=0))
-
-
-def _read_verified(path: Path) -> tuple[dict, memoryview]:
+def _read_verified(path: Path) -> tuple[object, memoryview]:
     try:
         with open(path, "rb", opener=_open_no_wait) as file:
             info = os.fstat(file.fileno())
@@ -345,14 +304,14 @@ def _read_verified(path: Path) -> tuple[dict, memoryview]:
     return _verified(data, path)
 
 
-def _open_no_wait(path, flags: int) -> int:
+def _open_no_wait(path: str, flags: int) -> int:
     """Open without blocking (a FIFO would wait for a writer); reads stay blocking."""
     fd = os.open(path, flags | os.O_NONBLOCK)
     os.set_blocking(fd, True)
     return fd
 
 
-def _verified(data: bytes, source) -> tuple[dict, memoryview]:
+def _verified(data: bytes, source: object) -> tuple[object, memoryview]:
     prefix = len(_MAGIC) + 1 + 8
     if len(data) < prefix + 32 or not data.startswith(_MAGIC):
         raise SnapshotError(f"{source}: not an nbstream snapshot (bad magic or too short).")
@@ -375,7 +334,7 @@ def _verified(data: bytes, source) -> tuple[dict, memoryview]:
     return header, memoryview(body)[prefix + header_length:]
 
 
-def _array_from(payload: memoryview, entry: dict) -> np.ndarray:
+def _array_from(payload: memoryview, entry: dict[str, Any]) -> AnyArray:
     """An array the header describes (already checked to lie inside the payload)."""
     dtype = np.dtype(entry["dtype"])
     count = _product(entry["shape"])
@@ -392,7 +351,7 @@ def _array_from(payload: memoryview, entry: dict) -> np.ndarray:
     return array.reshape(entry["shape"])
 
 
-def _encode_value(value, name: str, arrays: dict[str, np.ndarray]):
+def _encode_value(value: object, name: str, arrays: dict[str, AnyArray]) -> object:
     """JSON for scalars; arrays (and lists of arrays) go to the binary section by name."""
     if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
         return {"array_list": [_encode_value(v, f"{name}.{i}", arrays) for i, v in enumerate(value)]}
@@ -409,7 +368,7 @@ def _encode_value(value, name: str, arrays: dict[str, np.ndarray]):
     return value
 
 
-def _decode_value(value, arrays: dict[str, np.ndarray]):
+def _decode_value(value: object, arrays: dict[str, AnyArray]) -> Any:
     if isinstance(value, dict):
         if "array" in value:
             return arrays[value["array"]]
@@ -420,14 +379,20 @@ def _decode_value(value, arrays: dict[str, np.ndarray]):
     return value
 
 
-def _decode_tables(arrays: dict[str, np.ndarray]) -> dict[str, object]:
-    tables: dict[str, object] = {}
+def _decode_tables(arrays: dict[str, AnyArray]) -> dict[str, TableValue]:
+    """The smoothed tables stored: ``table.name`` an array (a scalar when it has no axis),
+    ``table.name.0``, ``table.name.1``, ... a list of arrays."""
+    tables: dict[str, TableValue] = {}
+    lists: dict[str, list[AnyArray]] = {}
     for name, array in arrays.items():
         if not name.startswith("table."):
             continue
         key, _, index = name.removeprefix("table.").partition(".")
         if index:
-            tables.setdefault(key, []).append(array)
+            lists.setdefault(key, []).append(array)
         else:
             tables[key] = array[()] if array.ndim == 0 else array
-    return tables
+    twice = set(tables) & set(lists)
+    if twice:
+        raise ValueError(f"the tables {sorted(twice)} are stored twice")
+    return {**tables, **lists}

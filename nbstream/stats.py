@@ -1,39 +1,100 @@
 """Sufficient statistics: what a model learns, and all it learns. No I/O.
 
 Every statistic keeps one row per class (axis 0), adds up over examples, merges with
-another of its kind, grows when a new class appears, and scales for forgetting.
+another of its kind, grows when a new class appears, and scales for forgetting. As named
+arrays (``arrays``, ``from_arrays``) they are the learned state a snapshot stores; ``from_arrays``
+and ``check`` refuse arrays that no training gives.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Self
+
 import numpy as np
 
 from .kernels import add_class_sums, class_sums, class_totals, one_hot, row_blocks
+from .ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
 
-def _pad_rows(array: np.ndarray, n_rows: int) -> np.ndarray:
+def _pad_rows(array: FloatArray, n_rows: int) -> FloatArray:
     """The array with zero rows added up to n_rows (itself when it has them: no copy per batch)."""
     if array.shape[0] >= n_rows:
         return array
     return np.pad(array, [(0, n_rows - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
 
 
-class DiscreteCounts:
+class Statistics(ABC):
+    """What the three kinds of statistics share; ``class_count`` has shape (n_classes,)."""
+
+    names: ClassVar[tuple[str, ...]]  # the arrays ``arrays`` gives, in the order it gives them
+    class_count: FloatArray
+
+    @classmethod
+    @abstractmethod
+    def empty(cls, n_features: int) -> Self:
+        """Statistics of no class yet."""
+
+    @abstractmethod
+    def update(self, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
+        """Add a batch: X of shape (n_samples, n_features), the class row of each sample
+        (n_samples,), and the sample weights (n_samples,) or None for unit weights."""
+
+    @abstractmethod
+    def grow(self, n_classes: int) -> None:
+        """Add zero rows for new classes up to n_classes."""
+
+    @abstractmethod
+    def scale(self, factor: float) -> None:
+        """Multiply every weight by ``factor`` (forgetting)."""
+
+    @abstractmethod
+    def merge(self, other: Self, rows: IndexArray) -> None:
+        """Add another's statistics; rows, shape (n_other_classes,): where its classes sit here."""
+
+    @abstractmethod
+    def arrays(self) -> dict[str, AnyArray]:
+        """The statistics as named arrays, in the order of ``names`` (the arrays themselves)."""
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, AnyArray]) -> Self:
+        """Statistics made of what ``arrays`` gave (taken over, not copied).
+
+        Raises ValueError when an array is missing or unknown or the arrays do not fit
+        together; ``check`` then says whether they fit a model's classes and features."""
+        if set(arrays) != set(cls.names):
+            raise ValueError(f"the statistics are {sorted(cls.names)}; got {sorted(arrays)}")
+        return cls._from_arrays(arrays)
+
+    @classmethod
+    @abstractmethod
+    def _from_arrays(cls, arrays: Mapping[str, AnyArray]) -> Self:
+        """``from_arrays`` once the names are known to be right."""
+
+    @abstractmethod
+    def check(self, n_classes: int, n_features: int) -> None:
+        """Raise ValueError unless these are statistics of that shape a model could have learned."""
+
+
+class DiscreteCounts(Statistics):
     """Class weights and per-class feature sums, for Bernoulli, multinomial and complement.
 
     class_count : (n_classes,)            total weight of each class
     feature_count : (n_classes, n_features) weighted sum of each feature in each class
     """
 
-    def __init__(self, class_count: np.ndarray, feature_count: np.ndarray):
+    names = ("class_count", "feature_count")
+
+    def __init__(self, class_count: FloatArray, feature_count: FloatArray):
         self.class_count = class_count
         self.feature_count = feature_count
 
     @classmethod
-    def empty(cls, n_features: int) -> "DiscreteCounts":
+    def empty(cls, n_features: int) -> Self:
         return cls(np.zeros(0), np.zeros((0, n_features)))
 
-    def update(self, X, rows: np.ndarray, weights: np.ndarray | None) -> None:
+    def update(self, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
         self.class_count += class_totals(rows, weights, len(self.class_count))
         add_class_sums(self.feature_count, X, rows, weights)
 
@@ -45,24 +106,23 @@ class DiscreteCounts:
         self.class_count *= factor
         self.feature_count *= factor
 
-    def merge(self, other: "DiscreteCounts", rows: np.ndarray) -> None:
+    def merge(self, other: DiscreteCounts, rows: IndexArray) -> None:
         self.class_count[rows] += other.class_count
         self.feature_count[rows] += other.feature_count
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> dict[str, AnyArray]:
         return {"class_count": self.class_count, "feature_count": self.feature_count}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "DiscreteCounts":
+    def _from_arrays(cls, arrays: Mapping[str, AnyArray]) -> Self:
         return cls(arrays["class_count"], arrays["feature_count"])
 
     def check(self, n_classes: int, n_features: int) -> None:
-        """Raise ValueError unless these are statistics of that shape a model could have learned."""
         _check_weights(self.class_count, n_classes)
         _check_table("feature_count", self.feature_count, (n_classes, n_features), non_negative=True)
 
 
-class GaussianMoments:
+class GaussianMoments(Statistics):
     """Per class and feature: weight, mean and M2 (sum of squared deviations from the mean).
 
     class_count : (n_classes,)   mean, m2 : (n_classes, n_features)
@@ -71,16 +131,18 @@ class GaussianMoments:
     of the same rows gives the same moments up to rounding.
     """
 
-    def __init__(self, class_count: np.ndarray, mean: np.ndarray, m2: np.ndarray):
+    names = ("class_count", "mean", "m2")
+
+    def __init__(self, class_count: FloatArray, mean: FloatArray, m2: FloatArray):
         self.class_count = class_count
         self.mean = mean
         self.m2 = m2
 
     @classmethod
-    def empty(cls, n_features: int) -> "GaussianMoments":
+    def empty(cls, n_features: int) -> Self:
         return cls(np.zeros(0), np.zeros((0, n_features)), np.zeros((0, n_features)))
 
-    def update(self, X, rows: np.ndarray, weights: np.ndarray | None) -> None:
+    def update(self, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
         n_classes = len(self.class_count)
         count = class_totals(rows, weights, n_classes)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -96,7 +158,7 @@ class GaussianMoments:
             m2 += Y.T @ deviation
         self._combine(count, mean, m2, np.arange(n_classes))
 
-    def _combine(self, count: np.ndarray, mean: np.ndarray, m2: np.ndarray, rows: np.ndarray) -> None:
+    def _combine(self, count: FloatArray, mean: FloatArray, m2: FloatArray, rows: IndexArray) -> None:
         """Pool (count, mean, m2) of shape (k,), (k, F), (k, F) into the given class rows."""
         old_count = self.class_count[rows]
         total = old_count + count
@@ -116,55 +178,60 @@ class GaussianMoments:
         self.class_count *= factor
         self.m2 *= factor
 
-    def merge(self, other: "GaussianMoments", rows: np.ndarray) -> None:
+    def merge(self, other: GaussianMoments, rows: IndexArray) -> None:
         self._combine(other.class_count, other.mean, other.m2, rows)
 
-    def pooled_variance(self) -> np.ndarray:
+    def pooled_variance(self) -> FloatArray:
         """Variance of each feature over all classes together, shape (n_features,)."""
         total = self.class_count.sum()
         if total == 0:
             return np.zeros(self.mean.shape[1])
         grand_mean = self.class_count @ self.mean / total
         between = self.class_count @ (self.mean - grand_mean) ** 2
-        return (self.m2.sum(axis=0) + between) / total
+        variance: FloatArray = (self.m2.sum(axis=0) + between) / total
+        return variance
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> dict[str, AnyArray]:
         return {"class_count": self.class_count, "mean": self.mean, "m2": self.m2}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "GaussianMoments":
+    def _from_arrays(cls, arrays: Mapping[str, AnyArray]) -> Self:
         return cls(arrays["class_count"], arrays["mean"], arrays["m2"])
 
     def check(self, n_classes: int, n_features: int) -> None:
-        """Raise ValueError unless these are statistics of that shape a model could have learned."""
         _check_weights(self.class_count, n_classes)
         _check_table("mean", self.mean, (n_classes, n_features), non_negative=False)
         _check_table("m2", self.m2, (n_classes, n_features), non_negative=True)
 
 
-class CategoryCounts:
+class CategoryCounts(Statistics):
     """Class weights and, per feature, the weight of each (class, category) pair.
 
     class_count : (n_classes,)
     category_count : list of n_features arrays, each (n_classes, n_categories_of_feature)
+
+    As arrays, the tables are packed side by side: ``category_count`` of shape
+    (n_classes, sum of the widths) and ``category_widths`` of shape (n_features,).
     """
 
-    def __init__(self, class_count: np.ndarray, category_count: list[np.ndarray]):
+    names = ("class_count", "category_widths", "category_count")
+
+    def __init__(self, class_count: FloatArray, category_count: list[FloatArray]):
         self.class_count = class_count
         self.category_count = category_count
 
     @classmethod
-    def empty(cls, n_features: int) -> "CategoryCounts":
+    def empty(cls, n_features: int) -> Self:
         return cls(np.zeros(0), [np.zeros((0, 0)) for _ in range(n_features)])
 
-    def widen(self, widths: np.ndarray) -> None:
-        """Make room for categories 0..widths[i]-1 of each feature i."""
+    def widen(self, widths: Iterable[int | np.integer[Any]]) -> None:
+        """Make room for categories 0..widths[i]-1 of each feature i (one width per feature)."""
         self.category_count = [
             np.pad(table, [(0, 0), (0, max(0, int(width) - table.shape[1]))])
-            for table, width in zip(self.category_count, widths)
+            for table, width in zip(self.category_count, widths, strict=True)
         ]
 
-    def update(self, X: np.ndarray, rows: np.ndarray, weights: np.ndarray | None) -> None:
+    def update(self, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
         """X holds non-negative integer category codes, shape (n_samples, n_features)."""
         n_classes = len(self.class_count)
         self.class_count += class_totals(rows, weights, n_classes)
@@ -173,16 +240,27 @@ class CategoryCounts:
         # Feature by feature over a transposed copy of the (small, integer) codes, so each
         # bincount reads a contiguous column and fills a table that fits in cache.
         codes_by_feature = np.ascontiguousarray(X.T)
-        for table, codes in zip(self.category_count, codes_by_feature):
+        for table, codes in zip(self.category_count, codes_by_feature, strict=True):
             width = table.shape[1]
             table += np.bincount(rows * width + codes, weights=weights,
                                  minlength=n_classes * width).reshape(n_classes, width)
 
-    def recode(self, new_codes: list[np.ndarray]) -> None:
-        """Move the counts of code j of feature i to code new_codes[i][j]; every code with
-        counts must have a new one."""
+    def recode(self, new_codes: Sequence[IntArray]) -> None:
+        """Move the counts of code j of feature i to code new_codes[i][j].
+
+        new_codes : one array per feature of distinct non-negative codes; every code with
+            counts must have a new one.
+        """
+        if len(new_codes) != len(self.category_count):
+            raise ValueError(f"cannot recode: {len(new_codes)} arrays of new codes for "
+                             f"{len(self.category_count)} features; one per feature is needed.")
         recoded = []
-        for table, codes in zip(self.category_count, new_codes):
+        for feature, (table, codes) in enumerate(zip(self.category_count, new_codes, strict=True)):
+            codes = np.asarray(codes)
+            if codes.ndim != 1 or codes.dtype.kind not in "iu" or (codes < 0).any() \
+                    or len(np.unique(codes)) != len(codes):
+                raise ValueError(f"cannot recode: the new codes of feature {feature} must be distinct "
+                                 f"non-negative integers; got {codes.tolist()[:10]}.")
             if table[:, len(codes):].any():
                 raise ValueError(f"cannot recode: counts for codes >= {len(codes)} have no new code.")
             known = min(len(codes), table.shape[1])
@@ -200,25 +278,35 @@ class CategoryCounts:
         for table in self.category_count:
             table *= factor
 
-    def merge(self, other: "CategoryCounts", rows: np.ndarray) -> None:
+    def merge(self, other: CategoryCounts, rows: IndexArray) -> None:
         self.widen([table.shape[1] for table in other.category_count])
         self.class_count[rows] += other.class_count
-        for mine, theirs in zip(self.category_count, other.category_count):
+        for mine, theirs in zip(self.category_count, other.category_count, strict=True):
             mine[rows, : theirs.shape[1]] += theirs
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> dict[str, AnyArray]:
         widths = np.array([table.shape[1] for table in self.category_count], dtype=np.int64)
         packed = np.concatenate(self.category_count, axis=1) if self.category_count else np.zeros((0, 0))
         return {"class_count": self.class_count, "category_widths": widths, "category_count": packed}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "CategoryCounts":
-        ends = np.cumsum(arrays["category_widths"])
-        tables = np.split(arrays["category_count"], ends[:-1], axis=1) if len(ends) else []
-        return cls(arrays["class_count"], [np.ascontiguousarray(t) for t in tables])
+    def _from_arrays(cls, arrays: Mapping[str, AnyArray]) -> Self:
+        """Unpack the tables, after checking that the widths split the packed columns exactly
+        (Python integers: no overflow, whatever the widths claim)."""
+        widths, packed = arrays["category_widths"], arrays["category_count"]
+        if widths.ndim != 1 or widths.dtype.kind not in "iu":
+            raise ValueError(f"category_widths must be a list of integers; got dtype {widths.dtype} "
+                             f"and shape {widths.shape}")
+        if packed.ndim != 2:
+            raise ValueError(f"category_count has shape {packed.shape}; expected 2 axes")
+        listed = widths.tolist()
+        if any(width < 1 for width in listed) or sum(listed) != packed.shape[1]:
+            raise ValueError(f"category_widths {listed[:10]} (first ten) must be positive and add up to the "
+                             f"{packed.shape[1]} columns of category_count")
+        tables = np.split(packed, np.cumsum(widths)[:-1], axis=1) if len(listed) else []
+        return cls(arrays["class_count"], [np.ascontiguousarray(table) for table in tables])
 
     def check(self, n_classes: int, n_features: int) -> None:
-        """Raise ValueError unless these are statistics of that shape a model could have learned."""
         _check_weights(self.class_count, n_classes)
         if len(self.category_count) != n_features:
             raise ValueError(f"{len(self.category_count)} category tables for {n_features} features")
@@ -226,15 +314,15 @@ class CategoryCounts:
             _check_table("category_count", table, (n_classes, table.shape[1]), non_negative=True)
 
 
-def _check_weights(class_count: np.ndarray, n_classes: int) -> None:
+def _check_weights(class_count: FloatArray, n_classes: int) -> None:
     _check_table("class_count", class_count, (n_classes,), non_negative=True)
 
 
-def _check_table(name: str, array: np.ndarray, shape: tuple, non_negative: bool) -> None:
+def _check_table(name: str, array: AnyArray, shape: tuple[int, ...], non_negative: bool) -> None:
     if array.shape != shape:
         raise ValueError(f"{name} has shape {array.shape}; expected {shape}")
-    if array.dtype.kind not in "f":
-        raise ValueError(f"{name} has dtype {array.dtype}; expected floating point")
+    if array.dtype != np.float64:
+        raise ValueError(f"{name} has dtype {array.dtype}; expected float64")
     if not np.isfinite(array).all():
         raise ValueError(f"{name} holds NaN or infinite values")
     if non_negative and (array < 0).any():

@@ -82,7 +82,7 @@ def check_X(X, *, n_features: int | None, accept_sparse: bool, model: str):
                 row, col = np.argwhere(~np.isfinite(X))[0]
                 where = f" (first at row {row}, feature {col})"
             raise ValueError(f"{model} input contains NaN or infinity{where}; all features must be finite.")
-        if largest > LARGEST_VALUE:
+        if float(largest) > LARGEST_VALUE:  # a float32 max compared with 1e150 would overflow in the cast
             raise ValueError(f"{model} input holds a value beyond ±{LARGEST_VALUE:g}: sums and squares of such "
                              f"values overflow the statistics to infinity.")
     if n_features is not None and X.shape[1] != n_features:

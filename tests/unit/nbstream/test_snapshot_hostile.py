@@ -204,3 +204,121 @@ def test_a_version_1_file_all_dense_is_still_read(tmp_path):
     loaded.write_bytes(seal(header, payload))  # MAGIC is version 1's
     np.testing.assert_array_equal(nbstream.load(loaded).feature_count_, model.feature_count_)
     assert read_header(loaded)["format_version"] == 1 and read_header(tmp_path / "m.nbs")["format_version"] == 2
+
+
+# ---- header fields whose every value is checked, before anything is allocated from it ----------
+
+def categorical_snapshot(tmp_path) -> tuple[dict, bytearray]:
+    """A categorical model of two features with 3 and 4 categories: category_widths (3, 4)."""
+    rng = np.random.default_rng(6)
+    X = np.column_stack([rng.integers(0, 3, 60), rng.integers(0, 4, 60)])
+    path = nbstream.save(nbstream.CategoricalNB().fit(X, rng.choice(["a", "b"], 60)), tmp_path / "m.nbs", tables=False)
+    header, payload = split(path.read_bytes())
+    return header, bytearray(payload)
+
+
+@pytest.mark.parametrize("widths", [(2**62, 2**62), (-5, 12), (7, 0), (3, 4, 0)], ids=str)
+def test_category_widths_must_split_the_categories_exactly(tmp_path, widths):
+    header, payload = categorical_snapshot(tmp_path)
+    widths_entry = entry(header, "stats.category_widths")
+    assert np.frombuffer(payload, "<i8", 2, widths_entry["offset"]).tolist() == [3, 4]
+    forged = np.array(widths, dtype="<i8").tobytes()
+    widths_entry["shape"] = [len(widths)]
+    payload += forged  # appended, so a third width fits inside the file too
+    widths_entry["offset"] = len(payload) - len(forged)
+    message = refused(tmp_path, seal(header, bytes(payload)))
+    assert "category_widths" in message and "\n" not in message
+
+
+def test_category_widths_of_floats_are_refused(tmp_path):
+    header, payload = categorical_snapshot(tmp_path)
+    widths_entry = entry(header, "stats.category_widths")
+    payload[widths_entry["offset"]:widths_entry["offset"] + 16] = np.array([3.0, 4.0]).tobytes()
+    widths_entry["dtype"] = "<f8"
+    assert "category_widths must be a list of integers" in refused(tmp_path, seal(header, bytes(payload)))
+
+
+def test_an_unknown_statistic_cannot_vouch_for_a_huge_feature_count(tmp_path):
+    """A sparse array of nothing but zeros takes no room in the file: counted among the statistics,
+    it would let n_features claim a million features and the model be built for them."""
+    import tracemalloc
+
+    header, payload = categorical_snapshot(tmp_path)
+    header["arrays"].append({"name": "stats.padding", "dtype": "<f8", "shape": [2**20], "offset": 0, "nonzero": 0})
+    header["n_features"] = 2**20
+    tracemalloc.start()
+    message = refused(tmp_path, seal(header, bytes(payload)))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert "the statistics are" in message and "padding" in message
+    assert peak < 32 * 2**20  # the padding itself (8 MiB), not a million category tables
+
+
+SOUND_BUT_FOR_ONE_FIELD = {
+    "examples_seen fractional": (lambda h: h.update(examples_seen=2.5), "examples_seen"),
+    "examples_seen huge float": (lambda h: h.update(examples_seen=1e300), "examples_seen"),
+    "float_dtype unknown": (lambda h: h.update(float_dtype="object"), "float_dtype"),
+    "float_dtype a number": (lambda h: h.update(float_dtype=32), "float_dtype"),
+    "float_dtype float32 for counts": (lambda h: h.update(float_dtype="float32") if h["kind"] != "gaussian"
+                                       else h.update(float_dtype="float128"), "float_dtype"),
+    "feature_names a string": (lambda h: h.update(feature_names="abcde"), "feature_names"),
+    "feature_names too few": (lambda h: h.update(feature_names=["a"]), "feature_names"),
+}
+
+
+@pytest.mark.parametrize("forgery", SOUND_BUT_FOR_ONE_FIELD)
+def test_each_header_field_is_checked_for_type_and_range(tmp_path, genuine, forgery):
+    header, payload = copy.deepcopy(genuine[0]), genuine[1]
+    change, name = SOUND_BUT_FOR_ONE_FIELD[forgery]
+    change(header)
+    assert name in refused(tmp_path, seal(header, payload))
+
+
+def without_tables(header: dict) -> dict:
+    header["arrays"] = [e for e in header["arrays"] if not e["name"].startswith("table.")]
+    return header
+
+
+def test_classes_must_be_labels_training_accepts(tmp_path):
+    rng = np.random.default_rng(7)
+    model = nbstream.MultinomialNB().fit(rng.integers(0, 4, size=(30, 3)), rng.choice([3, 5], size=30))
+    header, payload = split(nbstream.save(model, tmp_path / "m.nbs").read_bytes())
+    header["classes"] = {"array": "table.class_log_prior_"}  # two distinct fractional numbers
+    assert "classes must be strings or integers" in refused(tmp_path, seal(header, payload))
+
+
+def test_a_model_of_no_class_is_refused(tmp_path):
+    rng = np.random.default_rng(8)
+    model = nbstream.MultinomialNB().partial_fit(rng.integers(0, 4, size=(30, 3)), rng.choice(["a", "b"], size=30))
+    header, payload = split(nbstream.save(model, tmp_path / "m.nbs").read_bytes())
+    without_tables(header)
+    header["classes"] = {"strings": []}
+    entry(header, "stats.class_count")["shape"] = [0]
+    entry(header, "stats.feature_count")["shape"] = [0, 3]
+    assert "non-empty list of distinct labels" in refused(tmp_path, seal(header, payload))
+
+
+def test_statistics_in_float32_are_refused(tmp_path):
+    rng = np.random.default_rng(9)
+    model = nbstream.MultinomialNB().fit(rng.integers(0, 4, size=(30, 3)), rng.choice(["a", "b"], size=30))
+    header, payload = split(nbstream.save(model, tmp_path / "m.nbs", tables=False).read_bytes())
+    entry(header, "stats.class_count")["dtype"] = "<f4"  # half the bytes, read as two float32 values
+    assert "expected float64" in refused(tmp_path, seal(header, payload))
+
+
+@pytest.mark.parametrize("params", [{"alpha": 1e308}, {"alpha": {"array": "table.overflowing"}}])
+def test_parameters_that_overflow_the_tables_are_refused_when_loaded(tmp_path, params):
+    rng = np.random.default_rng(10)
+    model = nbstream.MultinomialNB().fit(rng.integers(0, 4, size=(30, 3)), rng.choice(["a", "b"], size=30))
+    header, payload = split(nbstream.save(model, tmp_path / "m.nbs", tables=False).read_bytes())
+    huge = np.full(3, 1e308).tobytes()
+    header["arrays"].append({"name": "table.overflowing", "dtype": "<f8", "shape": [3], "offset": len(payload)})
+    header["params"].update(params)
+    assert "overflow float64" in refused(tmp_path, seal(header, payload + huge))
+
+
+def test_a_table_stored_both_whole_and_in_parts_is_refused(tmp_path, genuine):
+    header, payload = copy.deepcopy(genuine[0]), genuine[1]
+    first = header["arrays"][-1]
+    header["arrays"].append({**first, "name": first["name"].split(".")[0] + "." + first["name"].split(".")[1] + ".0"})
+    assert "forged.nbs" in refused(tmp_path, seal(header, payload))
