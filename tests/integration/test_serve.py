@@ -261,3 +261,29 @@ def test_at_least_once_starts_a_group_from_a_model_in_one_session(kafka_bootstra
     log = service.log.read_text()
     assert "Kafka failed" not in log and "started again" not in log, log[-3000:]
     assert {json.loads(r.value)["model_version"] for r in predictions} == {4_459}
+
+
+def test_a_group_starts_from_a_categorical_snapshot_and_learns_new_categories(kafka_bootstrap, kafka_client,
+                                                                             tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.helpers.cli import invoke
+
+    pq.write_table(pa.table({"c1": ["a", "b", "a"], "c2": [0, 1, 1], "label": ["y", "z", "y"]}), tmp_path / "c.parquet")
+    trained = tmp_path / "cat.nbs"
+    assert invoke("train", tmp_path / "c.parquet", "--label", "label", "--features", "c1,c2", "--model", "categorical",
+                  "--out", trained).exit_code == 0
+    for learn in ("--learn", "--no-learn"):
+        topic = new_topic(kafka_bootstrap, f"init-categorical{learn}")
+        send(kafka_bootstrap, topic, [b'{"features": {"c1": "r", "c2": 1}, "label": "x"}',
+                                      b'{"features": {"c1": "a", "c2": 0}, "label": "y"}'])
+        service = Service(kafka_bootstrap, topic, tmp_path / learn, "--init-model", trained, "--model", "categorical",
+                          "--feature-names", "c1,c2", learn, client=kafka_client).start()
+        predictions = [json.loads(r.value) for r in read_all(kafka_bootstrap, service.output, expected=2, timeout=90)]
+        assert service.terminate() == 0, service.log_tail()
+        assert [p["prediction"] for p in predictions][1] == "y"
+        model, _ = service.state()
+        assert model.n_examples_seen_ == (5 if learn == "--learn" else 3)
+        if learn == "--learn":
+            assert sorted(model.classes_.tolist()) == ["x", "y", "z"]
