@@ -189,6 +189,21 @@ def test_predictions_never_replace_what_they_are_made_from(tmp_path, spam_model,
     assert target.read_bytes() == before
 
 
+@pytest.mark.parametrize("target", ["first", "second", "a hard link to the second"])
+def test_a_merge_never_replaces_a_snapshot_it_merges(tmp_path, spam_model, target):
+    inputs = [tmp_path / "a.nbs", tmp_path / "b.nbs"]
+    for path in inputs:
+        path.write_bytes(spam_model.read_bytes())
+    out = {"first": inputs[0], "second": inputs[1], "a hard link to the second": tmp_path / "link.nbs"}[target]
+    if not out.exists():
+        os.link(inputs[1], out)
+    replaced = inputs[0] if target == "first" else inputs[1]
+    before = replaced.read_bytes()
+    line = _one_line(invoke("merge", *inputs, "--out", out))
+    assert line == f"error: --out {out} is also an input ({replaced}); the merged model would replace it."
+    assert replaced.read_bytes() == before
+
+
 def test_a_directory_is_read_recursively_without_hidden_files_and_a_stranger_is_named(tmp_path, spam_model):
     folder = tmp_path / "data"
     (folder / "day=2" / "_temporary").mkdir(parents=True)

@@ -9,6 +9,7 @@ from nbstream.arrow import CategoricalEncoder
 from nbstream.snapshot import read_header
 
 from ..errors import ConfigError
+from ..io.files import refuse_replacing_an_input
 from ..snapshot_meta import MergedFrom, SnapshotMeta, read_snapshot, write_snapshot
 
 _MAX_DEPTH = 8  # merges of merges followed this deep when looking for shared sources
@@ -21,6 +22,7 @@ def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBa
     (the same Parquet file, Kafka partition or snapshot): their merge counts it twice."""
     if len(paths) < 2:
         raise ConfigError("merge needs at least two snapshots.")
+    refuse_replacing_an_input(Path(out), paths, "the merged model")
     model, first = read_snapshot(paths[0])
     features = first.features
     learned_by = {source: paths[0] for source in _learned_from(first)}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from nbstream.arrow import FeatureEncoder, RowProblems, extract_labels
 
 from ..config import ScoreConfig
 from ..errors import ConfigError, InvalidRowError
+from ..io.files import refuse_replacing_an_input
 from ..io.parquet.predictions import PredictionWriter
 from ..io.parquet.source import Batch, count_rows, expand_paths, read_batches
 from ..snapshot_meta import read_snapshot
@@ -57,7 +57,7 @@ def score_batches(config: ScoreConfig, model, features: FeatureEncoder, extra_co
 def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | None,
             progress: bool | None = None) -> int:
     """Write one row per input row: id, prediction, optional probabilities and error. Returns rows."""
-    _check_not_an_input(Path(out), config)
+    refuse_replacing_an_input(Path(out), [config.snapshot, *expand_paths(config.paths)], "the predictions")
     model, meta = read_snapshot(config.snapshot)
     with PredictionWriter(out) as writer:
         for scored in score_batches(config, model, meta.features, [id_column] if id_column else [],
@@ -67,15 +67,6 @@ def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | N
             raise ConfigError("the input holds no rows.")
         writer.commit()
     return writer.rows
-
-
-def _check_not_an_input(out: Path, config: ScoreConfig) -> None:
-    """The predictions are renamed into place at the end: onto an input, they would replace it."""
-    if not out.is_file():
-        return
-    for source in [config.snapshot, *expand_paths(config.paths)]:
-        if os.path.samefile(out, source):
-            raise ConfigError(f"--out {out} is also an input ({source}); the predictions would replace it.")
 
 
 def _prediction_table(scored: Scored, classes: np.ndarray, with_proba: bool, id_column: str | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,6 +22,20 @@ def writing(path: Path):
         yield
     except OSError as error:
         raise OSError(error.errno, f"cannot write ({cannot_because(error)})", str(path)) from None
+
+
+def refuse_replacing_an_input(out: Path, inputs: Iterable[str | Path], what: str) -> None:
+    """An output is written beside ``out`` and renamed into place at the end: were ``out`` one of
+    the command's inputs, ``what`` (say, "the predictions") would replace it. Refused up front."""
+    if not out.is_file():
+        return
+    for source in inputs:
+        try:
+            same = os.path.samefile(out, source)
+        except OSError:  # a missing input is reported where it is read
+            continue
+        if same:
+            raise ConfigError(f"--out {out} is also an input ({source}); {what} would replace it.")
 
 
 def cannot_because(error: OSError) -> str:
