@@ -2,7 +2,8 @@
 
 Every partition's last committed state (and the base, if the group started from a model) is
 merged, exactly as the replicas merge them to predict; the snapshot records each partition's
-next offset. `worker inspect/predict/evaluate` and `nbstream.load` read it.
+next offset. `worker inspect/predict/evaluate` and `nbstream.load` read it. A record the service
+did not write is skipped with a warning on stderr, as `worker serve` skips it.
 """
 
 from __future__ import annotations
@@ -10,14 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbstream
-from nbstream.arrow import FeatureEncoder
 
 from ..errors import UserError
 from ..io.kafka.client import KafkaClient
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta, write_snapshot
 from .global_model import merge_states
-from .partition_state import PartitionState
-from .group_state import BASE, StateFollower, partition_of
+from .group_state import StateFollower, partition_of
 
 
 def _refuse(message: str) -> None:
@@ -35,15 +34,12 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, t
         admin.close()
     follower = StateFollower(client.reader(read_committed=True), state_topic)
     try:
-        names = follower.catch_up(timeout_s)
         states, encoders = {}, {}
-        for name in dict.fromkeys(names):
-            payload = follower.assembler.take(name)
-            if payload is None or (name != BASE and partition_of(name) is None):
-                continue
+        for name in dict.fromkeys(follower.catch_up(timeout_s)):
             # A partition that learned nothing has no model of its own; none is needed to read it.
-            state, features = PartitionState.from_payload(payload, nbstream.MultinomialNB(), f"{state_topic}, {name}")
-            states[name], encoders[name] = state, FeatureEncoder.from_json(features)
+            taken = follower.take(name, nbstream.MultinomialNB())
+            if taken is not None:
+                states[name], encoders[name] = taken
     finally:
         follower.reader.close()
     fitted = [name for name, state in states.items() if state.model.is_fitted]
@@ -55,8 +51,8 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, t
         state.encoder = encoders[name]
     model, features = merge_states(type(template)(**template.get_params()), encoders[fitted[0]],
                                    [states[name] for name in fitted], on_conflict=_refuse)
-    offsets = {partition_of(name): state.next_offset for name, state in states.items()
-               if partition_of(name) is not None and state.next_offset is not None}
+    offsets = {partition: state.next_offset for name, state in states.items()
+               if (partition := partition_of(name)) is not None and state.next_offset is not None}
     label = next((state.label_field for state in states.values() if state.label_field), None)
     write_snapshot(model, out, SnapshotMeta(features, label=label, source=KafkaOffsets(input_topic, offsets)))
     return model, offsets

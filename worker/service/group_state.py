@@ -5,6 +5,11 @@ The state topic is read from the beginning when a session starts and followed fr
 over (or a fresh one made) and reading resumes at its next offset; revoked partitions are
 committed by the caller first, then released. The base state, when there is one, is a model
 the group started from (--init-model, or a snapshot folder of an earlier version).
+
+A record of the state topic the service did not write, or cannot read, is skipped with a
+warning (and counted in ``nbstream_state_records_skipped_total``); its partition keeps its
+last state that reads. A state that reads but was learned with another model or other
+features is a ConfigError: the service's options, not the record, are then in question.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 
 from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Reader
-from ..io.kafka.state_topic import StateAssembler
+from ..io.kafka.state_topic import ForeignRecord, StateAssembler
 from .global_model import GlobalModel
-from .partition_state import PartitionState
+from .observability import STATE_RECORDS_SKIPPED
+from .partition_state import PartitionState, UnreadableState, partition_number
 
 log = logging.getLogger(__name__)
 BASE = "base"
+_KEY_SHOWN = 100  # characters of a skipped record's key in its log line
 
 
 def state_name(partition: int) -> str:
@@ -31,8 +38,13 @@ def state_name(partition: int) -> str:
 
 
 def partition_of(name: str) -> int | None:
-    prefix, _, number = name.partition("-")
-    return int(number) if prefix == "partition" and number.isdigit() else None
+    prefix, separator, number = name.partition("-")
+    return partition_number(number) if prefix == "partition" and separator else None
+
+
+def is_state_name(name: str) -> bool:
+    """Whether the service writes states under this name: the base, or a partition's."""
+    return name == BASE or partition_of(name) is not None
 
 
 class StateFollower:
@@ -40,7 +52,7 @@ class StateFollower:
 
     def __init__(self, reader: Reader, topic: str):
         self.reader, self.topic = reader, topic
-        self.assembler = StateAssembler()
+        self.assembler = StateAssembler(on_skip=self._skipped, is_name=is_state_name)
         self.bytes_read = 0
         reader.assign(topic)
 
@@ -64,6 +76,29 @@ class StateFollower:
             completed += self.poll(0.2)
         return completed
 
+    def take(self, name: str, fresh_model: nbstream.base.NaiveBayes) -> tuple[PartitionState, FeatureEncoder] | None:
+        """The newest state of ``name`` that reads, and the feature encoder it was learned with
+        (``fresh_model`` is its model if it learned nothing); None when no state of ``name`` that
+        reads came since the last take. Each newer one that does not is skipped."""
+
+        def read(payload: bytes) -> tuple[PartitionState, FeatureEncoder]:
+            try:
+                return PartitionState.from_payload(payload, fresh_model, name)
+            except UnreadableState as error:
+                raise ForeignRecord(f"unreadable partition state ({error.reason})") from None
+
+        return self.assembler.take(name, read)
+
+    def drop(self, name: str) -> None:
+        """Forget the states of ``name`` read so far without reading them."""
+        self.assembler.drop(name)
+
+    def _skipped(self, key: str, problem: str) -> None:
+        shown = key if len(key) <= _KEY_SHOWN else f"{key[:_KEY_SHOWN]}... ({len(key):,} characters)"
+        log.warning("skipped a state-topic record the service did not write or cannot read",
+                    extra={"topic": self.topic, "key": shown, "problem": problem})
+        STATE_RECORDS_SKIPPED.inc()
+
 
 class GroupState:
     """fresh() : an unfitted model with the configured parameters; encoder : the configured encoder."""
@@ -79,37 +114,37 @@ class GroupState:
     # ---- reading ----------------------------------------------------------------------------
     def take_updates(self, names: list[str]) -> None:
         """Decode the newly completed states of partitions this replica does not own."""
-        for name in names:
-            payload = self.follower.assembler.take(name)
+        for name in dict.fromkeys(names):
             partition = partition_of(name)
-            if payload is None or partition in self.owned:
-                continue  # an owned partition's live state is newer than anything committed
-            state = self._decode(name, payload)
-            if partition is None and name == BASE:
+            if partition is not None and partition in self.owned:
+                self.follower.drop(name)  # its own state read back: the live one is newer
+                continue
+            taken = self.follower.take(name, self.fresh())
+            if taken is None:
+                continue
+            state = self._adopt(name, *taken)
+            if partition is None:
                 self.base = state
-            elif partition is not None:
+            else:
                 self.latest[partition] = state
             self.global_model.invalidate()
 
-    def _decode(self, name: str, payload: bytes) -> PartitionState:
+    def _adopt(self, name: str, state: PartitionState, encoder: FeatureEncoder) -> PartitionState:
+        """A state read from the topic, once it is known to fit this service's configuration (a
+        ConfigError when it was learned with another model or other features)."""
         source = f"state topic {self.follower.topic}, {name}"
         fresh = self.fresh()
-        try:
-            state, features = PartitionState.from_payload(payload, fresh, source)
-        except nbstream.SnapshotError as error:
-            raise ConfigError(f"{error} Delete the state topic (or use a new --group) to start over.") from None
         if state.model.is_fitted and (type(state.model) is not type(fresh) or state.model.differing_params(fresh)):
             raise ConfigError(f"{source} holds a {state.model!r}; this service is configured for {fresh!r}. "
                               "Serve with the same model options, or use a new --group.")
-        encoder = FeatureEncoder.from_json(features)
         configured = self.global_model.encoder
         if isinstance(configured, CategoricalEncoder):
             state.encoder = encoder
         elif configured.n_features is None and encoder.n_features is not None:
             self.global_model.encoder = encoder  # a list width learned by another replica
         elif not configured.same_layout(encoder) and encoder.n_features is not None:
-            raise ConfigError(f"{source} was learned with features {encoder.describe()}; this service is "
-                              f"configured for {configured.describe()}. Use the same feature options, or a new --group.")
+            raise ConfigError(f"{source} was learned with features {encoder.describe()}; this service is configured "
+                              f"for {configured.describe()}. Use the same feature options, or a new --group.")
         return state
 
     def states(self) -> list[PartitionState]:

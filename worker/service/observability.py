@@ -32,6 +32,11 @@ DEAD_LETTER_REASONS = (
     ("prediction of ", "output_too_large"), ("the broker refused", "output_refused"),
 )
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# Of the process, like the process and GC collectors: the state topic is read where no
+# ServiceMetrics is at hand (and by `worker export`, which serves none).
+STATE_RECORDS_SKIPPED = Counter("nbstream_state_records_skipped", "State-topic records skipped: not written by "
+                                "the service, or unreadable (their partitions keep their last valid state)",
+                                registry=None)
 
 
 def reason_of(error: str) -> str:
@@ -97,7 +102,7 @@ class PrequentialAccuracy:
 class ServiceMetrics:
     def __init__(self, kafka_client: str = ""):
         self.registry = registry = CollectorRegistry()
-        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR, STATE_RECORDS_SKIPPED):
             registry.register(collector)
         Gauge("nbstream_build_info", "Version of nbstream, Python and the Kafka client in use",
               ["version", "python", "kafka_client"], registry=registry).labels(

@@ -11,6 +11,7 @@ learned something) the model as an nbstream snapshot without its smoothed tables
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -19,8 +20,16 @@ from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.snapshot import dumps, loads
 
+from ..io.checked_json import LARGEST_OFFSET, integer, number, optional_text, required, shown
+
 _MAGIC = b"NBPS"
 RECENT_HALF_LIFE = 1_000  # judged examples: the recent accuracy forgets at this pace
+LARGEST_PARTITION = (1 << 31) - 1  # Kafka's partition numbers are int32
+LARGEST_COUNT = (1 << 63) - 1
+MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
+LONGEST_NGRAMS = 5  # the most --ngrams allows
+_ONE_COLUMN_KINDS = ("vector", "text")
+_PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
 
 
 @dataclass
@@ -63,29 +72,115 @@ class PartitionState:
         return _MAGIC + struct.pack("<I", len(header_bytes)) + header_bytes + model
 
     @classmethod
-    def from_payload(cls, payload: bytes, fresh_model: NaiveBayes, source: str) -> tuple["PartitionState", dict]:
-        """The state and its stored feature JSON. Raises nbstream.SnapshotError when unreadable."""
+    def from_payload(cls, payload: bytes, fresh_model: NaiveBayes,
+                     source: str) -> tuple[PartitionState, FeatureEncoder]:
+        """The state and the feature encoder it was learned with (``fresh_model`` is its model when it
+        learned nothing). Raises UnreadableState (a nbstream.SnapshotError) unless every header field
+        has the type and range ``to_payload`` writes."""
         try:
-            if not payload.startswith(_MAGIC):
-                raise ValueError("not a partition state")
-            (length,) = struct.unpack_from("<I", payload, len(_MAGIC))
-            start = len(_MAGIC) + 4
-            header = json.loads(payload[start:start + length])
-            model = loads(payload[start + length:], source)[0] if header["fitted"] else fresh_model
-            state = cls(model=model, next_offset=header["next_offset"], judged=int(header["judged"]),
-                        correct=int(header["correct"]), recent_judged=float(header["recent_judged"]),
-                        recent_correct=float(header["recent_correct"]),
-                        starts={int(p): int(o) for p, o in header["starts"].items()},
-                        label_field=_optional_text(header.get("label_field")))
-            return state, header["features"]
-        except nbstream.SnapshotError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError, struct.error) as error:
-            raise nbstream.SnapshotError(f"{source}: unreadable partition state ({type(error).__name__}: "
-                                         f"{str(error)[:200]}).") from None
+            header, model_bytes = _header_and_model(payload)
+            encoder = _encoder(required(header, "features"))
+            model = _model(model_bytes, required(header, "fitted"), fresh_model, encoder)
+            stored_offset = required(header, "next_offset")
+            next_offset = None if stored_offset is None else integer(stored_offset, "next_offset", 0, LARGEST_OFFSET)
+            judged = integer(required(header, "judged"), "judged", 0, LARGEST_COUNT)
+            state = cls(model=model, next_offset=next_offset, judged=judged,
+                        correct=integer(required(header, "correct"), "correct", 0, judged),
+                        recent_judged=number(required(header, "recent_judged"), "recent_judged"),
+                        recent_correct=number(required(header, "recent_correct"), "recent_correct"),
+                        starts=_starts(required(header, "starts")),
+                        label_field=optional_text(header.get("label_field"), "label_field"))
+            return state, encoder
+        except (ValueError, RecursionError, struct.error) as error:  # SnapshotError and FeatureError are ValueErrors
+            raise UnreadableState(source, str(error)[:300]) from None
 
 
-def _optional_text(value: object) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise ValueError(f"expected a string or null, got {type(value).__name__}")
+class UnreadableState(nbstream.SnapshotError):
+    """A payload that is not a partition state this version writes; ``reason`` says what is wrong."""
+
+    def __init__(self, source: str, reason: str):
+        super().__init__(f"{source}: unreadable partition state ({reason}).")
+        self.reason = reason
+
+
+def partition_number(text: str) -> int | None:
+    """The partition a decimal string names (plain ASCII digits, no sign or leading zero, at most
+    Kafka's largest partition), else None: ``str.isdigit`` would take "²" and 5,000 digits."""
+    if not _PARTITION.fullmatch(text):
+        return None
+    number = int(text)
+    return number if number <= LARGEST_PARTITION else None
+
+
+def _header_and_model(payload: bytes) -> tuple[dict, bytes]:
+    if not payload.startswith(_MAGIC):
+        raise ValueError("not a partition state")
+    (length,) = struct.unpack_from("<I", payload, len(_MAGIC))
+    start = len(_MAGIC) + 4
+    if start + length > len(payload):
+        raise ValueError(f"a header of {length:,} bytes in a payload of {len(payload):,}")
+    header = json.loads(payload[start:start + length])
+    if not isinstance(header, dict):
+        raise ValueError(f"the header is not a JSON object but {shown(header)}")
+    return header, payload[start + length:]
+
+
+def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes, encoder: FeatureEncoder) -> NaiveBayes:
+    """The state's own model (a snapshot), or ``fresh_model`` when it learned nothing."""
+    if type(fitted) is not bool:
+        raise ValueError(f"fitted must be true or false; got {shown(fitted)}")
+    if not fitted:
+        if model_bytes:
+            raise ValueError(f"{len(model_bytes):,} bytes after the header of a state that learned nothing")
+        return fresh_model
+    model = loads(model_bytes, "its model")[0]
+    if encoder.n_features is not None and model.n_features_in_ != encoder.n_features:
+        raise ValueError(f"its model has {model.n_features_in_:,} features; its features "
+                         f"{encoder.n_features:,}")
+    return model
+
+
+def _starts(value: object) -> dict[int, int]:
+    if not isinstance(value, dict):
+        raise ValueError(f"starts must be a JSON object; got {shown(value)}")
+    starts = {}
+    for key, offset in value.items():
+        partition = partition_number(key)
+        if partition is None:
+            raise ValueError(f"starts names partition {shown(key)}; partitions are 0 to {LARGEST_PARTITION:,}")
+        starts[partition] = integer(offset, f"starts[{key}]", 0, LARGEST_OFFSET)
+    return starts
+
+
+def _encoder(data: object) -> FeatureEncoder:
+    """The feature encoder a header describes: each field is checked before nbstream reads it,
+    and the encoder must describe itself back the same way (its width, categories, hashing)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"features must be a JSON object; got {shown(data)}")
+    kind, columns = data.get("kind"), data.get("columns")
+    if not isinstance(kind, str) or kind not in FeatureEncoder.kinds:
+        raise ValueError(f"features.kind must be one of {sorted(FeatureEncoder.kinds)}; got {shown(kind)}")
+    if not (isinstance(columns, list) and columns and all(isinstance(column, str) for column in columns)):
+        raise ValueError(f"features.columns must be a non-empty list of strings; got {shown(columns)}")
+    if kind in _ONE_COLUMN_KINDS and len(columns) != 1:
+        raise ValueError(f"{kind} features read one column; got {len(columns):,}")
+    if "hash_bits" in data and type(data["hash_bits"]) is not int:  # FeatureSpec bounds it once it is one
+        raise ValueError(f"features.hash_bits must be an integer; got {shown(data['hash_bits'])}")
+    if "ngram_max" in data:
+        integer(data["ngram_max"], "features.ngram_max", 1, LONGEST_NGRAMS)
+    if data.get("n_features") is not None:
+        integer(data["n_features"], "features.n_features", 1, MOST_FEATURES)
+    if kind == "categorical":
+        _check_categories(data.get("categories"), len(columns))
+    encoder = FeatureEncoder.from_json(data)
+    for key, value in encoder.to_json().items():
+        if data.get(key) != value:
+            raise ValueError(f"features.{key} is {shown(data.get(key))} where the other fields make it {shown(value)}")
+    return encoder
+
+
+def _check_categories(categories: object, columns: int) -> None:
+    if not (isinstance(categories, list) and len(categories) == columns
+            and all(isinstance(values, list) and all(isinstance(value, str) for value in values)
+                    for values in categories)):
+        raise ValueError(f"features.categories must be {columns} lists of strings; got {shown(categories)}")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from worker.io.records import Polled
+from worker.io.kafka.client import Reader
+from worker.io.records import Polled, Record
+from worker.service.group_state import StateFollower
 
 
 @dataclass
@@ -69,24 +71,37 @@ class FakeState:
         return self.written
 
 
-class FakeFollower:
-    """A state topic that holds what was put in it (StateFollower's interface)."""
+class FakeStateReader(Reader):
+    """A state topic held in memory: what was put in it is read by the next poll."""
 
-    def __init__(self, records: list[tuple[bytes, bytes | None]] = ()):
-        from worker.io.kafka.state_topic import StateAssembler
-
-        self.topic = "state"
-        self.assembler = StateAssembler()
-        self.pending = list(records)
-        self.bytes_read = 0
+    def __init__(self, records: list[tuple[bytes | None, bytes | None]] = ()):
+        self.log: list[Record] = []
+        self.read = 0
+        self.put(records)
 
     def put(self, records) -> None:
-        self.pending.extend(records)
+        self.log += [Record("state", 0, len(self.log) + i, key, value) for i, (key, value) in enumerate(records)]
 
-    def poll(self, timeout_s: float = 0.0) -> list[str]:
-        names = [self.assembler.add(key, value) for key, value in self.pending]
-        self.pending = []
-        return [name for name in names if name]
+    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+        return [0]
 
-    def catch_up(self, timeout_s: float) -> list[str]:
-        return self.poll()
+    def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
+        polled = self.log[self.read:self.read + max_records]
+        self.read += len(polled)
+        return polled
+
+    def caught_up(self, *, cached: bool = False) -> bool:
+        return self.read == len(self.log)
+
+    def close(self) -> None:
+        pass
+
+
+class FakeFollower(StateFollower):
+    """A state topic that holds what was put in it, followed as the service follows one."""
+
+    def __init__(self, records: list[tuple[bytes | None, bytes | None]] = ()):
+        super().__init__(FakeStateReader(records), "state")
+
+    def put(self, records) -> None:
+        self.reader.put(records)

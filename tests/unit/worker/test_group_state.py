@@ -11,8 +11,8 @@ from worker.errors import ConfigError
 from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.state_topic import write_records
 from worker.service.global_model import GlobalModel
-from worker.service.partition_state import PartitionState
 from worker.service.group_state import GroupState, state_name
+from worker.service.partition_state import PartitionState
 
 from .fakes import FakeFollower
 
@@ -103,3 +103,149 @@ def test_an_unreadable_partition_state_is_a_snapshot_error(header):
     payload = b"NBPS" + struct.pack("<I", len(header)) + header
     with pytest.raises(nbstream.SnapshotError, match="unreadable partition state"):
         PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
+
+
+# ---- records the service did not write ---------------------------------------------------------
+
+def forged_state(name, header_changes=None, features_changes=None, model_bytes=None, fitted_rows=1):
+    """The records of a state written as the service writes one, but for the header fields,
+    feature fields and model bytes given (None removes a field)."""
+    import json
+    import struct
+
+    payload = stored_payload(next_offset=7, rows=fitted_rows)
+    (length,) = struct.unpack_from("<I", payload, 4)
+    header, model = json.loads(payload[8:8 + length]), payload[8 + length:]
+    header.update(header_changes or {})
+    header["features"].update(features_changes or {})
+    header = {key: value for key, value in header.items() if value is not None}
+    header["features"] = {key: value for key, value in header["features"].items() if value is not None}
+    header_bytes = json.dumps(header).encode()
+    model = model if model_bytes is None else model_bytes
+    payload = b"NBPS" + struct.pack("<I", len(header_bytes)) + header_bytes + model
+    return write_records(name, payload).records
+
+
+def stored_payload(next_offset, rows=1, starts=None):
+    model = nbstream.MultinomialNB().partial_fit(np.ones((rows, 2)), ["a"] * rows) if rows else nbstream.MultinomialNB()
+    encoder = FeatureSpec.vector("features").encoder()
+    encoder.width = 2
+    return PartitionState(model, next_offset=next_offset, starts=starts or {}).to_payload(encoder)
+
+
+def header(**changes):
+    """Partition 0's state with these header fields changed (None removes one)."""
+    return forged_state("partition-0", changes)
+
+
+def features(**changes):
+    """Partition 0's state with these feature fields changed (None removes one)."""
+    return forged_state("partition-0", features_changes=changes)
+
+
+TEXT = {"kind": "text", "columns": ["text"], "hash_bits": 1, "ngram_max": 1, "n_features": 2}
+UNREADABLE = "unreadable partition state ("
+
+FORGED_STATES = {  # (records alone, the start of the problem the warning names)
+    "key partition-² with a manifest": ([(b"partition-\xc2\xb2", b'{"generation": "x"}')], "the key names no state"),
+    "key partition- and 5,000 digits": ([(b"partition-" + b"7" * 5_000, b"{}")], "the key names no state"),
+    "key partition-01": ([(b"partition-01", b"{}")], "the key names no state"),
+    "key beyond Kafka's partitions": ([(b"partition-2147483648", b"{}")], "the key names no state"),
+    "features without columns": (features(columns=None), UNREADABLE + "features.columns must be a non-empty list"),
+    "text features of 2^40 columns": (features(**TEXT | {"hash_bits": 40}), UNREADABLE + "hash_bits must be "),
+    "hash_bits a float": (features(**TEXT | {"hash_bits": 1.0}), UNREADABLE + "features.hash_bits must be an integer"),
+    "ngram_max beyond --ngrams": (features(**TEXT | {"ngram_max": 6}),
+                                  UNREADABLE + "features.ngram_max must be an integer from 1 to 5; got 6"),
+    "features of an unknown kind": (features(kind="pixels"), UNREADABLE + "features.kind must be one of"),
+    "a list width in words": (features(n_features="2"), UNREADABLE + "features.n_features must be an integer"),
+    "features wider than the model": (features(n_features=3), UNREADABLE + "its model has 2 features; its features 3"),
+    "categorical features without categories": (features(kind="categorical", columns=["a", "b"]),
+                                                UNREADABLE + "features.categories must be 2 lists of strings"),
+    "numeric columns of the wrong count": (features(kind="columns", columns=["a", "b", "c"], n_features=2),
+                                           UNREADABLE + "features.n_features is 2 where the other fields make it 3"),
+    "next_offset 10^30": (header(next_offset=10 ** 30),
+                          UNREADABLE + "next_offset must be an integer from 0 to 9,223,372,036,854,775,807; got 1000"),
+    "next_offset abc": (header(next_offset="abc"), UNREADABLE + "next_offset must be an integer from 0"),
+    "next_offset -5": (header(next_offset=-5), UNREADABLE + "next_offset must be an integer from 0"),
+    "next_offset 1.5": (header(next_offset=1.5), UNREADABLE + "next_offset must be an integer from 0"),
+    "next_offset [1]": (header(next_offset=[1]), UNREADABLE + "next_offset must be an integer from 0"),
+    "next_offset true": (header(next_offset=True), UNREADABLE + "next_offset must be an integer from 0"),
+    "judged -1": (header(judged=-1), UNREADABLE + "judged must be an integer from 0"),
+    "more correct than judged": (header(judged=3, correct=4), UNREADABLE + "correct must be an integer from 0 to 3"),
+    "recent_judged NaN": (header(recent_judged=float("nan")),
+                          UNREADABLE + "recent_judged must be a finite non-negative number; got nan"),
+    "recent_correct a word": (header(recent_correct="x"), UNREADABLE + "recent_correct must be a finite"),
+    "starts of partition ²": (header(starts={"²": 1}), UNREADABLE + "starts names partition '²'"),
+    "fitted yes": (header(fitted="yes"), UNREADABLE + "fitted must be true or false"),
+    "label_field a number": (header(label_field=5), UNREADABLE + "label_field must be a string or null; got 5"),
+    "no judged": (header(judged=None), UNREADABLE + "no 'judged' field"),
+    "a model that is not a snapshot": (forged_state("partition-0", model_bytes=b"junk"), UNREADABLE + "its model: "),
+    "bytes after a state that learned nothing": (forged_state("partition-0", {"fitted": False}, model_bytes=b"xyz"),
+                                                 UNREADABLE + "3 bytes after the header of a state that learned"),
+    "a header longer than the payload": (write_records("partition-0", b"NBPS\xff\xff\x00\x00{}").records,
+                                         UNREADABLE + "a header of 65,535 bytes"),
+    "not a partition state": (write_records("partition-0", b"PK\x03\x04").records, UNREADABLE + "not a partition"),
+}
+
+
+@pytest.mark.parametrize("records, problem", FORGED_STATES.values(), ids=FORGED_STATES.keys())
+def test_a_forged_record_alone_is_skipped_with_a_warning_and_the_last_valid_state_is_taken_over(
+        records, problem, caplog):
+    from worker.service.observability import ServiceMetrics
+
+    registry = ServiceMetrics().registry  # the service's /metrics
+
+    def skipped():
+        return registry.get_sample_value("nbstream_state_records_skipped_total")
+
+    follower = FakeFollower(stored(0, next_offset=40, rows=3) + records)
+    skipped_before = skipped()
+    with caplog.at_level("WARNING", logger="worker.service.group_state"):
+        states = group(follower)
+        assert states.assign([0, 1], {0: 40}, wait_s=0, strict=True) == {0: 40, 1: "earliest"}
+    assert states.owned[0].model.n_examples_seen_ == 3
+    [warning] = caplog.records
+    assert warning.levelname == "WARNING" and warning.topic == "state"
+    assert warning.key == records[-1][0].decode("utf-8", "replace")[:100] + (
+        "... (5,010 characters)" if len(records[-1][0]) > 100 else "")
+    assert warning.problem.startswith(problem), warning.problem
+    assert skipped() == skipped_before + 1
+
+
+def test_a_base_state_starting_a_partition_at_a_negative_offset_is_skipped(caplog):
+    """It made the service restart its session forever (a seek to -7)."""
+    base = write_records("base", stored_payload(next_offset=None, rows=0, starts={0: 5})).records
+    forged = forged_state("base", {"starts": {"0": -7}})
+    states = group(FakeFollower(base + forged))
+    with caplog.at_level("WARNING", logger="worker.service.group_state"):
+        assert states.assign([0], {}, wait_s=0, strict=True) == {0: 5}
+    assert [r.problem for r in caplog.records] == ["unreadable partition state (starts[0] must be an integer from 0 "
+                                                   "to 9,223,372,036,854,775,807; got -7)"]
+
+
+def test_a_forged_record_while_running_leaves_the_others_state_and_an_owned_one_is_not_read(caplog):
+    follower = FakeFollower(stored(0, next_offset=40, rows=3))
+    states = group(follower)
+    states.assign([1], {}, wait_s=0, strict=True)
+    follower.put(forged_state("partition-0", {"next_offset": -5}) + forged_state("partition-1", {"next_offset": -5}))
+    with caplog.at_level("WARNING", logger="worker.service.group_state"):
+        states.take_updates(follower.poll())
+    assert states.latest[0].next_offset == 40 and states.latest[0].model.n_examples_seen_ == 3
+    assert [r.key for r in caplog.records] == ["partition-0"]  # partition 1's is dropped unread: its live one is newer
+
+
+def test_a_readable_state_of_another_model_kind_stays_a_config_error():
+    other = nbstream.BernoulliNB().partial_fit(np.ones((1, 2)), ["a"])
+    states = group(FakeFollower(stored(2, next_offset=1, model=other)))
+    with pytest.raises(ConfigError, match=r"state topic state, partition-2 holds a BernoulliNB\(\); this service is "
+                                          r"configured for MultinomialNB\(\)"):
+        states.assign([2], {}, wait_s=0, strict=True)
+
+
+def test_partition_numbers_are_plain_ascii_digits_within_kafkas_range():
+    from worker.service.group_state import partition_of
+
+    assert [partition_of(f"partition-{n}") for n in ("0", "17", "2147483647")] == [0, 17, 2_147_483_647]
+    assert {partition_of(name) for name in ("partition-²", "partition-٣", "partition-01", "partition--1",
+                                            "partition-+1", "partition- 1", "partition-2147483648",
+                                            "partition-" + "9" * 5_000, "partition-", "base", "partition1")} == {None}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from worker.io.kafka.state_topic import CHUNK_BYTES, StateAssembler, state_topic_name, write_records
 
 
@@ -65,25 +67,166 @@ def test_states_are_zstd_and_an_older_writers_zlib_states_still_read():
     assert assembler.take("partition-1") == payload
 
     packed = zlib.compress(payload, 1)  # how states were written before zstd: no "codec" in the manifest
-    older = {"generation": "g0", "chunks": 1, "bytes": len(packed), "sha256": hashlib.sha256(packed).hexdigest()}
-    assembler.add(b"partition-2#g0#0", packed)
+    older = {"generation": "0123456789ab", "chunks": 1, "bytes": len(packed),
+             "sha256": hashlib.sha256(packed).hexdigest()}
+    assembler.add(b"partition-2#0123456789ab#0", packed)
     assembler.add(b"partition-2", json.dumps(older).encode())
     assert assembler.take("partition-2") == payload
 
 
-def test_records_that_are_not_this_writers_are_passed_over_without_cost():
-    """Someone else's records on the state topic: nesting too deep for a JSON parser, a manifest
-    announcing a trillion chunks (whose keys would be built before any check)."""
+# ---- records no writer of this module wrote ---------------------------------------------------
+
+GENERATION = "f0f0f0f0f0f0"
+DROP = object()  # a manifest field left out
+
+
+def forged(packed: bytes, name: str = "partition-0", **fields):
+    """One chunk of ``packed`` and a manifest of it: a well-formed zstd one of ten bytes, but for ``fields``."""
+    import hashlib
     import json
 
-    assembler = StateAssembler()
-    assert assembler.add(b"partition-0", b"[" * 100_000 + b"]" * 100_000) is None
-    assert assembler.add(b"partition-0", b"17") is None
-    huge = {"generation": "g", "chunks": 10 ** 12, "bytes": 1, "sha256": "0", "codec": "zstd", "size": 1}
-    assert assembler.add(b"partition-0", json.dumps(huge).encode()) == "partition-0"
-    assert assembler.take("partition-0") is None
-    payload = os.urandom(100)
-    write = write_records("partition-0", payload)  # the real writer still gets through
-    for key, value in write.records:
+    manifest = {"generation": GENERATION, "chunks": 1, "bytes": len(packed),
+                "sha256": hashlib.sha256(packed).hexdigest(), "codec": "zstd", "size": 10} | fields
+    manifest = {key: value for key, value in manifest.items() if value is not DROP}
+    return [(f"{name}#{GENERATION}#0".encode(), packed), (name.encode(), json.dumps(manifest).encode())]
+
+
+def zstd(data: bytes) -> bytes:
+    import pyarrow as pa
+
+    return pa.compress(data, codec="zstd", asbytes=True)
+
+
+TEN = zstd(b"0123456789")  # ten bytes, as the default manifest says
+
+FORGED = {  # records that come after a valid state, and the start of what is wrong
+    "manifest zstd size 2^40": (forged(TEN, size=2 ** 40), "manifest: size must be an integer from 0 to"),
+    "manifest size -1": (forged(TEN, size=-1), "manifest: size must be an integer"),
+    "manifest size 1.5": (forged(TEN, size=1.5), "manifest: size must be an integer"),
+    "zstd manifest without size": (forged(TEN, size=DROP), "manifest: size must be an integer"),
+    "manifest generation x": ([(b"partition-0", b'{"generation": "x"}')], "manifest: generation must be 12 hex"),
+    "manifest generation a number": (forged(TEN, generation=7), "manifest: generation must be 12 hex"),
+    "manifest without sha256": (forged(TEN, sha256=DROP), "manifest: no 'sha256' field"),
+    "manifest sha256 not hex": (forged(TEN, sha256="z" * 64), "manifest: sha256 must be 64 hex"),
+    "manifest codec lz4": (forged(TEN, codec="lz4"), "manifest: codec must be one of zstd, zlib; got 'lz4'"),
+    "manifest codec a list": (forged(TEN, codec=["zstd"]), "manifest: codec must be one of"),
+    "manifest of a trillion chunks": (forged(TEN, chunks=10 ** 12), "manifest: chunks must be an integer"),
+    "manifest chunks true": (forged(TEN, chunks=True), "manifest: chunks must be an integer"),
+    "manifest bytes -5": (forged(TEN, bytes=-5), "manifest: bytes must be an integer"),
+    "manifest not JSON": ([(b"partition-0", b"{oops")], "manifest: not JSON"),
+    "manifest nested too deep": ([(b"partition-0", b"[" * 100_000 + b"]" * 100_000)], "manifest: not JSON"),
+    "manifest a number": ([(b"partition-0", b"17")], "manifest: not a JSON object but 17"),
+    "manifest without its chunks": (forged(TEN)[-1:], "1 of its 1 chunks are not in the topic"),
+    "chunks of fewer bytes than declared": (forged(TEN, bytes=len(TEN) + 1), "its chunks hold"),
+    "digest of other bytes": (forged(TEN, sha256="0" * 64), "its manifest's digest does not match its chunks"),
+    "zstd data that are not zstd": (forged(b"not zstd at all"), "its zstd data do not decompress"),
+    "zstd data larger than declared": (forged(TEN, size=9), "it decompresses to more than 9 bytes"),
+    "zstd data smaller than declared": (forged(TEN, size=11), "it decompresses to 10 bytes; its manifest says 11"),
+    "zlib data truncated": (forged(__import__("zlib").compress(b"x" * 1000)[:-8], codec=DROP, size=DROP),
+                            "its zlib data do not decompress"),
+    "chunk key with another generation form": ([(b"partition-0#zz#0", b"x")], "chunk key: not NAME#GENERATION#INDEX"),
+    "chunk key with a leading zero": ([(b"partition-0#0123456789ab#01", b"x")], "chunk key: not NAME"),
+    "chunk key beyond the chunk bound": ([(b"partition-0#0123456789ab#99999", b"x")], "chunk key: not NAME"),
+    "chunk larger than a writer cuts": ([(b"partition-0#0123456789ab#0", bytes(CHUNK_BYTES + 1))], "chunk of 524,289"),
+    "key that is not UTF-8": ([(b"partition-0\xff", b"{}")], "the key is not UTF-8"),
+    "key naming no state": ([(b"partition-x", b"{}")], "the key names no state"),
+}
+
+
+@pytest.mark.parametrize("records, problem", FORGED.values(), ids=FORGED.keys())
+def test_a_forged_record_alone_is_reported_and_the_last_valid_state_stays(records, problem):
+    payload = os.urandom(2_000)
+    reported = []
+    assembler = StateAssembler(on_skip=lambda key, why: reported.append((key, why)),
+                               is_name=lambda name: name == "partition-0")
+    for key, value in write_records("partition-0", payload).records + records:
         assembler.add(key, value)
     assert assembler.take("partition-0") == payload
+    assert len(reported) == 1 and reported[0][1].startswith(problem), reported
+    assert reported[0][0] == records[-1][0].decode("utf-8", "replace")  # the key of the record at fault
+
+
+def test_a_zlib_manifest_without_codec_never_inflates_beyond_the_bound(monkeypatch):
+    """An older writer's manifest records no size: its data are inflated at most to MAX_STATE_BYTES
+    (here 1 MiB; 4.3 GB were taken from a 4 MB record before)."""
+    import tracemalloc
+    import zlib
+
+    from worker.io.kafka import state_topic
+
+    monkeypatch.setattr(state_topic, "MAX_STATE_BYTES", 1 << 20)
+    bomb = zlib.compress(bytes(64 << 20), 9)
+    reported = []
+    assembler = StateAssembler(on_skip=lambda key, why: reported.append(why))
+    for key, value in forged(bomb, codec=DROP, size=DROP):
+        assembler.add(key, value)
+    tracemalloc.start()
+    try:
+        assert assembler.take("partition-0") is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert reported == ["it decompresses to more than 1,048,576 bytes"]
+    assert peak < 4 << 20
+
+
+def test_a_declared_zstd_size_is_not_what_is_allocated():
+    """A manifest may declare the largest size allowed over ten bytes of data: the decompressor
+    reads what the data hold (and the state is refused for not matching)."""
+    import tracemalloc
+
+    from worker.io.kafka.state_topic import MAX_STATE_BYTES
+
+    reported = []
+    assembler = StateAssembler(on_skip=lambda key, why: reported.append(why))
+    for key, value in forged(TEN, size=MAX_STATE_BYTES):
+        assembler.add(key, value)
+    tracemalloc.start()
+    try:
+        assert assembler.take("partition-0") is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert reported == ["it decompresses to 10 bytes; its manifest says 1,073,741,824"]
+    assert peak < 4 << 20
+
+
+def test_a_newer_state_whose_payload_does_not_read_leaves_the_older_one():
+    """``read`` raising ForeignRecord (a partition state with a bad header, say) is a skip too."""
+    from worker.io.kafka.state_topic import ForeignRecord
+
+    def read(payload):
+        if payload.startswith(b"bad"):
+            raise ForeignRecord("unreadable partition state (next_offset must be ...)")
+        return payload.decode()
+
+    reported = []
+    assembler = StateAssembler(on_skip=lambda key, why: reported.append((key, why)))
+    for payload in (b"first", b"good", b"bad one", b"bad two"):
+        for key, value in write_records("partition-1", payload).records:
+            assembler.add(key, value)
+    assert assembler.take("partition-1", read) == "good"
+    assert [why for _, why in reported] == ["unreadable partition state (next_offset must be ...)"] * 2
+    assert assembler.take("partition-1", read) is None  # everything read so far was taken
+
+
+def test_a_state_whose_chunks_were_tombstoned_is_no_longer_a_fallback():
+    """The writer tombstones a replaced state's chunks: the older state is gone, not reported as forged."""
+    reported = []
+    assembler = StateAssembler(on_skip=lambda key, why: reported.append(why))
+    first = write_records("partition-1", b"first")
+    second = write_records("partition-1", b"second", replaced=first.chunk_keys)
+    for key, value in first.records + second.records + forged(TEN, name="partition-1", sha256="0" * 64):
+        assembler.add(key, value)
+    assert assembler.take("partition-1") == b"second" and len(reported) == 1
+    assert assembler.chunk_keys("partition-1") == second.chunk_keys | {f"partition-1#{GENERATION}#0".encode()}
+
+
+def test_a_state_larger_than_readers_take_is_not_written(monkeypatch):
+    from worker.errors import ConfigError
+    from worker.io.kafka import state_topic
+
+    monkeypatch.setattr(state_topic, "MAX_STATE_BYTES", 1_000)
+    with pytest.raises(ConfigError, match=r"the state partition-4 is 1,001 bytes; a state topic holds states of at "
+                                          r"most 1,000\. Use fewer features"):
+        write_records("partition-4", os.urandom(1_001))

@@ -15,29 +15,102 @@ get tombstones (null values) so that compaction reclaims them. A reader assemble
 only from a manifest whose chunks it has all read and whose digest matches: within a Kafka
 transaction the whole set becomes visible at once; without one, a state whose manifest was
 never written stays invisible.
+
+Anyone allowed to write the topic can put records there that no writer of this module wrote.
+Each record is checked before anything is allocated from it: its key, a chunk's size, every
+field of a manifest (sizes at most ``MAX_STATE_BYTES``), then, when the state is taken, its
+chunks, digest and decompressed size (the decompressor stops at the size declared: it never
+allocates what a manifest claims). A record that fails is reported to the assembler's
+``on_skip`` and passed over; the state of its name stays the newest one that reads.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import uuid
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
 import pyarrow as pa
+
+from ...errors import ConfigError
+from ..checked_json import integer, required, shown
 
 CHUNK_BYTES = 512 * 1024  # below every common broker default (1 MiB), with room for the batch overhead
 TOPIC_CONFIG = {"cleanup.policy": "compact", "max.message.bytes": str(2 * CHUNK_BYTES),
                 "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(60 * 60 * 1000)}
+# The largest state, compressed or not: what one manifest can make a reader hold in memory.
+MAX_STATE_BYTES = 1 << 30
+MAX_CHUNKS = -(-MAX_STATE_BYTES // CHUNK_BYTES)
+CODECS = ("zstd", "zlib")  # zlib: an older writer's, whose manifests name no codec
 _SEPARATOR = "#"
+_GENERATION = re.compile(r"[0-9a-f]{12}")
+_CHUNK_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_PIECE = 1 << 20  # bytes decompressed at a time
+T = TypeVar("T")
+
+
+class ForeignRecord(ValueError):
+    """A state-topic record that no writer of this module wrote (or whose state cannot be read); the
+    message says what is wrong."""
 
 
 def state_topic_name(group: str, input_topic: str) -> str:
     """The default state topic of a group reading a topic (Kafka allows [a-zA-Z0-9._-], 249 characters)."""
     return re.sub(r"[^a-zA-Z0-9._-]", "_", f"{input_topic}.{group}.nbstream-state")[:249]
+
+
+def chunk_key(name: str, generation: str, index: int) -> bytes:
+    return f"{name}{_SEPARATOR}{generation}{_SEPARATOR}{index}".encode()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What one state's chunks hold. size : the decompressed bytes (None in an older writer's zlib manifest)."""
+    generation: str
+    chunks: int
+    packed_bytes: int
+    sha256: str
+    codec: str = "zstd"
+    size: int | None = None
+
+    def to_json(self) -> bytes:
+        return json.dumps({"generation": self.generation, "chunks": self.chunks, "bytes": self.packed_bytes,
+                           "sha256": self.sha256, "codec": self.codec, "size": self.size}).encode()
+
+    @classmethod
+    def from_json(cls, value: bytes) -> Manifest:
+        """Raises ForeignRecord unless every field is one a writer of this module (or an older one) writes."""
+        try:
+            data = json.loads(value)
+        except (ValueError, RecursionError):
+            raise ForeignRecord("manifest: not JSON") from None
+        if not isinstance(data, dict):
+            raise ForeignRecord(f"manifest: not a JSON object but {shown(data)}")
+        try:
+            codec = data.get("codec", "zlib")
+            if codec not in CODECS:
+                raise ValueError(f"codec must be one of {', '.join(CODECS)}; got {shown(codec)}")
+            generation = required(data, "generation")
+            if not isinstance(generation, str) or not _GENERATION.fullmatch(generation):
+                raise ValueError(f"generation must be 12 hexadecimal digits; got {shown(generation)}")
+            chunks = integer(required(data, "chunks"), "chunks", 1, MAX_CHUNKS)
+            packed_bytes = integer(required(data, "bytes"), "bytes", 0, MAX_STATE_BYTES)
+            sha256 = required(data, "sha256")
+            if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+                raise ValueError(f"sha256 must be 64 hexadecimal digits; got {shown(sha256)}")
+            size = data.get("size")
+            if codec == "zstd" or size is not None:
+                size = integer(size, "size", 0, MAX_STATE_BYTES)
+            return cls(generation, chunks, packed_bytes, sha256, codec, size)
+        except ValueError as error:
+            raise ForeignRecord(f"manifest: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -49,84 +122,180 @@ class StateWrite:
 
 
 def write_records(name: str, payload: bytes, replaced: Iterable[bytes] = ()) -> StateWrite:
-    """Chunks, then the manifest, then tombstones for ``replaced`` chunk keys."""
+    """Chunks, then the manifest, then tombstones for ``replaced`` chunk keys. A state larger than
+    readers take (``MAX_STATE_BYTES``) is a ConfigError: readers would pass it over."""
     packed = pa.compress(payload, codec="zstd", asbytes=True)
+    if max(len(payload), len(packed)) > MAX_STATE_BYTES:
+        raise ConfigError(f"the state {name} is {len(payload):,} bytes; a state topic holds states of at most "
+                          f"{MAX_STATE_BYTES:,}. Use fewer features (--hash-bits) or classes (--max-classes).")
     generation = uuid.uuid4().hex[:12]
     chunks = [packed[i:i + CHUNK_BYTES] for i in range(0, len(packed), CHUNK_BYTES)] or [b""]
-    keys = [f"{name}{_SEPARATOR}{generation}{_SEPARATOR}{i}".encode() for i in range(len(chunks))]
-    manifest = {"generation": generation, "chunks": len(chunks), "bytes": len(packed),
-                "sha256": hashlib.sha256(packed).hexdigest(), "codec": "zstd", "size": len(payload)}
-    records = list(zip(keys, chunks)) + [(name.encode(), json.dumps(manifest).encode())]
+    keys = [chunk_key(name, generation, i) for i in range(len(chunks))]
+    manifest = Manifest(generation, len(chunks), len(packed), hashlib.sha256(packed).hexdigest(), "zstd",
+                        len(payload))
+    records: list[tuple[bytes, bytes | None]] = [*zip(keys, chunks, strict=True), (name.encode(), manifest.to_json())]
     records += [(key, None) for key in sorted(set(replaced) - set(keys))]
     return StateWrite(records, frozenset(keys), len(packed))
 
 
+def _any_name(name: str) -> bool:
+    return True
+
+
+def _ignore(key: str, problem: str) -> None:
+    pass
+
+
+def _as_is(payload: bytes) -> bytes:
+    return payload
+
+
 class StateAssembler:
-    """Follows state-topic records in offset order and hands out each name's newest complete state.
+    """Follows state-topic records in offset order and hands out each name's newest state that reads.
+
+    on_skip(key, problem) : told of every record passed over, and why
+    is_name(name) : whether a writer of the topic uses this name (a chunk or manifest of another is passed over)
 
     Payloads are put together only when taken, so a state nobody asks for (this replica's own,
-    read back) costs no decompression; chunks of a generation older than the newest manifest
-    are dropped as soon as it arrives.
+    read back, is dropped) costs no decompression. A name's older manifests are kept until it is
+    taken, while their chunks are in the topic, so that a newer one that does not read leaves
+    the newest one that does.
     """
 
-    def __init__(self):
-        self._chunks: dict[bytes, bytes] = {}
+    def __init__(self, on_skip: Callable[[str, str], None] = _ignore, is_name: Callable[[str], bool] = _any_name):
+        self._on_skip, self._is_name = on_skip, is_name
+        self._chunks: dict[bytes, bytes] = {}  # chunk bytes not taken yet
         self._keys: dict[str, set[bytes]] = {}  # every live chunk key of each name
-        self._manifests: dict[str, dict] = {}  # newest manifest of each name not taken yet
+        self._manifests: dict[str, list[Manifest]] = {}  # each name's manifests not taken yet, oldest first
 
     def add(self, key: bytes | None, value: bytes | None) -> str | None:
         """Take one record; returns the name whose newest state was just announced, if any."""
-        if key is None:
-            return None
-        text = key.decode("utf-8", "replace")
-        name, separator, rest = text.partition(_SEPARATOR)
-        if separator:  # a chunk, or its tombstone
-            if value is None:
-                self._chunks.pop(key, None)
-                self._keys.get(name, set()).discard(key)
-            else:
-                self._chunks[key] = value
-                self._keys.setdefault(name, set()).add(key)
-            return None
-        if value is None:  # the whole state was deleted
-            self._manifests.pop(name, None)
+        if value is None:
+            self._delete(key)
             return None
         try:
-            manifest = json.loads(value)
-            generation = str(manifest["generation"])
-        except (ValueError, KeyError, TypeError, RecursionError):  # not a manifest: written by something else
+            return self._add(key, value)
+        except ForeignRecord as problem:
+            self._on_skip("" if key is None else key.decode("utf-8", "replace"), str(problem))
             return None
-        for stale in [k for k in self._chunks if k.startswith(f"{name}{_SEPARATOR}".encode())
-                      and not k.startswith(f"{name}{_SEPARATOR}{generation}{_SEPARATOR}".encode())]:
-            del self._chunks[stale]  # an older generation's bytes: the newest manifest replaces them
-        self._manifests[name] = manifest
-        return name
 
-    def take(self, name: str) -> bytes | None:
-        """The newest complete payload of ``name`` not taken yet (then forgotten here); None when
-        its chunks are not all read or do not match the manifest's digest."""
-        manifest = self._manifests.pop(name, None)
-        if manifest is None:
-            return None
+    def _add(self, key: bytes | None, value: bytes) -> str | None:
+        if key is None:
+            raise ForeignRecord("no key")
         try:
-            count = int(manifest["chunks"])
-        except (ValueError, KeyError, TypeError, OverflowError):
-            return None
-        if not 0 < count <= len(self._keys.get(name, ())):  # more chunks than were read: not complete yet
-            return None
-        keys = [f"{name}{_SEPARATOR}{manifest['generation']}{_SEPARATOR}{i}".encode() for i in range(count)]
-        if any(key not in self._chunks for key in keys):
-            return None
-        packed = b"".join(self._chunks.pop(key) for key in keys)  # keep the keys (to tombstone later), not the bytes
-        if hashlib.sha256(packed).hexdigest() != manifest.get("sha256"):
-            return None
+            text = key.decode()
+        except UnicodeDecodeError:
+            raise ForeignRecord("the key is not UTF-8") from None
+        name, separator, rest = text.partition(_SEPARATOR)
+        if not self._is_name(name):
+            raise ForeignRecord("the key names no state")
+        if not separator:
+            self._manifests.setdefault(name, []).append(Manifest.from_json(value))
+            return name
+        generation, separator, index = rest.partition(_SEPARATOR)
+        if not (_GENERATION.fullmatch(generation) and separator and _CHUNK_INDEX.fullmatch(index)
+                and int(index) < MAX_CHUNKS):
+            raise ForeignRecord(f"chunk key: not NAME{_SEPARATOR}GENERATION{_SEPARATOR}INDEX "
+                                f"(12 hexadecimal digits, an index below {MAX_CHUNKS:,})")
+        if len(value) > CHUNK_BYTES:
+            raise ForeignRecord(f"chunk of {len(value):,} bytes; chunks hold at most {CHUNK_BYTES:,}")
+        self._chunks[key] = value
+        self._keys.setdefault(name, set()).add(key)
+        return None
+
+    def _delete(self, key: bytes | None) -> None:
+        """A tombstone: its chunk, or its name's whole state, is gone (one naming nothing deletes nothing)."""
+        if key is None:
+            return
+        name, separator, rest = key.decode("utf-8", "replace").partition(_SEPARATOR)
+        if not separator:
+            self.drop(name)
+            return
+        self._chunks.pop(key, None)
+        self._keys.get(name, set()).discard(key)
+        generation = rest.partition(_SEPARATOR)[0]
+        if name in self._manifests:  # a state that lost a chunk can no longer be put together
+            self._manifests[name] = [m for m in self._manifests[name] if m.generation != generation]
+
+    @overload
+    def take(self, name: str) -> bytes | None: ...
+
+    @overload
+    def take(self, name: str, read: Callable[[bytes], T]) -> T | None: ...
+
+    def take(self, name: str, read: Callable[[bytes], Any] = _as_is) -> Any:
+        """``read`` of the newest payload of ``name`` that reads (the payload itself by default);
+        None when none does. A newer state that does not (its chunks, digest or size do not match
+        its manifest, or ``read`` raises ForeignRecord) is reported and passed over. Every state of
+        ``name`` read so far is then forgotten here (its chunk keys are kept, for the next write
+        to tombstone)."""
+        manifests = self._manifests.pop(name, [])
         try:
-            if manifest.get("codec") == "zstd":
-                return pa.decompress(packed, decompressed_size=int(manifest["size"]), codec="zstd", asbytes=True)
-            return zlib.decompress(packed)
-        except (zlib.error, pa.ArrowException, ValueError, KeyError, TypeError):
+            for manifest in reversed(manifests):
+                try:
+                    return read(self._payload(name, manifest))
+                except ForeignRecord as problem:
+                    self._on_skip(name, str(problem))
             return None
+        finally:
+            self._release(name, manifests)
+
+    def drop(self, name: str) -> None:
+        """Forget the states of ``name`` read so far, unread (this replica's own, read back)."""
+        self._release(name, self._manifests.pop(name, []))
 
     def chunk_keys(self, name: str) -> frozenset[bytes]:
         """Every chunk key of ``name`` still in the topic as far as read (the next write tombstones them)."""
         return frozenset(self._keys.get(name, ()))
+
+    def _release(self, name: str, manifests: list[Manifest]) -> None:
+        for manifest in manifests:
+            for index in range(manifest.chunks):
+                self._chunks.pop(chunk_key(name, manifest.generation, index), None)
+
+    def _payload(self, name: str, manifest: Manifest) -> bytes:
+        keys = [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
+        missing = sum(key not in self._chunks for key in keys)
+        if missing:
+            raise ForeignRecord(f"{missing:,} of its {manifest.chunks:,} chunks are not in the topic")
+        held = sum(len(self._chunks[key]) for key in keys)
+        if held != manifest.packed_bytes:
+            raise ForeignRecord(f"its chunks hold {held:,} bytes; its manifest says {manifest.packed_bytes:,}")
+        packed = b"".join(self._chunks[key] for key in keys)
+        if hashlib.sha256(packed).hexdigest() != manifest.sha256:
+            raise ForeignRecord("its manifest's digest does not match its chunks")
+        return _decompressed(packed, manifest)
+
+
+def _decompressed(packed: bytes, manifest: Manifest) -> bytes:
+    """The payload, exactly ``manifest.size`` bytes (at most MAX_STATE_BYTES when the size is not recorded)."""
+    limit = MAX_STATE_BYTES if manifest.size is None else manifest.size
+    try:
+        payload = _zstd(packed, limit) if manifest.codec == "zstd" else _zlib(packed, limit)
+    except (OSError, zlib.error, pa.ArrowException) as error:
+        raise ForeignRecord(f"its {manifest.codec} data do not decompress ({str(error)[:200]})") from None
+    if len(payload) > limit:
+        raise ForeignRecord(f"it decompresses to more than {limit:,} bytes"
+                            + (" (its declared size)" if manifest.size is not None else ""))
+    if manifest.size is not None and len(payload) != manifest.size:
+        raise ForeignRecord(f"it decompresses to {len(payload):,} bytes; its manifest says {manifest.size:,}")
+    return payload
+
+
+def _zstd(packed: bytes, limit: int) -> bytes:
+    """At most limit + 1 bytes of a zstd frame, decompressed a piece at a time: the memory taken
+    follows what the data hold, never what a manifest claims."""
+    stream = pa.CompressedInputStream(pa.BufferReader(packed), "zstd")
+    out = io.BytesIO()
+    while out.tell() <= limit and (piece := stream.read(min(_PIECE, limit + 1 - out.tell()))):
+        out.write(piece)
+    return out.getvalue()
+
+
+def _zlib(packed: bytes, limit: int) -> bytes:
+    """At most limit + 1 bytes of a zlib stream (zlib.error when it ends early)."""
+    inflater = zlib.decompressobj()
+    payload = inflater.decompress(packed, limit + 1)
+    if len(payload) <= limit and not inflater.eof:
+        raise zlib.error("the stream is truncated")
+    return payload
