@@ -14,7 +14,8 @@ from kafka import KafkaProducer
 
 from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, new_topic, read_all
-from tests.helpers.service import Service, assert_equal_statistics, free_port, labeled_messages, wait_for
+from tests.helpers.service import (Service, assert_equal_statistics, free_port, labeled_messages, metric_values,
+                                   wait_for)
 
 pytestmark = pytest.mark.faults
 
@@ -201,7 +202,8 @@ def test_predictions_an_output_topic_refuses_go_to_the_dead_letters(kafka_bootst
     values = [json_message(features=[1, 2, 0, 1, 0, 3], label="ham" if i % 2 else "spam",
                            id=("x" * 700 if i % 4 == 0 else i)) for i in range(400)]
     send(kafka_bootstrap, topic, values)
-    service = Service(kafka_bootstrap, topic, tmp_path, client=kafka_client).start()
+    port = free_port()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--metrics-port", port, client=kafka_client).start()
     try:
         big = {i for i in range(400) if i % 4 == 0}
         dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=len(big), timeout=90, committed_only=True)
@@ -211,6 +213,9 @@ def test_predictions_an_output_topic_refuses_go_to_the_dead_letters(kafka_bootst
         assert all(dict(r.headers)["error"].decode().startswith("prediction of ") for r in dead)
         assert sorted(json.loads(r.value)["offset"] for r in predictions) == sorted(set(range(400)) - big)
         assert service.running()
+        counted = metric_values(port)  # a prediction that became a dead letter is counted as one only
+        assert counted["nbstream_predictions_total"] == 300 and counted["nbstream_messages_total"] == 400
+        assert counted['nbstream_dead_letters_total{reason="output_too_large"}'] == 100
         assert service.terminate() == 0
         assert service.state()[0].n_examples_seen_ == 400  # refused outputs do not undo learning
     finally:
@@ -267,7 +272,8 @@ def test_a_record_the_broker_refuses_after_a_limit_change_goes_to_the_dead_lette
     from tests.helpers.kafka import json_message, send
 
     topic = new_topic(kafka_bootstrap, "limit-lowered")
-    service = Service(kafka_bootstrap, topic, tmp_path, client=kafka_client).start()
+    port = free_port()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--metrics-port", port, client=kafka_client).start()
     try:
         send(kafka_bootstrap, topic, [json_message(features=[1, 0, 0, 1, 0, 1], label="ham", id=0)])
         assert len(read_all(kafka_bootstrap, service.output, expected=1)) == 1, service.log_tail()
@@ -286,6 +292,11 @@ def test_a_record_the_broker_refuses_after_a_limit_change_goes_to_the_dead_lette
         assert "exceeds the limit of 600" in dict(dead[0].headers)["error"].decode()
         predictions = read_all(kafka_bootstrap, service.output, expected=7, timeout=30, committed_only=True)
         assert sorted(json.loads(r.value)["offset"] for r in predictions) == [0, 1, 2, 4, 5, 6, 7]
+        # the sessions that failed on the refusal are not counted: each message once
+        assert wait_for(lambda: metric_values(port).get("nbstream_messages_total") == 8, timeout=30)
+        counted = metric_values(port)
+        assert counted["nbstream_predictions_total"] == 7 and counted["nbstream_examples_learned_total"] == 8
+        assert sum(v for k, v in counted.items() if k.startswith("nbstream_dead_letters_total")) == 1
         assert service.running() and service.terminate() == 0
     finally:
         if service.running():

@@ -14,8 +14,9 @@ from .records import Polled
 
 
 class PredictionSink(Protocol):
-    def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> None:
-        """values[j]: the prediction of message rows[j], sent keyed like it."""
+    def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> list[int]:
+        """values[j]: the prediction of message rows[j], sent keyed like it. Returns the j whose
+        prediction went to the dead-letter topic instead (too large for the output topic)."""
 
     def flush(self) -> None:
         """Return once every prediction sent is durable; raise if one failed."""

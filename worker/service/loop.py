@@ -25,19 +25,22 @@ from ..io.formats import MessageFormat
 from ..io.records import Polled
 from .global_model import Predictions
 from .observability import ServiceMetrics
+from .counts import UncommittedCounts
 from .group_state import GroupState
 
 
 class PrequentialLoop:
     """learn : learn from labeled messages (False: predict only, labels ignored).
+    counts : where the work is counted until it is committed (the session publishes it then).
     refusals : what the broker refused (see KafkaSink); a poisoned input is dead-lettered.
     max_classes : a label that would grow an open class set beyond it is dead-lettered."""
 
     def __init__(self, messages: MessageFormat, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
                  metrics: ServiceMetrics, *, learn: bool = True, refusals: Refusals | None = None,
-                 max_classes: int = 1_000):
+                 max_classes: int = 1_000, counts: UncommittedCounts | None = None):
         self.messages, self.group = messages, group
         self.predictions, self.rejects, self.metrics = predictions, rejects, metrics
+        self.counts = counts or UncommittedCounts()
         self.learn, self.max_classes = learn, max_classes
         self.refusals = refusals or Refusals()
         classes = group.global_model.classes
@@ -59,7 +62,7 @@ class PrequentialLoop:
         labeled, y = self._labels(decoded.batch.column(LABEL_COLUMN), problems)
         self._flag_poisoned(rows, problems)
         self.rejects.reject(rows, problems)
-        self.metrics.messages.inc(len(polled))
+        self.counts.messages += len(polled)
         good = problems.good
         if good.any():
             predictions = model.predict(problems.select_good(X))
@@ -97,8 +100,11 @@ class PrequentialLoop:
         """Predictions of the good rows, in the message format."""
         keyed_like, values = self.messages.encode(polled, decoded, good, predictions.classes, predictions.best,
                                                   predictions.proba, self.group.global_model.version)
-        self.predictions.send_predictions(polled, keyed_like, values)
-        self.metrics.predictions.inc(int(good.sum()))
+        diverted = self.predictions.send_predictions(polled, keyed_like, values)
+        self.counts.predictions += int(good.sum())
+        if diverted:  # too large for the output topic: dead letters instead
+            per_message = np.bincount(decoded.message_index()[good], minlength=len(polled))
+            self.counts.predictions -= int(per_message[[keyed_like[j] for j in diverted]].sum())
         stamps = rows.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
 
@@ -131,7 +137,7 @@ class PrequentialLoop:
             X_learn = model.encoder.encode(batch.filter(pa.array(learn)), learn=True)[0] if model.categorical \
                 else _rows_of(X, learn)
             model.learn(X_learn, _rows_of(y, learn))
-        self.metrics.learned.inc(int(learn.sum()))
+        self.counts.learned += int(learn.sum())
         self.metrics.examples_seen.set(model.version)
 
     def _advance(self, polled: Polled) -> None:

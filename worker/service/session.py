@@ -28,6 +28,7 @@ from .loop import PrequentialLoop
 from .observability import ServiceMetrics
 from .partition_state import PartitionState
 from .commit import ServeCheckpoint, TransactionalProducer
+from .counts import UncommittedCounts
 from .group_state import GroupState, StateFollower
 from .state import SnapshotStore
 
@@ -75,9 +76,10 @@ class Session:
         self.global_model = GlobalModel(fresh, encoder, config.classes or None)
         self.group = GroupState(fresh, self.global_model, self.follower, start=config.start)
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
+        self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
                               Destination(config.dlq, limits[config.dlq]), refusals, COMMIT_STEP_SECONDS,
-                              on_dead_letter=metrics.dead_lettered)
+                              on_dead_letter=self.counts.dead_lettered)
         self.consumer = client.consumer(config.input, config.group, instance_id=config.instance_id,
                                         session_timeout_s=config.session_timeout, start=config.start,
                                         read_committed=True)
@@ -89,7 +91,7 @@ class Session:
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
         self.loop = PrequentialLoop(message_format(config.fields), self.group, self.sink, self.sink, metrics, learn=config.learn,
-                                    refusals=refusals, max_classes=config.max_classes)
+                                    refusals=refusals, max_classes=config.max_classes, counts=self.counts)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
         self._probed = time.monotonic()
 
@@ -164,6 +166,7 @@ class Session:
     def commit(self) -> None:
         started = time.monotonic()
         if self.checkpoint.commit():
+            self.counts.publish(self.metrics)
             self.metrics.checkpoints.inc()
             self.metrics.last_checkpoint.set(time.time())
             self.metrics.commit_seconds.observe(time.monotonic() - started)

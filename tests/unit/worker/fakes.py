@@ -50,8 +50,9 @@ class FakeSink:
         self.rejected: list[tuple[int, str, str]] = []  # (offset, column, message)
         self.count = 0
 
-    def send_predictions(self, polled, rows, values) -> None:
+    def send_predictions(self, polled, rows, values) -> list[int]:
         self.predictions.extend(json.loads(value) for value in values)
+        return []
 
     def reject(self, polled, problems) -> None:
         for row, column, message in problems:

@@ -233,6 +233,19 @@ def test_a_kafka_failure_from_poll_ends_the_run_without_committing(guarantee):
     assert kafka.journal[-1] == "consumer.poll failed: the group coordinator is gone"
     assert not [entry for entry in kafka.journal if "commit" in entry]
     assert metrics.registry.get_sample_value("nbstream_checkpoints_total") == 0 and kafka.group_offsets == {}
+    # the discarded work is redone by the next session: counting it now would count it twice
+    for name in ("nbstream_messages_total", "nbstream_predictions_total", "nbstream_examples_learned_total"):
+        assert metrics.registry.get_sample_value(name) == 0, name
+
+
+def test_the_counters_take_the_work_of_a_commit_once_it_is_committed():
+    kafka = cluster(messages=4)
+    metrics = ServiceMetrics()
+    session = open_session(kafka, settings(max_poll_records=2), metrics)
+    session.run(polls(3))  # then the final commit
+    for name, expected in (("nbstream_messages_total", 4), ("nbstream_predictions_total", 4),
+                           ("nbstream_examples_learned_total", 4)):
+        assert metrics.registry.get_sample_value(name) == expected, name
 
 
 def test_close_aborts_the_open_transaction_and_commits_nothing_more():

@@ -97,23 +97,27 @@ class KafkaSink:
         self.flush_timeout_s = flush_timeout_s
         self.count = 0
 
-    def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> None:
-        """values[j] is the prediction of message rows[j] of the poll, keyed like it."""
+    def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> list[int]:
+        """values[j] is the prediction of message rows[j] of the poll, keyed like it; returns the j
+        whose prediction was too large for the output topic (its input went to the dead-letter topic)."""
         topic, room = self.predictions.topic, self.predictions.max_record_bytes - RECORD_BATCH_OVERHEAD
         keys, send, suspects = polled.keys, self.producer.send, self.refusals.suspects
         row_keys = [keys[row] for row in rows]
         if not suspects and values and max(map(len, values)) + max(map(len, filter(None, row_keys)), default=0) <= room:
             self.producer.send_many(topic, values, row_keys)  # the usual case: every record fits
-            return
-        for row, value in zip(rows, values):
+            return []
+        diverted = []
+        for j, (row, value) in enumerate(zip(rows, values)):
             key = keys[row]
             if len(value) + len(key or b"") > room:
+                diverted.append(j)
                 self.dead_letter(polled.record(row), f"prediction of {record_bytes(key, value, [])} bytes exceeds "
                                  f"the limit of {self.predictions.max_record_bytes} of topic {topic}", "prediction")
             elif suspects and (polled.topic, int(polled.partitions[row]), int(polled.offsets[row])) in suspects:
                 self._alone(polled.record(row), topic, key, value, [])
             else:
                 send(topic, value, key)
+        return diverted
 
     def reject(self, polled: Polled, problems: RowProblems) -> None:
         """Each bad message, unchanged, to the dead-letter topic with the error and its origin in headers."""

@@ -1,0 +1,36 @@
+"""Counts of the work done since the last commit, published to the metrics once that work is committed.
+
+A session that fails is discarded and its work redone by the next one (from the last commit),
+so counting messages, predictions, learned examples and dead letters as they happen would count
+the redone ones twice (and a prediction that became a dead letter as both). The counters say what
+was committed: what was consumed and left, exactly once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .observability import ServiceMetrics
+
+
+@dataclass
+class UncommittedCounts:
+    messages: int = 0
+    predictions: int = 0
+    learned: int = 0
+    dead_letters: Counter[str] = field(default_factory=Counter)  # error -> how many
+
+    def dead_lettered(self, error: str) -> None:
+        """Told of every dead letter sent (the sink's callback)."""
+        self.dead_letters[error] += 1
+
+    def publish(self, metrics: ServiceMetrics) -> None:
+        """Add what was just committed to the metrics, and start counting anew."""
+        metrics.messages.inc(self.messages)
+        metrics.predictions.inc(self.predictions)
+        metrics.learned.inc(self.learned)
+        for error, count in self.dead_letters.items():
+            metrics.dead_lettered(error, count)
+        self.messages = self.predictions = self.learned = 0
+        self.dead_letters.clear()
