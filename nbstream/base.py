@@ -175,9 +175,8 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
 
     def _float_dtype_of(self, X: Features) -> np.dtype[Any]:
         """The dtype of the float fitted attributes a first batch X gives (scikit-learn's rule)."""
-        if self._keeps_float_dtype and X.dtype.name in KEPT_FLOAT_DTYPES:
-            return np.dtype(X.dtype)
-        return np.dtype(np.float64)
+        kept: np.dtype[Any] = np.dtype(X.dtype)
+        return kept if self._keeps_float_dtype and kept.name in KEPT_FLOAT_DTYPES else np.dtype(np.float64)
 
     def _note_touched(self, features: IndexArray) -> None:
         """Remember features to refresh; once they add up to a quarter of all features (many
@@ -386,7 +385,8 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
 
     def predict(self, X: Features) -> AnyArray:
         """The most probable class of each row, shape (n_samples,)."""
-        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+        predicted: AnyArray = self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+        return predicted
 
     def score(self, X: Features, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> float:
         """Mean accuracy of ``predict(X)`` against y."""

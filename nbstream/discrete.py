@@ -108,7 +108,8 @@ class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
                 return np.log(prior)
         if self.fit_prior:
             with np.errstate(divide="ignore"):
-                return np.log(class_count) - np.log(class_count.sum())
+                fitted: FloatArray = np.log(class_count) - np.log(class_count.sum())
+            return fitted
         return np.full(n_classes, -np.log(n_classes))
 
     def _refresh(self) -> DiscreteTablesT:

@@ -106,7 +106,7 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
         epsilon: np.floating[Any] = self._fresh_tables().epsilon_.astype(self._float_dtype)
         return epsilon
 
-    def _as_fitted_dtype(self, array: FloatArray) -> FloatingArray:
+    def _as_fitted_dtype(self, array: FloatingArray) -> FloatingArray:
         """The array in the dtype of the float fitted attributes (itself when that is float64)."""
         return array.astype(self._float_dtype, copy=False)
 

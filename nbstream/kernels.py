@@ -8,9 +8,12 @@ That is what makes uint8 input fast without ever copying a whole chunk to float6
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from .ndarrays import Features, FloatArray, IndexArray
 from .validation import is_sparse
 
 _BLOCK_ELEMENTS = 2**16
@@ -25,7 +28,8 @@ def row_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
         yield slice(start, min(start + step, n_rows))
 
 
-def one_hot(rows: np.ndarray, weights: np.ndarray | None, n_classes: int, dtype=np.float64) -> np.ndarray:
+def one_hot(rows: IndexArray, weights: FloatArray | None, n_classes: int,
+            dtype: npt.DTypeLike = np.float64) -> npt.NDArray[np.floating[Any]]:
     """Class-membership matrix of shape (n_samples, n_classes) holding each row's weight.
 
     >>> one_hot(np.array([1, 0, 1]), None, 2).tolist()
@@ -36,12 +40,12 @@ def one_hot(rows: np.ndarray, weights: np.ndarray | None, n_classes: int, dtype=
     return Y
 
 
-def _exact_in_float32(X, weights) -> bool:
+def _exact_in_float32(X: Features, weights: FloatArray | None) -> bool:
     """One-byte integers with unit weights sum exactly in float32 within one block."""
     return weights is None and not is_sparse(X) and X.dtype.itemsize == 1 and X.dtype.kind in "biu"
 
 
-def class_sums(X, rows: np.ndarray, weights: np.ndarray | None, n_classes: int) -> np.ndarray:
+def class_sums(X: Features, rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
     """Weighted sum of the rows of each class.
 
     Parameters
@@ -65,7 +69,7 @@ def class_sums(X, rows: np.ndarray, weights: np.ndarray | None, n_classes: int) 
     return sums
 
 
-def add_class_sums(target: np.ndarray, X, rows: np.ndarray, weights: np.ndarray | None) -> None:
+def add_class_sums(target: FloatArray, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
     """target += class_sums(X, rows, weights, n_classes), in place; CSR input touches only its nonzeros
     (no dense (n_classes, n_features) temporary).
 
@@ -87,12 +91,12 @@ def add_class_sums(target: np.ndarray, X, rows: np.ndarray, weights: np.ndarray 
         np.add.at(target, (np.repeat(rows, per_row), X.indices), values)
 
 
-def class_totals(rows: np.ndarray, weights: np.ndarray | None, n_classes: int) -> np.ndarray:
+def class_totals(rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
     """Total weight of each class, shape (n_classes,)."""
     return np.bincount(rows, weights=weights, minlength=n_classes).astype(np.float64)
 
 
-def linear_scores(X, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
+def linear_scores(X: Features, weights: FloatArray, bias: FloatArray) -> FloatArray:
     """X @ weights + bias in float64, shape (n_samples, n_classes).
 
     weights has shape (n_features, n_classes), bias shape (n_classes,).
@@ -106,7 +110,7 @@ def linear_scores(X, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return scores
 
 
-def log_normalize(jll: np.ndarray) -> np.ndarray:
+def log_normalize(jll: FloatArray) -> FloatArray:
     """Subtract log(sum(exp(row))) from each row: joint log-likelihoods to log-posteriors.
 
     >>> np.exp(log_normalize(np.log(np.array([[1.0, 3.0]])))).round(2).tolist()
@@ -115,4 +119,5 @@ def log_normalize(jll: np.ndarray) -> np.ndarray:
     top = jll.max(axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore"):
-        return jll - (np.log(np.exp(jll - top).sum(axis=1, keepdims=True)) + top)
+        normalized: FloatArray = jll - (np.log(np.exp(jll - top).sum(axis=1, keepdims=True)) + top)
+    return normalized

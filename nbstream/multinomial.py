@@ -67,8 +67,9 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables]):
         return log_prob
 
     def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> MultinomialTables:
-        log_smoothed = np.empty(self._stats.feature_count.shape[::-1])
-        totals = np.empty(log_smoothed.shape[1])
+        n_classes, n_features = self._stats.feature_count.shape
+        log_smoothed = np.empty((n_features, n_classes))
+        totals = np.empty(n_classes)
         for c, smoothed in self._smoothed_rows(alpha):
             np.log(smoothed, out=log_smoothed[:, c])
             totals[c] = smoothed.sum()

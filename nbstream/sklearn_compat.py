@@ -8,6 +8,12 @@ used once the caller has loaded it (an ``except sklearn.exceptions.NotFittedErro
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar, Self
+
+if TYPE_CHECKING:  # scikit-learn is optional: its types only name what the protocol hands over
+    from sklearn.utils import Tags
+    from sklearn.utils.metadata_routing import MetadataRequest
 
 _ROUTED_METHODS = ("fit", "partial_fit", "score")  # the methods that take sample_weight
 
@@ -22,7 +28,7 @@ def data_conversion_warning() -> type[Warning]:
     return exceptions.DataConversionWarning if exceptions is not None else DataConversionWarning
 
 
-_NOT_FITTED_WITH_SKLEARN: dict[type, type] = {}
+_NOT_FITTED_WITH_SKLEARN: dict[type[Exception], Callable[[str], Exception]] = {}
 
 
 def not_fitted(error_class: type[Exception], message: str) -> Exception:
@@ -48,10 +54,13 @@ class EstimatorProtocol:
     (with ``sklearn.set_config(enable_metadata_routing=True)``) routes ``sample_weight``.
     """
 
-    _categorical_input = False  # features are category codes
-    _poor_score = False  # scikit-learn's generic score thresholds do not apply
+    _accept_sparse: ClassVar[bool]
+    requires_non_negative: ClassVar[bool]
+    _categorical_input: ClassVar[bool] = False  # features are category codes
+    _poor_score: ClassVar[bool] = False  # scikit-learn's generic score thresholds do not apply
+    _metadata_request: MetadataRequest
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Tags:
         from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
 
         return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
@@ -59,25 +68,25 @@ class EstimatorProtocol:
                     input_tags=InputTags(sparse=self._accept_sparse, categorical=self._categorical_input,
                                          positive_only=self.requires_non_negative or self._categorical_input))
 
-    def set_fit_request(self, *, sample_weight=None):
+    def set_fit_request(self, *, sample_weight: bool | str | None = None) -> Self:
         """Whether a meta-estimator passes ``sample_weight`` to ``fit`` (True, False, None or an alias)."""
         return self._request("fit", sample_weight)
 
-    def set_partial_fit_request(self, *, sample_weight=None):
+    def set_partial_fit_request(self, *, sample_weight: bool | str | None = None) -> Self:
         """Whether a meta-estimator passes ``sample_weight`` to ``partial_fit``."""
         return self._request("partial_fit", sample_weight)
 
-    def set_score_request(self, *, sample_weight=None):
+    def set_score_request(self, *, sample_weight: bool | str | None = None) -> Self:
         """Whether a meta-estimator passes ``sample_weight`` to ``score``."""
         return self._request("score", sample_weight)
 
-    def _request(self, method: str, sample_weight):
+    def _request(self, method: str, sample_weight: bool | str | None) -> Self:
         routing = self.get_metadata_routing()
         getattr(routing, method).add_request(param="sample_weight", alias=sample_weight)
         self._metadata_request = routing  # the attribute scikit-learn's clone carries over
         return self
 
-    def get_metadata_routing(self):
+    def get_metadata_routing(self) -> MetadataRequest:
         """A ``sklearn.utils.metadata_routing.MetadataRequest`` for ``sample_weight``."""
         from sklearn.utils.metadata_routing import MetadataRequest, get_routing_for_object
 

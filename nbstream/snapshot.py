@@ -151,7 +151,7 @@ def _write_body(out: IO[bytes], header_bytes: bytes, arrays: dict[str, Stored]) 
     write(header_bytes)
     for array in arrays.values():
         for part in _stored_parts(array):
-            write(memoryview(part.reshape(-1).view(np.uint8)))
+            write(part.reshape(-1).view(np.uint8).data)
             write(b"\x00" * (-part.nbytes % 8))
     out.write(digest.digest())
 
@@ -182,9 +182,9 @@ def _replace_atomically(path: Path, header_bytes: bytes, arrays: dict[str, Store
 
 
 def read_header(path: str | os.PathLike[str]) -> Header:
-    """The verified header of a snapshot (kind, params, classes, meta, ...) without arrays."""
-    header, _ = _read_verified(Path(path))
-    return header
+    """The verified header of a snapshot (kind, params, classes, meta, ...) without arrays: a
+    JSON object whose fields have the types ``save`` writes (SnapshotError otherwise)."""
+    return _checked_header(*_read_verified(Path(path)), path)
 
 
 def load(path: str | os.PathLike[str]) -> NaiveBayes[Any, Any]:
@@ -209,8 +209,8 @@ def _model_from(header: object, payload: memoryview, source: object) -> tuple[Na
     """The model a verified snapshot describes, after checking that its header and content
     are what ``save`` writes: anything else (a re-sealed file with a forged header, say) is a
     SnapshotError, raised before anything is allocated from the header's numbers."""
+    checked = _checked_header(header, payload, source)
     try:
-        checked = _check_header(header, len(payload))
         arrays = {entry["name"]: _array_from(payload, entry) for entry in checked["arrays"]}
         model = model_class(checked["kind"]).from_state(_state_of(checked, arrays), copy=False)
     except SnapshotError as error:
@@ -218,6 +218,16 @@ def _model_from(header: object, payload: memoryview, source: object) -> tuple[Na
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:
         raise SnapshotError(f"{source}: snapshot content is inconsistent ({error}).") from None
     return model, checked
+
+
+def _checked_header(header: object, payload: memoryview, source: object) -> Header:
+    """The header, or a SnapshotError naming the source and the first field that is wrong."""
+    try:
+        return _check_header(header, len(payload))
+    except SnapshotError as error:
+        raise SnapshotError(f"{source}: {error}") from None
+    except (KeyError, TypeError, ValueError) as error:
+        raise SnapshotError(f"{source}: snapshot content is inconsistent ({error}).") from None
 
 
 def _state_of(header: Header, arrays: dict[str, AnyArray]) -> ModelState:

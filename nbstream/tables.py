@@ -3,7 +3,7 @@ between a change of the statistics and the next read."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import ClassVar, Generic, TypeAlias, TypeVar
 
@@ -29,7 +29,7 @@ class Tables:
     def not_finite(self) -> list[str]:
         """The names of the tables holding an infinite or NaN value where none belongs."""
         return [name for name, value in self.as_dict().items() if name not in self._may_be_infinite
-                and not all(np.isfinite(array).all() for array in (value if isinstance(value, list) else [value]))]
+                and not all(np.isfinite(np.asarray(part)).all() for part in _parts(value))]
 
 
 TablesT = TypeVar("TablesT", bound=Tables)
@@ -92,10 +92,14 @@ def check_tables(stored: Mapping[str, TableValue], computed: Mapping[str, TableV
     if set(stored) != set(computed):
         return
     for name, value in computed.items():
-        mine = value if isinstance(value, list) else [value]
-        theirs = stored[name] if isinstance(stored[name], list) else [stored[name]]
+        mine, theirs = _parts(value), _parts(stored[name])
         if len(mine) != len(theirs) or any(not _close(a, b) for a, b in zip(mine, theirs, strict=True)):
             raise ValueError(f"the stored table {name!r} does not match the statistics")
+
+
+def _parts(table: TableValue) -> Sequence[object]:
+    """A list table's arrays, or the one array (or scalar) of another table."""
+    return table if isinstance(table, list) else [table]
 
 
 def _close(computed: object, stored: object) -> bool:

@@ -10,7 +10,9 @@ import numbers
 import warnings
 
 import numpy as np
+import numpy.typing as npt
 
+from .ndarrays import AnyArray, Features, FloatArray
 from .sklearn_compat import data_conversion_warning
 
 try:  # scipy is optional: sparse input is accepted only when it is installed
@@ -27,7 +29,7 @@ class NotFittedError(ValueError, AttributeError):
     """
 
 
-def is_sparse(X) -> bool:
+def is_sparse(X: object) -> bool:
     """True when X is a scipy.sparse matrix or array."""
     return _sparse is not None and _sparse.issparse(X)
 
@@ -35,7 +37,7 @@ def is_sparse(X) -> bool:
 LARGEST_VALUE = 1e150  # beyond it, a stream's sums or squares could overflow float64
 
 
-def check_X(X, *, n_features: int | None, accept_sparse: bool, model: str):
+def check_X(X: Features, *, n_features: int | None, accept_sparse: bool, model: str) -> Features:
     """Validate a feature matrix.
 
     Parameters
@@ -91,7 +93,7 @@ def check_X(X, *, n_features: int | None, accept_sparse: bool, model: str):
     return X
 
 
-def _numeric(X: np.ndarray, model: str) -> np.ndarray:
+def _numeric(X: AnyArray, model: str) -> AnyArray:
     """An object array of numbers as float64 (missing values become NaN, refused later)."""
     if X.dtype.kind != "O":
         return X
@@ -103,7 +105,7 @@ def _numeric(X: np.ndarray, model: str) -> np.ndarray:
         raise ValueError(f"{model} expects numeric features: {error}") from None
 
 
-def feature_names_of(X) -> np.ndarray | None:
+def feature_names_of(X: object) -> AnyArray | None:
     """The column names of a data frame (pandas, polars, ...) when they are all strings,
     as an object array of shape (n_features,); None for arrays and unnamed columns."""
     columns = getattr(X, "columns", None)
@@ -118,7 +120,7 @@ def feature_names_of(X) -> np.ndarray | None:
     return names if names.size and all(are_strings) else None
 
 
-def check_feature_names(names: np.ndarray | None, fitted: np.ndarray | None, model: str) -> None:
+def check_feature_names(names: AnyArray | None, fitted: AnyArray | None, model: str) -> None:
     """Columns must come in the order the model was fitted with (scikit-learn's rules)."""
     if names is None and fitted is None:
         return
@@ -133,7 +135,7 @@ def check_feature_names(names: np.ndarray | None, fitted: np.ndarray | None, mod
                          f"{fitted.tolist()[:10]}, got {names.tolist()[:10]} (first ten).")
 
 
-def check_non_negative(X, model: str) -> None:
+def check_non_negative(X: Features, model: str) -> None:
     """Multinomial, complement and categorical counts cannot be negative."""
     values = X.data if is_sparse(X) else X
     if values.dtype.kind in "bu" or values.size == 0:
@@ -143,7 +145,7 @@ def check_non_negative(X, model: str) -> None:
                          f"got a minimum of {values.min()}.")
 
 
-def check_labels(y, n_samples: int | None):
+def check_labels(y: npt.ArrayLike, n_samples: int | None) -> AnyArray:
     """y as a 1-D array of length n_samples, if given.
 
     Labels are strings or integers (integral floats included); a column vector of shape
@@ -179,18 +181,19 @@ def check_labels(y, n_samples: int | None):
             raise ValueError(f"Unknown label type: continuous (e.g. {y[y != np.round(y)][0]!r}). A classifier "
                              "needs class labels: integers or strings.")
     if y.dtype.kind == "c":
-        raise ValueError("Complex data not supported as labels (Unknown label type: complex); labels are integers or strings.")
+        raise ValueError("Complex data not supported as labels (Unknown label type: complex); labels are integers "
+                         "or strings.")
     return y
 
 
-def check_sample_weight(sample_weight, n_samples: int):
+def check_sample_weight(sample_weight: npt.ArrayLike | None, n_samples: int) -> FloatArray | None:
     """None, or a non-negative finite float64 vector of shape (n_samples,)."""
     if sample_weight is None:
         return None
-    if isinstance(sample_weight, numbers.Number):
-        w = np.full(n_samples, float(sample_weight))
-    else:
-        w = np.asarray(sample_weight, dtype=np.float64)
+    given = np.asarray(sample_weight)
+    if given.dtype.kind == "c":  # converting would drop the imaginary part
+        raise ValueError(f"Complex data not supported: sample_weight must be real numbers; got dtype {given.dtype}.")
+    w = np.full(n_samples, float(given)) if given.ndim == 0 else given.astype(np.float64)
     if w.shape != (n_samples,):
         raise ValueError(f"sample_weight must have shape ({n_samples},); got {w.shape}.")
     if not np.isfinite(w).all() or (w < 0).any():
@@ -201,9 +204,9 @@ def check_sample_weight(sample_weight, n_samples: int):
     return w
 
 
-def check_positive(value, name: str, *, allow_none: bool = False) -> None:
+def check_positive(value: object, name: str, *, allow_none: bool = False) -> None:
     """A parameter that must be a positive number."""
     if value is None and allow_none:
         return
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < value < float("inf"):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < float(value) < float("inf"):
         raise ValueError(f"{name} must be a finite positive number; got {value!r}.")

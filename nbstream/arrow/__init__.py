@@ -18,5 +18,5 @@ from .spec import FeatureEncoder, FeatureSpec
 from .text import TextEncoder
 
 __all__ = ["CategoricalEncoder", "FeatureEncoder", "FeatureError", "FeatureSpec", "NumericColumnsEncoder",
-           "Pipeline", "RowProblems", "TextEncoder", "UNSEEN_CATEGORY", "VectorEncoder", "extract_labels", "feature_encoder_of", "flag_classes_beyond",
-           "label_values", "load_pipeline"]
+           "Pipeline", "RowProblems", "TextEncoder", "UNSEEN_CATEGORY", "VectorEncoder", "extract_labels",
+           "feature_encoder_of", "flag_classes_beyond", "label_values", "load_pipeline"]

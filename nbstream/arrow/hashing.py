@@ -10,8 +10,15 @@ hashes of neighbouring tokens of the same row. The hash is part of the snapshot 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ..ndarrays import BoolArray, Features, IntArray
+
+Hashes = npt.NDArray[np.uint64]
+Bytes = npt.NDArray[np.uint8]
+CodePoints = npt.NDArray[np.uint32]
 
 HASH_SCHEME = "poly31-splitmix64-v1"
 _MULTIPLIER = np.uint64(0x100000001B3)
@@ -20,15 +27,16 @@ _WORD_CHARACTER = r"[\pL\pN_]"  # Unicode-aware \w
 _NON_WORD_RUN = r"[^\pL\pN_]+"
 
 
-def _splitmix64(x: np.ndarray) -> np.ndarray:
+def _splitmix64(x: Hashes) -> Hashes:
     x = x ^ (x >> np.uint64(30))
     x = x * np.uint64(0xBF58476D1CE4E5B9)
     x = x ^ (x >> np.uint64(27))
     x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    mixed: Hashes = x ^ (x >> np.uint64(31))
+    return mixed
 
 
-def tokenize(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+def tokenize(texts: pa.Array) -> tuple[pa.Array, IntArray]:
     """Tokens of every row, and the row each token came from.
 
     texts : string array of length n_rows (nulls give no tokens)
@@ -42,7 +50,7 @@ def tokenize(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return pc.filter(tokens, keep), rows[keep.to_numpy(zero_copy_only=False)]
 
 
-def _string_bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _string_bytes(strings: pa.Array) -> tuple[IntArray, Bytes]:
     """(offsets, data) of a string array without copying: offsets int64 of length n + 1 from 0,
     data the uint8 UTF-8 bytes they point into."""
     strings = strings.cast(pa.large_string()) if strings.type == pa.string() else strings
@@ -62,10 +70,10 @@ def _inverse_mod_2_64(odd: int) -> int:
 
 _MULTIPLIER_INVERSE = np.uint64(_inverse_mod_2_64(int(_MULTIPLIER)))
 _CACHED_POWERS_LIMIT = 1 << 22  # bytes of a batch up to which the power tables are kept
-_powers_cache: dict[int, np.ndarray] = {}
+_powers_cache: dict[int, Hashes] = {}
 
 
-def _powers(base: np.uint64, n: int) -> np.ndarray:
+def _powers(base: np.uint64, n: int) -> Hashes:
     """base**0 .. base**(n - 1) mod 2**64, shape (n,), uint64 (a read-only view of a kept table
     for batches of usual size)."""
     table = _powers_cache.get(int(base))
@@ -80,7 +88,7 @@ def _powers(base: np.uint64, n: int) -> np.ndarray:
     return table[:n]
 
 
-def _hash_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def _hash_spans(data: Bytes, starts: IntArray, lengths: IntArray) -> Hashes:
     """The hash of each byte span data[start:start + length] (spans non-empty), shape (n_spans,), uint64.
 
     A span's polynomial hash sum_i (byte_i + 1) * M**(length - 1 - i), mod 2**64, comes from one
@@ -96,7 +104,7 @@ def _hash_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np
     return _splitmix64((prefix[stops] - prefix[starts]) * _powers(_MULTIPLIER, n)[stops - 1])
 
 
-def hash_tokens(tokens: pa.Array) -> np.ndarray:
+def hash_tokens(tokens: pa.Array) -> Hashes:
     """A 64-bit hash of each (non-empty) token, shape (n_tokens,), uint64.
 
     >>> h = hash_tokens(pa.array(["spam", "ham", "spam"]))
@@ -120,7 +128,7 @@ _IS_WORD = np.zeros(0x110000, dtype=bool)
 _CLASSED = np.zeros(0x110000, dtype=bool)
 
 
-def _word_characters(points: np.ndarray) -> np.ndarray:
+def _word_characters(points: CodePoints) -> BoolArray:
     """Whether each code point is a word character: shape like ``points`` (valid code points)."""
     new = np.unique(points[~_CLASSED[points]])
     if len(new):
@@ -130,7 +138,7 @@ def _word_characters(points: np.ndarray) -> np.ndarray:
     return _IS_WORD[points]
 
 
-def _utf8_word_bytes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _utf8_word_bytes(data: Bytes) -> tuple[BoolArray, BoolArray]:
     """For valid UTF-8 bytes, shape (n_bytes,): (is the byte part of a word character, is it
     the first byte of its character). Only the multi-byte characters are decoded."""
     word = _WORD[data]
@@ -151,7 +159,7 @@ def _utf8_word_bytes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return word, (data & 0xC0) != 0x80
 
 
-def token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def token_hashes(texts: pa.Array) -> tuple[Hashes, IntArray]:
     """What ``tokenize`` and ``hash_tokens`` give, from the texts' bytes in numpy (no regex):
     (hash of each token, row of each token), tokens in row order and, within a row, text order.
 
@@ -190,7 +198,7 @@ def token_hashes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return _hash_spans(data, starts, lengths), rows
 
 
-def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1):
+def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
     """Token counts of each row in 2**n_bits hashed columns, as a CSR matrix.
 
     Returns scipy.sparse.csr_matrix of shape (len(texts), 2**n_bits), float64.
@@ -200,7 +208,7 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1):
     hashes, rows = token_hashes(texts)
     all_rows, all_hashes = [rows], [hashes]
     combined = hashes
-    for n in range(2, ngram_max + 1):
+    for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the batch's tokens
         # n-gram ending at token j+n-1 = previous (n-1)-gram hash mixed with the next token.
         same_row = rows[n - 1:] == rows[:len(rows) - n + 1]
         combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])

@@ -6,11 +6,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..ndarrays import AnyArray, BoolArray
 from .arrays import is_numeric_type, is_string_type, numpy_values, with_valid_utf8
 from .problems import FeatureError, RowProblems
 
 
-def label_values(labels: pa.Array, column: str, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
+def label_values(labels: pa.Array, column: str, problems: RowProblems) -> tuple[BoolArray, AnyArray]:
     """(labeled, y): which rows carry a label, and the labels as numpy (strings as str,
     numbers as numbers; placeholders where unlabeled). A NaN label is flagged as a problem."""
     labeled = labels.is_valid().to_numpy(zero_copy_only=False) if labels.null_count else \
@@ -35,15 +36,15 @@ def label_values(labels: pa.Array, column: str, problems: RowProblems) -> tuple[
     return labeled, y
 
 
-def extract_labels(batch: pa.RecordBatch, column: str, problems: RowProblems) -> np.ndarray:
+def extract_labels(batch: pa.RecordBatch, column: str, problems: RowProblems) -> AnyArray:
     """The label column of a batch where every row needs a label: nulls are flagged."""
     labeled, y = label_values(batch.column(column), column, problems)
     problems.flag(~labeled, column, "null label")
     return y
 
 
-def flag_classes_beyond(y: np.ndarray, known: np.ndarray | None, limit: int, column: str, problems: RowProblems,
-                        message: str, labeled: np.ndarray | None = None) -> None:
+def flag_classes_beyond(y: AnyArray, known: AnyArray | None, limit: int, column: str, problems: RowProblems,
+                        message: str, labeled: BoolArray | None = None) -> None:
     """Flag the rows whose label would make the class set larger than ``limit``.
 
     y : shape (n_rows,); known : the classes learned so far (None: none yet); labeled : which
@@ -54,7 +55,8 @@ def flag_classes_beyond(y: np.ndarray, known: np.ndarray | None, limit: int, col
         return
     unique, first_seen = np.unique(y[rows], return_index=True)
     known_labels = set(known.tolist()) if known is not None else set()
-    new = [label for _, label in sorted(zip(first_seen.tolist(), unique.tolist())) if label not in known_labels]
+    in_order = [label for _, label in sorted(zip(first_seen.tolist(), unique.tolist(), strict=True))]
+    new = [label for label in in_order if label not in known_labels]
     room = max(limit - len(known_labels), 0)
     if len(new) > room:
         problems.flag(rows & np.isin(y, np.asarray(new[room:])), column, message)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
-from .arrays import is_list_type, is_numeric_type, numpy_values
+from ..ndarrays import AnyArray
 from ..validation import LARGEST_VALUE
-from .problems import RowProblems
-from .spec import FeatureEncoder
+from .arrays import is_list_type, is_numeric_type, numpy_values
+from .problems import FeatureError, RowProblems
+from .spec import FeatureEncoder, FeatureSpec
 
 
-def _flag_values(X: np.ndarray, column: str, counts_only: bool, problems: RowProblems) -> None:
+def _flag_values(X: AnyArray, column: str, counts_only: bool, problems: RowProblems) -> None:
     """Flag rows with a NaN or infinite value, a value beyond LARGEST_VALUE, or (for count
     models) a negative value; each row is judged by its largest and smallest value only (a NaN
     makes both NaN), two fast reductions where an elementwise test of each rule took four passes."""
@@ -34,7 +37,7 @@ class VectorEncoder(FeatureEncoder):
     kind = "vector"
     expected = "a list of numbers"
 
-    def __init__(self, spec):
+    def __init__(self, spec: FeatureSpec):
         super().__init__(spec)
         self.width: int | None = None
 
@@ -45,13 +48,16 @@ class VectorEncoder(FeatureEncoder):
     def accepts(self, arrow_type: pa.DataType) -> bool:
         return is_list_type(arrow_type) and is_numeric_type(arrow_type.value_type)
 
-    def _restore(self, data: dict) -> None:
-        self.width = data.get("n_features")
+    def _restore(self, data: dict[str, Any]) -> None:
+        width = data.get("n_features")
+        if width is not None and not (isinstance(width, int) and not isinstance(width, bool) and width >= 1):
+            raise FeatureError(f"the stored list width must be a positive integer; got {width!r}.")
+        self.width = width
 
     def describe(self) -> str:
         return f"list column {self.columns[0]!r} of {self.width} numbers"
 
-    def _encode(self, batch, problems, *, learn, counts_only):
+    def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> AnyArray:
         name = self.columns[0]
         column = batch.column(name)
         n = len(column)
@@ -99,7 +105,7 @@ class NumericColumnsEncoder(FeatureEncoder):
     def describe(self) -> str:
         return f"numeric columns {self.columns}"
 
-    def _encode(self, batch, problems, *, learn, counts_only):
+    def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> AnyArray:
         X = np.column_stack([numpy_values(batch.column(name)) for name in self.columns])
         for i, name in enumerate(self.columns):
             _flag_values(X[:, i:i + 1], name, counts_only, problems)

@@ -8,15 +8,19 @@ array(['spam', 'ham'], dtype='<U4')
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import pyarrow as pa
 
 from ..base import NaiveBayes
+from ..ndarrays import AnyArray, Features, FloatArray
 from ..snapshot import SnapshotError, load_with_header
 from .problems import FeatureError
 from .spec import FeatureEncoder
 
 
-def feature_encoder_of(meta, source) -> FeatureEncoder:
+def feature_encoder_of(meta: object, source: object) -> FeatureEncoder:
     """The feature encoder a worker snapshot's metadata records (spec and what it learned).
 
     Raises SnapshotError when there is none (a model saved with ``nbstream.save``) or it is
@@ -39,15 +43,15 @@ class Pipeline:
     values (texts, say). A row the encoder cannot use raises FeatureError naming it.
     """
 
-    def __init__(self, model: NaiveBayes, features: FeatureEncoder):
+    def __init__(self, model: NaiveBayes[Any, Any], features: FeatureEncoder):
         self.model = model
         self.features = features
 
     @property
-    def classes_(self):
+    def classes_(self) -> AnyArray:
         return self.model.classes_
 
-    def transform(self, rows):
+    def transform(self, rows: object) -> Features:
         """Model input for the rows, shape (n_rows, n_features) (CSR for text)."""
         batch = self._batch(rows)
         self.features.check_schema(batch.schema, "rows")
@@ -58,15 +62,15 @@ class Pipeline:
                                f"({int(problems.bad.sum())} of {batch.num_rows} rows unusable).")
         return X
 
-    def predict(self, rows):
+    def predict(self, rows: object) -> AnyArray:
         """The most probable class of each row, shape (n_rows,)."""
         return self.model.predict(self.transform(rows))
 
-    def predict_proba(self, rows):
+    def predict_proba(self, rows: object) -> FloatArray:
         """P(class | row), shape (n_rows, n_classes), columns in the order of ``classes_``."""
         return self.model.predict_proba(self.transform(rows))
 
-    def _batch(self, rows) -> pa.RecordBatch:
+    def _batch(self, rows: object) -> pa.RecordBatch:
         if isinstance(rows, pa.RecordBatch):
             return rows
         if isinstance(rows, pa.Table):
@@ -82,7 +86,7 @@ class Pipeline:
                         f"{self.features.columns}; got {type(rows).__name__}.")
 
 
-def load_pipeline(path) -> Pipeline:
+def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
     """The model and feature encoder of a snapshot written by a worker command."""
     model, header = load_with_header(path)
     return Pipeline(model, feature_encoder_of(header["meta"], path))

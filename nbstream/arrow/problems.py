@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
+import numpy.typing as npt
+
+from ..ndarrays import BoolArray, Features
 
 
 class FeatureError(ValueError):
@@ -20,7 +25,7 @@ class RowProblems:
         self.column = np.empty(n_rows, dtype=object)
         self.message = np.empty(n_rows, dtype=object)
 
-    def flag(self, rows: np.ndarray, column: str, message) -> None:
+    def flag(self, rows: BoolArray, column: str, message: str | npt.ArrayLike) -> None:
         """Record ``message`` (a string, or an array of one string per row of the batch)
         for the flagged rows that have no problem yet."""
         new = rows & ~self.bad
@@ -33,11 +38,11 @@ class RowProblems:
         return bool(self.bad.any())
 
     @property
-    def good(self) -> np.ndarray:
+    def good(self) -> BoolArray:
         """(n_rows,) bool: the rows without a problem."""
         return ~self.bad
 
-    def select_good(self, values):
+    def select_good(self, values: Features) -> Features:
         """The good rows of ``values`` (an array or CSR matrix with one row per batch row),
         without a copy when every row is good.
 
@@ -53,7 +58,7 @@ class RowProblems:
         row = int(np.argmax(self.bad))
         return row, self.column[row], self.message[row]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[int, str, str]]:
         """(row, column, message) of every bad row, in row order."""
         for row in np.flatnonzero(self.bad):
             yield int(row), str(self.column[row]), str(self.message[row])

@@ -14,11 +14,13 @@ type) raise ``FeatureError``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Self
 
 import pyarrow as pa
 
+from ..ndarrays import Features
 from .arrays import with_valid_utf8
 from .problems import FeatureError, RowProblems
 
@@ -38,31 +40,33 @@ class FeatureSpec:
     hash_bits: int = 20
     ngram_max: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in FeatureEncoder.kinds:
             raise ValueError(f"unknown feature kind {self.kind!r}; one of {sorted(FeatureEncoder.kinds)}.")
-        if not 1 <= self.hash_bits <= 31:
-            raise ValueError(f"hash_bits must be between 1 and 31; got {self.hash_bits}.")
-        if self.ngram_max < 1:
-            raise ValueError(f"ngram_max must be at least 1; got {self.ngram_max}.")
+        if not all(isinstance(column, str) for column in self.columns):
+            raise ValueError(f"columns must be named by strings; got {list(self.columns)}.")
+        if not _is_int(self.hash_bits) or not 1 <= self.hash_bits <= 31:
+            raise ValueError(f"hash_bits must be between 1 and 31 (an integer); got {self.hash_bits!r}.")
+        if not _is_int(self.ngram_max) or self.ngram_max < 1:
+            raise ValueError(f"ngram_max must be at least 1 (an integer); got {self.ngram_max!r}.")
 
     @classmethod
-    def vector(cls, column: str) -> "FeatureSpec":
+    def vector(cls, column: str) -> FeatureSpec:
         return cls("vector", (column,))
 
     @classmethod
-    def numeric_columns(cls, columns) -> "FeatureSpec":
+    def numeric_columns(cls, columns: Iterable[str]) -> FeatureSpec:
         return cls("columns", tuple(columns))
 
     @classmethod
-    def text(cls, column: str, hash_bits: int = 20, ngram_max: int = 1) -> "FeatureSpec":
+    def text(cls, column: str, hash_bits: int = 20, ngram_max: int = 1) -> FeatureSpec:
         return cls("text", (column,), hash_bits=hash_bits, ngram_max=ngram_max)
 
     @classmethod
-    def categorical(cls, columns) -> "FeatureSpec":
+    def categorical(cls, columns: Iterable[str]) -> FeatureSpec:
         return cls("categorical", tuple(columns))
 
-    def encoder(self) -> "FeatureEncoder":
+    def encoder(self) -> FeatureEncoder:
         """A fresh encoder for this spec: nothing learned yet."""
         return FeatureEncoder.kinds[self.kind](self)
 
@@ -73,9 +77,9 @@ class FeatureEncoder:
 
     kind: ClassVar[str]
     expected: ClassVar[str]  # the column type it reads, for schema errors
-    kinds: ClassVar[dict[str, type["FeatureEncoder"]]] = {}
+    kinds: ClassVar[dict[str, type[FeatureEncoder]]] = {}
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         FeatureEncoder.kinds[cls.kind] = cls
 
@@ -95,14 +99,14 @@ class FeatureEncoder:
     def accepts(self, arrow_type: pa.DataType) -> bool:
         raise NotImplementedError
 
-    def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool):
+    def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> Features:
         raise NotImplementedError
 
-    def _learned_json(self) -> dict:
+    def _learned_json(self) -> dict[str, Any]:
         """Kind-specific settings and learned state for the snapshot."""
         return {}
 
-    def _restore(self, data: dict) -> None:
+    def _restore(self, data: dict[str, Any]) -> None:
         """Take back what ``_learned_json`` stored."""
 
     def describe(self) -> str:
@@ -119,7 +123,7 @@ class FeatureEncoder:
                 raise FeatureError(f"{source}: column {name!r} has type {arrow_type}; expected {self.expected}.")
 
     def encode(self, batch: pa.RecordBatch, *, learn: bool, counts_only: bool = False,
-               problems: RowProblems | None = None):
+               problems: RowProblems | None = None) -> tuple[Features, RowProblems]:
         """Model input for a batch.
 
         learn : whether what is new (categories, a first list width) is learned (training)
@@ -140,23 +144,32 @@ class FeatureEncoder:
                 batch = batch.set_column(batch.schema.get_field_index(name), name, valid)
         return self._encode(batch, problems, learn=learn, counts_only=counts_only), problems
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "columns": self.columns, "n_features": self.n_features, **self._learned_json()}
 
     @staticmethod
-    def from_json(data: dict) -> "FeatureEncoder":
+    def from_json(data: dict[str, Any]) -> FeatureEncoder:
         """An encoder as a snapshot stored it (spec and learned state)."""
         kind = data.get("kind")
         if kind not in FeatureEncoder.kinds:
             raise FeatureError(f"unknown feature kind {kind!r} in the stored feature spec.")
         spec = FeatureSpec(kind, tuple(data["columns"]), hash_bits=data.get("hash_bits", 20),
                            ngram_max=data.get("ngram_max", 1))
-        encoder = spec.encoder()
+        return FeatureEncoder.kinds[kind].restored(spec, data)
+
+    @classmethod
+    def restored(cls, spec: FeatureSpec, data: dict[str, Any]) -> Self:
+        """An encoder of this kind for ``spec`` with the learned state ``to_json`` stored."""
+        encoder = cls(spec)
         encoder._restore(data)
         return encoder
 
-    def same_layout(self, other: "FeatureEncoder") -> bool:
+    def same_layout(self, other: FeatureEncoder) -> bool:
         """Whether models over the two encoders can merge (category codes can be re-mapped)."""
         mine, theirs = self.to_json(), other.to_json()
         mine.pop("categories", None), theirs.pop("categories", None)
         return mine == theirs
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
+from ..ndarrays import Features
 from .arrays import is_string_type
 from .hashing import HASH_SCHEME, hashed_counts
-from .problems import FeatureError
+from .problems import FeatureError, RowProblems
 from .spec import FeatureEncoder
 
 
@@ -23,10 +26,10 @@ class TextEncoder(FeatureEncoder):
     def accepts(self, arrow_type: pa.DataType) -> bool:
         return is_string_type(arrow_type)
 
-    def _learned_json(self) -> dict:
+    def _learned_json(self) -> dict[str, Any]:
         return {"hash_bits": self.spec.hash_bits, "ngram_max": self.spec.ngram_max, "hash_scheme": HASH_SCHEME}
 
-    def _restore(self, data: dict) -> None:
+    def _restore(self, data: dict[str, Any]) -> None:
         if data.get("hash_scheme") != HASH_SCHEME:
             raise FeatureError(f"text features were hashed with {data.get('hash_scheme')!r}; "
                                f"this version hashes with {HASH_SCHEME!r}.")
@@ -35,5 +38,5 @@ class TextEncoder(FeatureEncoder):
         return (f"text column {self.columns[0]!r}: word {self.spec.ngram_max}-grams hashed into "
                 f"2^{self.spec.hash_bits} features")
 
-    def _encode(self, batch, problems, *, learn, counts_only):
+    def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> Features:
         return hashed_counts(batch.column(self.columns[0]), self.spec.hash_bits, self.spec.ngram_max)

@@ -145,7 +145,7 @@ def test_each_row_gets_the_first_rule_it_breaks(rows, counts_only):
     X = np.array(rows)
     problems = RowProblems(len(X))
     _flag_values(X, "features", counts_only, problems)
-    for row, message in zip(X, problems.message):
+    for row, message in zip(X, problems.message, strict=True):
         if not np.isfinite(row).all():
             assert message == "NaN or infinite value"
         elif (np.abs(row) > LARGEST_VALUE).any():
@@ -154,3 +154,37 @@ def test_each_row_gets_the_first_rule_it_breaks(rows, counts_only):
             assert message.startswith("negative value")
         else:
             assert message is None or message == ""
+
+
+@pytest.mark.parametrize("stored, message", [
+    ({"kind": "categorical", "columns": ["a", "b"], "categories": [["x", "y"]]}, "one list of strings for each"),
+    ({"kind": "categorical", "columns": ["a"]}, "one list of strings for each"),
+    ({"kind": "categorical", "columns": ["a"], "categories": [[1, 2]]}, "one list of strings for each"),
+    ({"kind": "vector", "columns": ["v"], "n_features": -3}, "positive integer"),
+    ({"kind": "vector", "columns": ["v"], "n_features": 2.5}, "positive integer"),
+])
+def test_a_stored_encoder_state_that_does_not_fit_its_columns_is_refused(stored, message):
+    """Categories for fewer columns than the spec names would leave a column unencoded."""
+    with pytest.raises(FeatureError, match=message):
+        FeatureEncoder.from_json(stored)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"hash_bits": 20.5}, "hash_bits"), ({"hash_bits": True}, "hash_bits"), ({"ngram_max": 2.0}, "ngram_max"),
+])
+def test_text_settings_must_be_integers(settings, message):
+    with pytest.raises(ValueError, match=message):
+        FeatureSpec.text("t", **settings)
+    with pytest.raises(ValueError, match="named by strings"):
+        FeatureSpec.categorical(["a", 7])
+
+
+@pytest.mark.parametrize("ngram_max", [3, 4, 5, 10**9])
+def test_ngrams_longer_than_the_batch_s_tokens_are_none_and_cost_nothing(ngram_max):
+    """A batch of three tokens with up to 5-grams (the worker's --ngrams 5) broke a shape."""
+    import time
+
+    started = time.perf_counter()
+    counts = hashed_counts(pa.array(["one two three"]), n_bits=8, ngram_max=ngram_max)
+    assert time.perf_counter() - started < 5
+    assert counts.sum() == 6  # three words, two bigrams, one trigram

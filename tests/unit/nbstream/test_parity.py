@@ -100,7 +100,7 @@ def test_fitted_attributes_match_scikit_learn(rng):
     Xc, y = make_data("categories", rng)
     ours, theirs = nbstream.CategoricalNB().fit(Xc, y), reference.CategoricalNB().fit(Xc, y)
     np.testing.assert_array_equal(ours.n_categories_, theirs.n_categories_)
-    for mine, reference_table in zip(ours.category_count_, theirs.category_count_):
+    for mine, reference_table in zip(ours.category_count_, theirs.category_count_, strict=True):
         np.testing.assert_array_equal(mine, reference_table)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -27,7 +29,7 @@ def cuts(n):
 
 def learn(model, X, y, boundaries=(), weights=None):
     edges = [0, *boundaries, len(y)]
-    for start, stop in zip(edges, edges[1:]):
+    for start, stop in itertools.pairwise(edges):
         if stop > start:
             model.partial_fit(X[start:stop], y[start:stop],
                               sample_weight=None if weights is None else weights[start:stop])

@@ -322,3 +322,14 @@ def test_a_table_stored_both_whole_and_in_parts_is_refused(tmp_path, genuine):
     first = header["arrays"][-1]
     header["arrays"].append({**first, "name": first["name"].split(".")[0] + "." + first["name"].split(".")[1] + ".0"})
     assert "forged.nbs" in refused(tmp_path, seal(header, payload))
+
+
+def test_read_header_refuses_a_header_that_is_not_what_save_writes(tmp_path, genuine):
+    header, payload = genuine
+    path = tmp_path / "forged.nbs"
+    path.write_bytes(seal([1, 2, 3], payload))
+    with pytest.raises(SnapshotError, match="not a JSON object"):
+        read_header(path)
+    path.write_bytes(seal({**header, "meta": "x"}, payload))
+    with pytest.raises(SnapshotError, match="'meta'"):
+        read_header(path)

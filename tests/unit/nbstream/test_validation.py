@@ -41,7 +41,7 @@ def test_predict_before_fit(family):
     with pytest.raises(nbstream.NotFittedError, match="is not fitted yet"):
         family().predict(np.ones((1, 2)))
     with pytest.raises(AttributeError):
-        family().classes_
+        _ = family().classes_
 
 
 @pytest.mark.parametrize("family", ALL, ids=lambda f: f.__name__)
@@ -145,3 +145,22 @@ def test_values_whose_statistics_would_overflow_are_refused_and_the_model_is_unc
         model.partial_fit([[1e308, 1.0]], [0])
     np.testing.assert_array_equal(model.predict_proba([[1.0, 1.0]]), before)
     assert np.isfinite(before).all()
+
+
+def test_recoding_needs_one_array_of_distinct_codes_per_feature():
+    model = nbstream.CategoricalNB().fit([[0, 1], [1, 0]], [0, 1])
+    with pytest.raises(ValueError, match="1 arrays of new codes for 2 features"):
+        model.recode_categories([np.array([1, 0])])  # would have dropped the second feature's counts
+    for codes in ([1, 1], [0, -1]):
+        with pytest.raises(ValueError, match="distinct non-negative integers"):
+            model.recode_categories([np.array(codes), np.array([0, 1])])
+    assert [table.shape for table in model.category_count_] == [(2, 2), (2, 2)]
+    model.recode_categories([np.array([1, 0]), np.array([0, 1])])
+    assert model.category_count_[0].tolist() == [[0.0, 1.0], [1.0, 0.0]]
+
+
+def test_complex_sample_weights_are_refused_not_cut_to_their_real_part():
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        nbstream.MultinomialNB().fit([[1], [2]], [0, 1], sample_weight=np.array([1 + 1j, 1.0]))
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        nbstream.MultinomialNB().fit([[1], [2]], [0, 1], sample_weight=2j)
