@@ -44,19 +44,27 @@ class ModelOptions:
             raise ConfigError(f"unknown model {self.kind!r}{hint}; choose one of {', '.join(nbstream.MODEL_KINDS)}.")
         self.kind = kind
 
+    @property
+    def chosen_kind(self) -> str:
+        """The kind, where one is needed (None, "the kind of the snapshot resumed", is no kind to build)."""
+        if self.kind is None:
+            raise ValueError("no model kind: it comes from the snapshot resumed")
+        return self.kind
+
     def parameters(self) -> dict:
         """The parameters given, checked against what the kind accepts."""
-        accepted = nbstream.model_class(self.kind).param_names()
+        accepted = nbstream.model_class(self.chosen_kind).param_names()
         given = {name: value for name, value in asdict(self).items() if name != "kind" and value is not None}
         unused = sorted(set(given) - set(accepted))
         if unused:
-            raise ConfigError(f"the {self.kind} model takes no {', '.join('--' + n.replace('_', '-') for n in unused)}.")
+            options = ", ".join("--" + name.replace("_", "-") for name in unused)
+            raise ConfigError(f"the {self.kind} model takes no {options}.")
         return given
 
     def build(self) -> nbstream.base.NaiveBayes:
         """A fresh model with these parameters, checked before any data is read."""
         parameters = self.parameters()
-        model = nbstream.model_class(self.kind)(**parameters)
+        model = nbstream.model_class(self.chosen_kind)(**parameters)
         try:
             model.check_params()
         except ValueError as error:
@@ -167,7 +175,7 @@ class ServeConfig:
     def _check_distinct_topics(self) -> None:
         """Each topic has one role: an output that is also the input would be read back as input,
         forever, and a state topic shared with anything else would be unreadable as state."""
-        roles = {}
+        roles: dict[str, str] = {}
         for role, option, topic in (("input", "--input", self.input), ("output", "--output", self.output),
                                     ("dead-letter", "--dlq", self.dlq), ("state", "--state-topic", self.states)):
             if topic in roles:
@@ -222,7 +230,7 @@ class ServeConfig:
         options = FeatureOptions(columns=[] if self.text else (names or [self.fields.features]),
                                  text=self.fields.text if self.text else None,
                                  hash_bits=self.hash_bits, ngrams=self.ngrams)
-        return options.spec(self.model.kind, list_column=not names)
+        return options.spec(self.model.chosen_kind, list_column=not names)
 
 
 def parse_classes(values: list[str]) -> list:

@@ -24,7 +24,7 @@ class InvalidRowError(UserError):
     """A row that cannot be used, named by file, row and column."""
 
     @classmethod
-    def first_in(cls, batch, problems, advice: str) -> "InvalidRowError":
+    def first_in(cls, batch, problems, advice: str) -> InvalidRowError:
         """The first bad row of a Parquet batch (see ``worker.io.parquet.Batch``)."""
         row, column, message = problems.first()
         return cls(f"{batch.path}: row {batch.first_row + row}, column {column!r}: {message}. {advice}")

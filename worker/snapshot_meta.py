@@ -120,7 +120,7 @@ class SnapshotMeta:
         return {**self.extra, **data}
 
     @classmethod
-    def from_json(cls, meta: dict, path) -> "SnapshotMeta":
+    def from_json(cls, meta: dict, path) -> SnapshotMeta:
         """Raise SnapshotError when the snapshot was not written by a worker command."""
         features = feature_encoder_of(meta, path)
         try:

@@ -13,7 +13,8 @@ import numpy as np
 
 from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all, send
-from tests.helpers.service import Service, assert_equal_statistics, covered, labeled_messages, wait_for
+from tests.helpers.service import (Service, assert_equal_statistics, covered, labeled_messages, metric_values,
+                                   wait_for)
 
 def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_bootstrap, kafka_client, tmp_path):
     rng = np.random.default_rng(7)
@@ -144,6 +145,8 @@ def test_metrics_health_and_readiness_endpoints(kafka_bootstrap, kafka_client, t
 
     assert wait_for(lambda: get("/readyz")[0] == 200, timeout=30)
     assert get("/healthz")[0] == 200
+    # counted once committed: the predictions can be read a moment before
+    assert wait_for(lambda: metric_values(port).get("nbstream_messages_total") == 600, timeout=30)
     status, text = get("/metrics")
     assert status == 200
     assert "nbstream_messages_total 600.0" in text

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TaskProgressColumn,
-                           TextColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 
@@ -26,7 +34,7 @@ class RowProgress:
                                       TaskProgressColumn(), RowsPerSecond(), TimeRemainingColumn(), transient=False)
             self._task = self._progress.add_task(description, total=total, completed=done)
 
-    def __enter__(self) -> "RowProgress":
+    def __enter__(self) -> RowProgress:
         if self._progress:
             self._progress.start()
         return self

@@ -82,8 +82,9 @@ def _prediction_table(scored: Scored, classes: np.ndarray, with_proba: bool, id_
         for i, label in enumerate(classes.tolist()):
             columns[f"proba_{label}"] = _spread(scored.proba[:, i], good, pa.float64())
     if with_errors:
+        problems = scored.problems
         columns["error"] = pa.array([None if ok else f"{column}: {message}" for ok, column, message in
-                                     zip(good, scored.problems.column, scored.problems.message)], pa.string())
+                                     zip(good, problems.column, problems.message, strict=True)], pa.string())
     return pa.table(columns)
 
 
@@ -105,6 +106,7 @@ def evaluate(config: ScoreConfig, label: str | None = None, progress: bool | Non
     counts = ConfusionCounts(model.classes_)
     skipped = 0
     for scored in score_batches(config, model, meta.features, [], label=label, progress=progress):
+        assert scored.labels is not None  # asked for with label=
         counts.add(scored.labels, scored.proba)
         skipped += int(scored.problems.bad.sum())
     report = counts.report()

@@ -16,7 +16,7 @@ from nbstream.arrow import FeatureEncoder, extract_labels, flag_classes_beyond
 from nbstream.arrow.arrays import is_list_type
 from nbstream.snapshot import read_header
 
-from ..checkpoint import CheckpointPolicy, Checkpointer
+from ..checkpoint import Checkpointer, CheckpointPolicy
 from ..config import TrainConfig
 from ..errors import ConfigError, InvalidRowError
 from ..io.parquet.rejects import ParquetRejects
@@ -52,10 +52,10 @@ class TrainRun:
     is the checkpoint's state step: the snapshot at --out, holding the position reached."""
 
     def __init__(self, config: TrainConfig, signature: dict, model, features: FeatureEncoder,
-                 start: Position = Position(), rows_read: int = 0, rows_rejected: int = 0):
+                 start: Position | None = None, rows_read: int = 0, rows_rejected: int = 0):
         self.config, self.signature = config, signature
         self.model, self.features = model, features
-        self.start = self.position = start
+        self.start = self.position = start or Position()
         self.rows_read = rows_read
         self.complete = False
         self.rejects = ParquetRejects(config.rejects_dir, count=rows_rejected)
@@ -84,6 +84,8 @@ def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> Trai
         if meta.run != signature:
             raise ConfigError(f"{config.out} holds a snapshot of a different run; pass --fresh to overwrite "
                               f"it, or --resume {config.out} with another --out to keep training it.")
+        if not isinstance(meta.source, ParquetProgress):
+            raise ConfigError(f"{config.out} holds a snapshot of no Parquet run; pass --fresh to overwrite it.")
         return TrainRun(config, signature, model, meta.features, meta.source.position, meta.rows_read,
                         meta.rows_rejected)
     if config.resume:
@@ -98,7 +100,7 @@ def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> Trai
     schema = open_file(files[0]).physical_schema
     columns = config.features.columns
     list_column = len(columns) == 1 and columns[0] in schema.names and is_list_type(schema.field(columns[0]).type)
-    encoder = config.features.spec(config.model.kind, list_column=list_column).encoder()
+    encoder = config.features.spec(config.model.chosen_kind, list_column=list_column).encoder()
     _schema_check(encoder, config.label)(schema, files[0])
     return TrainRun(config, signature, config.model.build(), encoder)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -16,8 +16,19 @@ from nbstream.snapshot import load_with_header
 from ..config import FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
 from ..snapshot_meta import ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
-from .options import (BATCH_SIZE, HASH_BITS, MAX_CLASSES, NGRAMS, PATHS, PROGRESS, SKIP_INVALID, SNAPSHOT, columns,
-                      env, model_parameters)
+from .options import (
+    BATCH_SIZE,
+    HASH_BITS,
+    MAX_CLASSES,
+    NGRAMS,
+    PATHS,
+    PROGRESS,
+    SKIP_INVALID,
+    SNAPSHOT,
+    columns,
+    env,
+    model_parameters,
+)
 
 
 @app.command()
@@ -26,32 +37,32 @@ def train(
     paths: list[str] = PATHS,
     label: str = typer.Option(..., "--label", envvar=env("LABEL"), help="Column holding the class label."),
     out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write (and to continue from)."),
-    model: Optional[str] = typer.Option(None, "--model", envvar=env("MODEL"),
+    model: str | None = typer.Option(None, "--model", envvar=env("MODEL"),
                                         help="bernoulli, multinomial, complement, gaussian or categorical "
                                              "(default: multinomial)."),
-    features: Optional[str] = typer.Option(None, "--features", envvar=env("FEATURES"),
+    features: str | None = typer.Option(None, "--features", envvar=env("FEATURES"),
                                            help="Feature columns, comma-separated: one list column "
                                                 "(e.g. pixels), numeric columns, or string columns for "
                                                 "--model categorical."),
-    text: Optional[str] = typer.Option(None, "--text", envvar=env("TEXT"),
+    text: str | None = typer.Option(None, "--text", envvar=env("TEXT"),
                                        help="A text column: lowercased word tokens, hashed."),
     hash_bits: int = HASH_BITS,
     ngrams: int = NGRAMS,
     max_classes: int = MAX_CLASSES,
-    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", min=1,
+    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", min=1,
                                                    envvar=env("CHECKPOINT_EVERY"),
                                                    help="Write the snapshot every N rows (the run can then "
                                                         "be restarted where it stopped)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", envvar=env("RESUME"),
+    resume: Path | None = typer.Option(None, "--resume", envvar=env("RESUME"),
                                           help="Keep training this snapshot's model on new data."),
     fresh: bool = typer.Option(False, "--fresh", envvar=env("FRESH"),
                                help="Start over even if --out holds a checkpoint of this run."),
-    rejects: Optional[Path] = typer.Option(None, "--rejects", envvar=env("REJECTS"),
+    rejects: Path | None = typer.Option(None, "--rejects", envvar=env("REJECTS"),
                                            help="Folder for rows set aside by --skip-invalid "
                                                 "(default: OUT.rejects)."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
-    progress: Optional[bool] = PROGRESS,
+    progress: bool | None = PROGRESS,
     *,
     model_parameters: dict[str, Any],
 ) -> None:
@@ -89,11 +100,11 @@ def predict(
     out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Parquet file to write."),
     proba: bool = typer.Option(False, "--proba", envvar=env("PROBA"),
                                help="Add a proba_<class> column per class."),
-    id_column: Optional[str] = typer.Option(None, "--id", envvar=env("ID"),
+    id_column: str | None = typer.Option(None, "--id", envvar=env("ID"),
                                             help="Column passed through to identify each row."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
-    progress: Optional[bool] = PROGRESS,
+    progress: bool | None = PROGRESS,
 ) -> None:
     """Predict a label for every row; one output row per input row."""
     from ..batch.score import predict as run_predict
@@ -108,12 +119,12 @@ def predict(
 def evaluate(
     snapshot: Path = SNAPSHOT,
     paths: list[str] = PATHS,
-    label: Optional[str] = typer.Option(None, "--label", envvar=env("LABEL"),
+    label: str | None = typer.Option(None, "--label", envvar=env("LABEL"),
                                         help="Label column (default: the one the model was trained on)."),
     as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the metrics as JSON."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
-    progress: Optional[bool] = PROGRESS,
+    progress: bool | None = PROGRESS,
 ) -> None:
     """Accuracy, macro-F1, log-loss, per-class precision/recall and the confusion matrix."""
     from ..batch.score import evaluate as run_evaluate
@@ -136,13 +147,14 @@ def evaluate(
     typer.echo("confusion matrix (rows: true, columns: predicted):")
     width = max(6, *(len(str(label)) + 1 for label in report["labels"]))
     typer.echo(" " * width + "".join(f"{label!s:>{width}}" for label in report["predicted_labels"]))
-    for label, counts in zip(report["labels"], report["confusion_matrix"]):
+    for label, counts in zip(report["labels"], report["confusion_matrix"], strict=True):
         typer.echo(f"{label!s:>{width}}" + "".join(f"{c:>{width}}" for c in counts))
 
 
 @app.command()
 def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_default=False),
-            as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the header as JSON.")) -> None:
+            as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the header as JSON.")
+            ) -> None:
     """Kind, parameters, classes and counts, examples seen, features, source position, checksum."""
     with reported_errors():
         model, header = load_with_header(snapshot)
@@ -167,7 +179,7 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
             typer.echo(f"rows rejected:  {meta.rows_rejected:,}")
         extra = meta.extra
     typer.echo(f"classes ({'open' if header['open_classes'] else 'fixed'}):")
-    for label, count in zip(model.classes_.tolist(), model.class_count_.tolist()):
+    for label, count in zip(model.classes_.tolist(), model.class_count_.tolist(), strict=True):
         typer.echo(f"  {label!s:<20} {count:,.6g}")
     if extra:
         typer.echo(f"metadata:       {json.dumps(extra)}")

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -22,7 +22,7 @@ def env(name: str) -> str:
     return f"NBSTREAM_{name}"
 
 
-def columns(value: Optional[str]) -> list[str]:
+def columns(value: str | None) -> list[str]:
     """A comma-separated list of names, blanks dropped."""
     return [c.strip() for c in value.split(",") if c.strip()] if value else []
 
@@ -82,10 +82,10 @@ HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
 
 
 model_parameters = option_group("model_parameters", dict, {
-    "alpha": (Optional[float], ALPHA), "binarize": (Optional[float], BINARIZE),
-    "fit_prior": (Optional[bool], FIT_PRIOR), "norm": (Optional[bool], NORM),
-    "var_smoothing": (Optional[float], VAR_SMOOTHING), "min_categories": (Optional[int], MIN_CATEGORIES),
-    "half_life": (Optional[float], HALF_LIFE)})
+    "alpha": (float | None, ALPHA), "binarize": (float | None, BINARIZE),
+    "fit_prior": (bool | None, FIT_PRIOR), "norm": (bool | None, NORM),
+    "var_smoothing": (float | None, VAR_SMOOTHING), "min_categories": (int | None, MIN_CATEGORIES),
+    "half_life": (float | None, HALF_LIFE)})
 """Gives a command the model parameters, received as one dict ``model_parameters`` (ModelOptions' fields)."""
 
 
@@ -135,9 +135,9 @@ class KafkaOptions:
 
 
 kafka_options = option_group("kafka", KafkaOptions, {
-    "bootstrap": (Optional[str], BOOTSTRAP), "kafka_client": (str, KAFKA_CLIENT),
-    "security_protocol": (Optional[str], SECURITY_PROTOCOL), "sasl_mechanism": (Optional[str], SASL_MECHANISM),
-    "sasl_username": (Optional[str], SASL_USERNAME), "sasl_password_file": (Optional[Path], SASL_PASSWORD_FILE),
-    "ssl_cafile": (Optional[Path], SSL_CAFILE), "ssl_certfile": (Optional[Path], SSL_CERTFILE),
-    "ssl_keyfile": (Optional[Path], SSL_KEYFILE), "kafka_config": (Optional[Path], KAFKA_CONFIG)})
+    "bootstrap": (str | None, BOOTSTRAP), "kafka_client": (str, KAFKA_CLIENT),
+    "security_protocol": (str | None, SECURITY_PROTOCOL), "sasl_mechanism": (str | None, SASL_MECHANISM),
+    "sasl_username": (str | None, SASL_USERNAME), "sasl_password_file": (Path | None, SASL_PASSWORD_FILE),
+    "ssl_cafile": (Path | None, SSL_CAFILE), "ssl_certfile": (Path | None, SSL_CERTFILE),
+    "ssl_keyfile": (Path | None, SSL_KEYFILE), "kafka_config": (Path | None, KAFKA_CONFIG)})
 """Gives a command the Kafka connection options, received as one ``kafka: KafkaOptions``."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -15,8 +15,18 @@ from ..config import ModelOptions, ServeConfig, parse_classes
 from ..errors import UserError
 from ..io.fields import MessageFields
 from .app import app, reported_errors
-from .options import (HASH_BITS, MAX_CLASSES, NGRAMS, PATHS, PROGRESS, KafkaOptions, columns, env, kafka_options,
-                      model_parameters)
+from .options import (
+    HASH_BITS,
+    MAX_CLASSES,
+    NGRAMS,
+    PATHS,
+    PROGRESS,
+    KafkaOptions,
+    columns,
+    env,
+    kafka_options,
+    model_parameters,
+)
 
 
 @app.command()
@@ -34,10 +44,10 @@ def serve(
     guarantee: str = typer.Option("exactly-once", "--guarantee", envvar=env("GUARANTEE"),
                                   help="exactly-once: predictions, dead letters, state and offsets commit in one "
                                        "Kafka transaction; at-least-once: a crash may repeat predictions."),
-    snapshot_dir: Optional[Path] = typer.Option(None, "--snapshot-dir", envvar=env("SNAPSHOT_DIR"),
+    snapshot_dir: Path | None = typer.Option(None, "--snapshot-dir", envvar=env("SNAPSHOT_DIR"),
                                                 help="Keep a local copy of the group's model here after each "
                                                      "commit (also: a first start from such a copy)."),
-    init_model: Optional[Path] = typer.Option(None, "--init-model", envvar=env("INIT_MODEL"),
+    init_model: Path | None = typer.Option(None, "--init-model", envvar=env("INIT_MODEL"),
                                               help="Start a new group from this worker train snapshot (its "
                                                    "model and features) and keep learning."),
     learn: bool = typer.Option(True, "--learn/--no-learn", envvar=env("LEARN"),
@@ -46,13 +56,13 @@ def serve(
                               help="bernoulli, multinomial, complement, gaussian or categorical."),
     text: bool = typer.Option(False, "--text", envvar=env("SERVE_TEXT"),
                               help="Messages carry text (in --text-field), hashed into features."),
-    feature_names: Optional[str] = typer.Option(None, "--feature-names", envvar=env("FEATURE_NAMES"),
+    feature_names: str | None = typer.Option(None, "--feature-names", envvar=env("FEATURE_NAMES"),
                                                 help="Keys of a features object, comma-separated "
                                                      "(default: features is a list of numbers)."),
     hash_bits: int = HASH_BITS,
     ngrams: int = NGRAMS,
     max_classes: int = MAX_CLASSES,
-    classes: Optional[str] = typer.Option(None, "--classes", envvar=env("CLASSES"),
+    classes: str | None = typer.Option(None, "--classes", envvar=env("CLASSES"),
                                           help="Fixed class set, comma-separated (numbers if all are); other "
                                                "labels go to the dead-letter topic (default: open, grows)."),
     checkpoint_every: int = typer.Option(50_000, "--checkpoint-every", min=1, envvar=env("CHECKPOINT_EVERY"),
@@ -70,20 +80,20 @@ def serve(
                                                    "transaction.max.timeout.ms)."),
     start: str = typer.Option("earliest", "--start", envvar=env("START"),
                               help="Where a partition without saved state starts: earliest or latest."),
-    dead_letter_topic: Optional[str] = typer.Option(None, "--dlq", envvar=env("DLQ"),
+    dead_letter_topic: str | None = typer.Option(None, "--dlq", envvar=env("DLQ"),
                                                     help="Dead-letter topic (default: INPUT.dlq)."),
-    state_topic: Optional[str] = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
+    state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
                                               help="Compacted topic of the partitions' states "
                                                    "(default: INPUT.GROUP.nbstream-state)."),
     keep_snapshots: int = typer.Option(3, "--keep-snapshots", min=1, envvar=env("KEEP_SNAPSHOTS")),
-    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", envvar=env("METRICS_PORT"),
+    metrics_port: int | None = typer.Option(None, "--metrics-port", envvar=env("METRICS_PORT"),
                                                help="Serve /metrics, /healthz, /readyz on this port."),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", envvar=env("METRICS_HOST"),
                                      help="Address for the endpoints (0.0.0.0 in a container)."),
     max_message_bytes: int = typer.Option(1_048_576, "--max-message-bytes", min=1, envvar=env("MAX_MESSAGE_BYTES"),
                                           help="Larger messages go to the dead-letter topic; so do Arrow messages "
                                                "that hold more once decompressed."),
-    instance_id: Optional[str] = typer.Option(None, "--instance-id", envvar=env("INSTANCE_ID"),
+    instance_id: str | None = typer.Option(None, "--instance-id", envvar=env("INSTANCE_ID"),
                                               help="Stable id of this replica in the group (static membership; "
                                                    "also names its transactions): a restart takes its "
                                                    "partitions back at once."),
@@ -122,8 +132,9 @@ def serve(
             kafka=kafka.settings(),
             input=input_topic, output=output_topic, group=group, snapshot_dir=snapshot_dir,
             model=ModelOptions(kind=model, **model_parameters),
-            fields=MessageFields(format=message_format, id=id_field, features=features_field, text=text_field, label=label_field,
-                                 feature_names=columns(feature_names), max_bytes=max_message_bytes),
+            fields=MessageFields(format=message_format, id=id_field, features=features_field, text=text_field,
+                                 label=label_field, feature_names=columns(feature_names),
+                                 max_bytes=max_message_bytes),
             text=text, hash_bits=hash_bits, ngrams=ngrams, classes=parse_classes(columns(classes)),
             dead_letter_topic=dead_letter_topic, state_topic=state_topic, guarantee=guarantee,
             checkpoint_every=checkpoint_every, checkpoint_interval=checkpoint_interval,
@@ -140,7 +151,7 @@ def export(
     input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="The topic the group serves."),
     group: str = typer.Option(..., "--group", envvar=env("GROUP"), help="The group whose model to export."),
     out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write."),
-    state_topic: Optional[str] = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
+    state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
                                               help="The group's state topic (default: INPUT.GROUP.nbstream-state)."),
     *,
     kafka: KafkaOptions,
@@ -154,8 +165,8 @@ def export(
     with reported_errors():
         settings = kafka.settings()
         try:
-            model, offsets = run_export(connect(settings), input_topic, state_topic or state_topic_name(group, input_topic),
-                                        out)
+            model, offsets = run_export(connect(settings), input_topic,
+                                        state_topic or state_topic_name(group, input_topic), out)
         except KafkaFailure as failure:
             raise UserError(f"cannot read the state from Kafka at {settings.bootstrap}: {failure}") from None
     typer.echo(f"exported {model.n_examples_seen_:,} examples, {len(model.classes_)} classes, offsets "
@@ -167,16 +178,23 @@ def export(
 def produce(
     paths: list[str] = PATHS,
     topic: str = typer.Option(..., "--topic", envvar=env("TOPIC"), help="Topic to write to."),
-    features: Optional[str] = typer.Option(None, "--features", envvar=env("PRODUCE_FEATURES"), help="A list column, sent as \"features\"."),
-    text: Optional[str] = typer.Option(None, "--text", envvar=env("PRODUCE_TEXT"), help="A string column, sent as \"text\"."),
-    label: Optional[str] = typer.Option(None, "--label", envvar=env("PRODUCE_LABEL"), help="Label column, sent as \"label\"."),
-    id_column: Optional[str] = typer.Option(None, "--id", envvar=env("PRODUCE_ID"), help="Id column, sent as \"id\" and used as the key."),
-    rate: float = typer.Option(0.0, "--rate", min=0, envvar=env("RATE"), help="Rows per second (0: as fast as possible; else at least 0.001)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, envvar=env("LIMIT"), help="Stop after this many rows."),
-    message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"), help="json: one row per message; arrow: an Arrow IPC "
-                                                                  "stream of --rows-per-message rows per message."),
-    rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"), help="Rows per Arrow message."),
-    progress: Optional[bool] = PROGRESS,
+    features: str | None = typer.Option(None, "--features", envvar=env("PRODUCE_FEATURES"),
+                                        help="A list column, sent as \"features\"."),
+    text: str | None = typer.Option(None, "--text", envvar=env("PRODUCE_TEXT"),
+                                    help="A string column, sent as \"text\"."),
+    label: str | None = typer.Option(None, "--label", envvar=env("PRODUCE_LABEL"),
+                                     help="Label column, sent as \"label\"."),
+    id_column: str | None = typer.Option(None, "--id", envvar=env("PRODUCE_ID"),
+                                         help="Id column, sent as \"id\" and used as the key."),
+    rate: float = typer.Option(0.0, "--rate", min=0, envvar=env("RATE"),
+                               help="Rows per second (0: as fast as possible; else at least 0.001)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, envvar=env("LIMIT"), help="Stop after this many rows."),
+    message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"),
+                                       help="json: one row per message; arrow: an Arrow IPC stream of "
+                                            "--rows-per-message rows per message."),
+    rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"),
+                                         help="Rows per Arrow message."),
+    progress: bool | None = PROGRESS,
     *,
     kafka: KafkaOptions,
 ) -> None:

@@ -75,14 +75,14 @@ class _Table:
         self.vtable = vtable
 
     @classmethod
-    def root(cls, data: memoryview) -> "_Table":
+    def root(cls, data: memoryview) -> _Table:
         return cls(data, cls._read_in(data, "<I", 0))
 
     def scalar(self, field: int, fmt: str, default):
         offset = self._field_offset(field)
         return default if offset == 0 else self._read(fmt, self.position + offset)
 
-    def table(self, field: int) -> "_Table | None":
+    def table(self, field: int) -> _Table | None:
         target = self._target(field)
         return None if target is None else _Table(self.data, target)
 

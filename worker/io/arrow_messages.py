@@ -30,7 +30,7 @@ from nbstream.arrow.arrays import is_string_type
 
 from .arrow_ipc_size import decompressed_size
 from .fields import LABEL_COLUMN, MessageFields
-from .messages import NUMBER, STRING, Decoded, label_kind_of_type, value_problem
+from .messages import NUMBER, Decoded, label_kind_of_type, value_problem
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
 ID_COLUMN = "\x00id"  # the ids' column of a read message (a name no option gives: see LABEL_COLUMN)
@@ -97,7 +97,7 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
     for rows, problem in label_problems:
         problems.flag(rows, "label", problem)
     start = 0
-    for rows, column, problem in zip(problem_rows, problem_columns, problem_messages):
+    for rows, column, problem in zip(problem_rows, problem_columns, problem_messages, strict=True):
         if problem is not None:
             flagged = np.zeros(batch.num_rows, dtype=bool)
             flagged[start:start + len(rows)] = rows
@@ -142,7 +142,7 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
         if not (pa.types.is_integer(id_type) or is_string_type(id_type)):
             return _Message(None, f"id column {fields.id!r} has type {id_type}; expected strings or integers")
         columns[ID_COLUMN] = table.column(fields.id)
-    decoded = (table.nbytes if size is None else size) + sum(_dictionary_strings_bytes(column) for column in columns.values())
+    decoded = (table.nbytes if size is None else size) + sum(map(_dictionary_strings_bytes, columns.values()))
     if decoded > fields.max_bytes:  # a dictionary of long strings decodes to many copies of them
         return _Message(None, _too_large(value, decoded, fields.max_bytes))
     return _Message(pa.table(columns), sent=table)
@@ -186,7 +186,7 @@ def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
     label_problems: list[tuple[np.ndarray, str]] = []
     total = sum(1 if piece is None else piece.num_rows for piece in pieces)
     start = 0
-    for piece, piece_labels in zip(pieces, labels):
+    for piece, piece_labels in zip(pieces, labels, strict=True):
         n = 1 if piece is None else piece.num_rows
         for name in spec.columns:
             columns[name].append(pa.nulls(n, feature_types[name]) if piece is None
@@ -288,7 +288,7 @@ def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, pr
     values, messages = [], []
     starts = np.flatnonzero(np.r_[True, message_of[1:] != message_of[:-1]]) if len(rows) else np.zeros(0, int)
     ends = np.r_[starts[1:], len(rows)]
-    for start, end in zip(starts.tolist(), ends.tolist()):
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         message = int(message_of[start])
         n = end - start
         columns = {

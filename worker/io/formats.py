@@ -1,4 +1,5 @@
-"""The format that reads messages and writes their predictions (JSON, one example per message; Arrow IPC, many per message).
+"""The format that reads messages and writes their predictions (JSON, one example per message;
+Arrow IPC, many per message).
 
 The service is handed one ``MessageFormat`` and never asks which one it is.
 """
@@ -16,6 +17,7 @@ from .fields import MessageFields
 from .json_predictions import prediction_values
 from .messages import Decoded, decode
 from .records import Polled
+
 
 class MessageFormat(Protocol):
     def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:

@@ -39,14 +39,14 @@ class Polled:
         return Record(self.topic, int(self.partitions[i]), int(self.offsets[i]), self.keys[i], self.values[i], [],
                       int(self.timestamps[i]), None if self.rows is None else int(self.rows[i]))
 
-    def expand(self, message_of: np.ndarray, rows: np.ndarray, values) -> "Polled":
+    def expand(self, message_of: np.ndarray, rows: np.ndarray, values) -> Polled:
         """One row per example when messages hold many (Arrow batches): row i comes from message
         message_of[i], where it is row rows[i]; values[i] is what stands for it alone."""
         return Polled(self.topic, values, [self.keys[m] for m in message_of.tolist()], self.partitions[message_of],
                       self.offsets[message_of], self.timestamps[message_of], rows)
 
     @classmethod
-    def of(cls, topic: str, records: list) -> "Polled":
+    def of(cls, topic: str, records: list) -> Polled:
         """From Record-like objects (kafka-python's ConsumerRecord, or Record)."""
         return cls(topic, [r.value for r in records], [r.key for r in records],
                    np.fromiter((r.partition for r in records), np.int64, len(records)),

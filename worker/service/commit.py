@@ -17,7 +17,7 @@ other, before the group is joined, so no transaction is opened outside these ste
 
 from __future__ import annotations
 
-from ..checkpoint import CheckpointPolicy, Checkpointer, Output
+from ..checkpoint import Checkpointer, CheckpointPolicy, Output
 from ..io.kafka.client import Consumer, Producer
 from ..io.kafka.state_topic import write_records
 from .group_state import BASE, GroupState, state_name

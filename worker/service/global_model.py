@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
 
@@ -42,14 +43,19 @@ def merge_states(fresh: NaiveBayes, encoder: FeatureEncoder, states: Iterable[Pa
     for state in states:
         if not state.model.is_fitted:
             continue
-        other = state.model
-        if isinstance(union, CategoricalEncoder):
-            other = copy.deepcopy(other).recode_categories(union.align(state.encoder))
         try:
-            fresh.merge(other)
+            fresh.merge(_recoded(state, union) if isinstance(union, CategoricalEncoder) else state.model)
         except (TypeError, ValueError) as error:
             (on_conflict or log.error)(f"a partition state left out of the merge: {error}")
     return fresh, union
+
+
+def _recoded(state: PartitionState, union: CategoricalEncoder) -> nbstream.CategoricalNB:
+    """A copy of a categorical state's model with its category codes those of ``union``."""
+    model, encoder = state.model, state.encoder
+    if not isinstance(model, nbstream.CategoricalNB) or not isinstance(encoder, CategoricalEncoder):
+        raise TypeError(f"a state of a categorical group holds a {model!r}")
+    return copy.deepcopy(model).recode_categories(union.align(encoder))
 
 
 class GlobalModel:
@@ -124,7 +130,7 @@ class GlobalModel:
         else:
             self._stale = True
 
-    def predict(self, X) -> "Predictions":
+    def predict(self, X) -> Predictions:
         """The rows' predictions (all None while nothing is learned)."""
         if not self.model.is_fitted:
             return Predictions(None, None, None)

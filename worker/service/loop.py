@@ -18,15 +18,15 @@ import pyarrow as pa
 from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label_values
 from nbstream.labels import ClassSet
 
-from ..io.interfaces import PredictionSink, RejectSink
-from ..io.kafka.sink import Refusals
 from ..io.fields import LABEL_COLUMN
 from ..io.formats import MessageFormat
+from ..io.interfaces import PredictionSink, RejectSink
+from ..io.kafka.sink import Refusals
 from ..io.records import Polled
-from .global_model import Predictions
-from .observability import ServiceMetrics
 from .counts import UncommittedCounts
+from .global_model import Predictions
 from .group_state import GroupState
+from .observability import ServiceMetrics
 
 
 class PrequentialLoop:
@@ -92,7 +92,8 @@ class PrequentialLoop:
         poisoned = self.refusals.poisoned
         if not poisoned:
             return
-        errors = [poisoned.get((polled.topic, p, o)) for p, o in zip(polled.partitions.tolist(), polled.offsets.tolist())]
+        errors = [poisoned.get((polled.topic, p, o))
+                  for p, o in zip(polled.partitions.tolist(), polled.offsets.tolist(), strict=True)]
         if any(errors):
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 

@@ -75,7 +75,8 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
             result.failed += len(failed.failures)
             result.error = result.error or failed.failures[0].error
         except KafkaFailure as failure:
-            raise KafkaFailure(f"{failure} ({result.sent:,} sent, the last {CONFIRM_EVERY:,} at most unconfirmed)")
+            raise KafkaFailure(f"{failure} ({result.sent:,} sent, the last {CONFIRM_EVERY:,} at most unconfirmed)"
+                               ) from None
 
     files = expand_paths(paths)
     total = count_rows(files) if limit is None else min(limit, count_rows(files))

@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass
 
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
+from nbstream.base import NaiveBayes
 
 from ..config import ServeConfig
 from ..errors import ConfigError
@@ -51,11 +52,11 @@ class Backoff:
 @dataclass
 class StartingPoint:
     """The model and features a group starts from: the configured ones, or those of a snapshot."""
-    template: object  # an unfitted model with the group's parameters
+    template: NaiveBayes  # an unfitted model with the group's parameters
     features: dict  # the group's feature encoder, as JSON
     base: PartitionState | None = None  # a model the group starts from
 
-    def fresh(self):
+    def fresh(self) -> NaiveBayes:
         return type(self.template)(**self.template.get_params())
 
 
@@ -99,7 +100,10 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
         metrics = ServiceMetrics(kafka_client=config.kafka.client)
         if config.metrics_port is not None:
             http = serve_metrics(metrics, config.metrics_port, config.metrics_host)
-            log.info("metrics endpoint up", extra={"url": "http://%s:%d/metrics" % http.server_address[:2]})
+            host, port = http.server_address[:2]
+            host = host.decode() if isinstance(host, bytes) else host
+            address = f"[{host}]" if ":" in host else host  # an IPv6 address is bracketed in a URL
+            log.info("metrics endpoint up", extra={"url": f"http://{address}:{port}/metrics"})
         log.info("serving", extra={"input": config.input, "output": config.output, "group": config.group,
                                    "guarantee": config.guarantee, "kafka": config.kafka.describe()})
         # A poll makes thousands of short-lived objects, which set off garbage collections; the

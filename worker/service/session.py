@@ -19,17 +19,17 @@ from nbstream.base import NaiveBayes
 from ..checkpoint import CheckpointPolicy
 from ..config import ServeConfig
 from ..io.formats import message_format
-from ..io.kafka.client import KafkaClient, KafkaFailure
+from ..io.kafka.client import Consumer, KafkaClient, KafkaFailure, Producer, Start
 from ..io.kafka.sink import Destination, KafkaSink, Refusals
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta
+from .commit import ServeCheckpoint, TransactionalProducer
+from .counts import UncommittedCounts
 from .global_model import GlobalModel
+from .group_state import GroupState, StateFollower
 from .loop import PrequentialLoop
 from .observability import ServiceMetrics
 from .partition_state import PartitionState
-from .commit import ServeCheckpoint, TransactionalProducer
-from .counts import UncommittedCounts
-from .group_state import GroupState, StateFollower
 from .state import SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -42,12 +42,16 @@ class Session:
     refusals : what the broker refused, shared across sessions (see KafkaSink); base : a model to start a new group from
     (--init-model or a snapshot folder); store : where local copies go (--snapshot-dir)."""
 
+    # the clients, set while the session opens (a session that fails to open closes those it made)
+    producer: Producer
+    follower: StateFollower
+    consumer: Consumer
+
     def __init__(self, client: KafkaClient, config: ServeConfig, metrics: ServiceMetrics,
                  fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, transactional_id: str,
                  refusals: Refusals,
                  base: PartitionState | None = None, store: SnapshotStore | None = None):
         self.config, self.metrics, self.store = config, metrics, store
-        self.consumer = self.producer = self.follower = None
         self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
         try:
             self._open(client, fresh, encoder, transactional_id, refusals, base)
@@ -90,7 +94,8 @@ class Session:
             self.checkpoint.start_group_from(base)
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
-        self.loop = PrequentialLoop(message_format(config.fields), self.group, self.sink, self.sink, metrics, learn=config.learn,
+        self.loop = PrequentialLoop(message_format(config.fields), self.group, self.sink, self.sink, metrics,
+                                    learn=config.learn,
                                     refusals=refusals, max_classes=config.max_classes, counts=self.counts)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
         self._probed = time.monotonic()
@@ -121,7 +126,7 @@ class Session:
             admin.close()
 
     # ---- group membership -------------------------------------------------------------------
-    def _assigned(self, partitions: list[int]) -> dict[int, object]:
+    def _assigned(self, partitions: list[int]) -> dict[int, Start]:
         started = time.monotonic()
         committed = self.consumer.committed(partitions) if partitions else {}
         wait = self.config.transaction_timeout + 10 if self.config.exactly_once else 0.0
@@ -201,8 +206,12 @@ class Session:
             try:
                 owned = sorted(self.group.owned)
                 # while records flow, the ends the fetches report: asking the broker would stall the loop
-                ends = self.consumer.end_offsets(owned, cached=busy) if owned else self.consumer.committed([0])
-                metrics.owned({p: max(0, ends[p] - (self.group.owned[p].next_offset or 0)) for p in owned})
+                if owned:
+                    ends = self.consumer.end_offsets(owned, cached=busy)
+                    metrics.owned({p: max(0, ends[p] - (self.group.owned[p].next_offset or 0)) for p in owned})
+                else:
+                    self.consumer.committed([0])  # only to hear the broker answer
+                    metrics.owned({})
                 if self.follower.reader.caught_up(cached=busy):
                     metrics.caught_up_at = time.time()
                 answers = True
@@ -218,13 +227,18 @@ class Session:
     def close(self) -> None:
         """Leave the group and close the clients, committing nothing more; an open transaction is aborted."""
         self.closing = True
-        for step in (self._abort, lambda: self.consumer and self.consumer.close(),
-                     lambda: self.producer and self.producer.close(), lambda: self.follower and self.follower.reader.close()):
+        producer: Producer | None = getattr(self, "producer", None)
+        consumer: Consumer | None = getattr(self, "consumer", None)
+        follower: StateFollower | None = getattr(self, "follower", None)
+        steps: list[Callable[[], None]] = []
+        if isinstance(producer, TransactionalProducer) and producer.open:
+            steps.append(lambda: producer.abort_transaction(5.0))
+        steps += [client.close for client in (consumer, producer) if client is not None]
+        if follower is not None:
+            steps.append(follower.reader.close)
+        for step in steps:
             try:
                 step()
-            except Exception as error:  # noqa: BLE001 - closing must go on whatever one client says
+            except Exception as error:  # closing must go on whatever one client says
                 log.debug("an error while closing", extra={"error": str(error)})
 
-    def _abort(self) -> None:
-        if isinstance(self.producer, TransactionalProducer) and self.producer.open:
-            self.producer.abort_transaction(5.0)

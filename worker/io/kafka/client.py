@@ -63,7 +63,7 @@ ACCESS_REFUSED = ("SaslAuthenticationFailed", "SASL authentication error", "Auth
 
 def refuses_access(cause: str | None) -> bool:
     """Whether a connection failure's cause, as a client library logged it, is a refusal of access."""
-    return bool(cause) and any(marker in cause for marker in ACCESS_REFUSED)
+    return cause is not None and any(marker in cause for marker in ACCESS_REFUSED)
 
 
 PARTITION_FETCH_BYTES = 16 << 20  # per partition and fetch: Arrow batch messages are often near 1 MiB each
@@ -152,7 +152,7 @@ class Producer(ABC):
 
     def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None]) -> None:
         """Queue one record per value, keyed alike (as ``send`` each, faster where the client allows)."""
-        for value, key in zip(values, keys):
+        for value, key in zip(values, keys, strict=True):
             self.send(topic, value, key)
 
     @abstractmethod

@@ -107,7 +107,7 @@ class KafkaSink:
             self.producer.send_many(topic, values, row_keys)  # the usual case: every record fits
             return []
         diverted = []
-        for j, (row, value) in enumerate(zip(rows, values)):
+        for j, (row, value) in enumerate(zip(rows, values, strict=True)):
             key = keys[row]
             if len(value) + len(key or b"") > room:
                 diverted.append(j)
@@ -165,6 +165,8 @@ class KafkaSink:
                         int(headers["source.offset"]))
             except (KeyError, ValueError):
                 return None
+        if failure.value is None:
+            return None
         try:
             prediction = orjson.loads(failure.value)
             return prediction["topic"], prediction["partition"], prediction["offset"]

@@ -31,6 +31,8 @@ class PredictionWriter:
         return self
 
     def write(self, table: pa.Table) -> None:
+        if self._file is None:
+            raise RuntimeError("write inside `with PredictionWriter(...)`, before commit()")
         with writing(self.path):
             if self._writer is None:
                 self._writer = pq.ParquetWriter(self._file.file, table.schema)
@@ -39,6 +41,8 @@ class PredictionWriter:
 
     def commit(self) -> None:
         """Close the file and rename it into place (at least one table must have been written)."""
+        if self._writer is None or self._file is None:
+            raise RuntimeError("commit() needs a table written first")
         with writing(self.path):
             self._writer.close()
             self._writer = None

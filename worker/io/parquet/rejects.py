@@ -50,7 +50,7 @@ class ParquetRejects:
 
     def flush(self) -> None:
         """Write what is pending as one part file (atomically and durably)."""
-        if not self._pending:
+        if not self._pending or self._first is None:
             return
         file_index, row = self._first
         target = self.directory / f"part-{file_index:05d}-{row:012d}.parquet"

@@ -34,7 +34,7 @@ class Position:
         return {"file_index": self.file_index, "row": self.row}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Position":
+    def from_json(cls, data: dict) -> Position:
         return cls(int(data["file_index"]), int(data["row"]))
 
 
@@ -116,7 +116,8 @@ def read_batches(files: list[str], columns: list[str], batch_size: int,
         if check_schema is not None:
             check_schema(fragment.physical_schema, path)
         skip = start.row if file_index == start.file_index else 0
-        row_groups, first_row = [], 0
+        row_groups: list[int] = []
+        first_row = 0
         for group in range(fragment.metadata.num_row_groups):
             group_rows = fragment.metadata.row_group(group).num_rows
             if first_row + group_rows > skip or row_groups:
