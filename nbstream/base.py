@@ -268,7 +268,8 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
     @classmethod
     def from_state(cls, state: ModelState, *, copy: bool = True) -> Self:
         """A model with this learned state: it predicts as the model that exported it, bit for
-        bit, and can keep learning. Its smoothed tables are computed now, from the statistics.
+        bit, and can keep learning. Its smoothed tables are computed from the statistics (and
+        kept when the state has tables, which must be the same).
 
         Everything is checked before anything is allocated from the state's numbers: a
         ValueError names what does not fit (another kind, an invalid parameter, classes that
@@ -295,9 +296,11 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         model._start(class_set, n_features, statistics, checked_feature_names(state.feature_names, n_features),
                      model._checked_float_dtype(state.float_dtype))
         model.n_examples_seen_ = state.examples_seen
-        tables = model._refresh_in_full()
-        check_tables(state.tables, tables.as_dict())
-        model._cache.tables = tables
+        tables = model._refresh_in_full()  # refuses parameters and statistics that overflow them
+        if state.tables:
+            check_tables(state.tables, tables.as_dict())
+            model._cache.tables = tables
+        # else they are computed again when first read: a model restored to learn or merge holds none
         return model
 
     def _checked_float_dtype(self, name: str) -> np.dtype[Any]:

@@ -75,8 +75,10 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
         super()._check_shapes(n_features, n_classes)
         if self.min_categories is not None:
             minimum = np.asarray(self.min_categories)
-            if minimum.dtype.kind not in "iu" or (minimum < 1).any() or minimum.ndim > 1 \
-                    or (minimum.ndim == 1 and minimum.shape != (n_features,)):
+            if minimum.ndim > 1 or (minimum.ndim == 1 and minimum.shape != (n_features,)):
+                raise ValueError(f"'min_categories' should have shape ({n_features},) (one per feature) or be one "
+                                 f"integer; got {self.min_categories!r}.")
+            if minimum.dtype.kind not in "iu" or (minimum < 1).any():
                 raise ValueError(f"min_categories must be a positive integer or one per feature "
                                  f"({n_features}); got {self.min_categories!r}.")
 
@@ -116,7 +118,7 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
     def _prepare(self, X: Features) -> Features:
         """Category codes as integers; floats are accepted only when integral."""
         if X.dtype.kind in "if" and X.size and X.min() < 0:
-            raise ValueError(f"Negative values in data passed to CategoricalNB: category codes start at 0; "
+            raise ValueError(f"Negative values in data passed to CategoricalNB (input X): category codes start at 0; "
                              f"got {X.min()}.")
         if X.dtype.kind == "f":
             if (X != np.floor(X)).any():

@@ -141,7 +141,7 @@ def check_non_negative(X: Features, model: str) -> None:
     if values.dtype.kind in "bu" or values.size == 0:
         return
     if values.min() < 0:
-        raise ValueError(f"Negative values in data passed to {model}: features are counts; "
+        raise ValueError(f"Negative values in data passed to {model} (input X): features are counts; "
                          f"got a minimum of {values.min()}.")
 
 

@@ -383,3 +383,21 @@ def test_float32_input_gives_no_overflow_warning_from_the_input_checks():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nbstream.GaussianNB().fit(X, [0, 1]).predict_proba(X)
+
+
+@pytest.mark.parametrize("family", [nbstream.MultinomialNB, nbstream.ComplementNB, nbstream.CategoricalNB],
+                         ids=lambda f: f.__name__)
+def test_negative_counts_are_refused_in_scikit_learn_s_words(family):
+    message = rf"Negative values in data passed to {family.__name__} \(input X\)"
+    with pytest.raises(ValueError, match=message):
+        getattr(reference, family.__name__)().fit([[1, -1]], [0])
+    with pytest.raises(ValueError, match=message):
+        family().fit([[1, -1]], [0])
+
+
+def test_min_categories_of_the_wrong_shape_are_refused_in_scikit_learn_s_words():
+    X, y, minimum = np.array([[0, 1], [1, 0]]), [0, 1], np.array([[3, 2], [2, 4]])
+    with pytest.raises(ValueError, match="'min_categories' should have shape"):
+        reference.CategoricalNB(min_categories=minimum).fit(X, y)
+    with pytest.raises(ValueError, match=r"'min_categories' should have shape \(2,\)"):
+        nbstream.CategoricalNB(min_categories=minimum).fit(X, y)
