@@ -160,3 +160,15 @@ def test_a_text_model_s_mostly_zero_counts_are_stored_sparse_and_read_back_exact
     more = hashed_counts(pa.array(["lunch prize"]), n_bits=20)
     np.testing.assert_array_equal(loaded.partial_fit(more, ["ham"]).feature_count_,
                                   model.partial_fit(more, ["ham"]).feature_count_)
+
+
+def test_a_gaussian_fitted_on_float32_keeps_its_dtype_through_a_snapshot(tmp_path, rng):
+    X, y = rng.normal(size=(40, 3)).astype(np.float32), rng.integers(0, 2, 40)
+    model = nbstream.GaussianNB().fit(X, y)
+    path = nbstream.save(model, tmp_path / "m.nbs")
+    assert read_header(path)["float_dtype"] == "float32"
+    loaded = nbstream.load(path)
+    assert loaded.theta_.dtype == loaded.var_.dtype == np.float32
+    np.testing.assert_array_equal(loaded.predict_joint_log_proba(X), model.predict_joint_log_proba(X))
+    assert "float_dtype" not in read_header(nbstream.save(nbstream.GaussianNB().fit(X.astype(float), y),
+                                                          tmp_path / "f8.nbs"))
