@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +17,7 @@ from .tables import Tables
 
 _ALPHA_FLOOR = 1e-10
 
-Alpha = float | FloatArray  # a scalar, or one value per feature
+Alpha: TypeAlias = "float | FloatArray"  # a scalar, or one value per feature
 
 
 @dataclass
