@@ -238,10 +238,17 @@ def parse_classes(values: list[str]) -> list:
 
     >>> parse_classes(["0", "1"]), parse_classes(["0.5", "1"]), parse_classes(["ham", "spam"])
     ([0, 1], [0.5, 1.0], ['ham', 'spam'])
+
+    A class listed twice (``1`` and ``1.0`` among numbers too) is a ConfigError.
     """
+    classes: list = list(values)
     for convert in (int, float):
         try:
-            return [convert(value) for value in values]
+            classes = [convert(value) for value in values]
+            break
         except ValueError:
             continue
-    return list(values)
+    repeated = [value for i, value in enumerate(values) if classes[i] in classes[:i]]
+    if repeated:
+        raise ConfigError(f"--classes lists {repeated[0]!r} more than once.")
+    return classes

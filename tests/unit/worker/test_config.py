@@ -87,3 +87,11 @@ def test_a_json_feature_named_like_the_label_field_is_no_overlap():
     config = ServeConfig(KafkaSettings("127.0.0.1:9"), "in", "out", "g",
                          fields=MessageFields(feature_names=["a", "label"], label="y"))
     assert list(config.feature_spec().columns) == ["a", "label"]
+
+
+@pytest.mark.parametrize("values, repeated", [(["ham", "ham", "spam"], "'ham'"), (["1", "2", "1.0"], "'1.0'")])
+def test_a_class_listed_twice_is_refused(values, repeated):
+    from worker.config import parse_classes
+
+    with pytest.raises(ConfigError, match=f"--classes lists {repeated} more than once"):
+        parse_classes(values)
