@@ -7,6 +7,7 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
+from tests.helpers.state_records import forged_state, partition_payload
 from worker.errors import ConfigError
 from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.state_topic import write_records
@@ -19,11 +20,7 @@ from .fakes import FakeFollower
 
 def stored(partition, next_offset, rows=1, model=None):
     """The state-topic records of a partition state that learned ``rows`` examples."""
-    model = model or nbstream.MultinomialNB().partial_fit(np.ones((rows, 2)), ["a"] * rows)
-    encoder = FeatureSpec.vector("features").encoder()
-    encoder.width = 2
-    payload = PartitionState(model, next_offset=next_offset).to_payload(encoder)
-    return write_records(state_name(partition), payload).records
+    return write_records(state_name(partition), partition_payload(next_offset, rows, model=model)).records
 
 
 def group(follower):
@@ -98,7 +95,6 @@ def test_an_unreadable_partition_state_is_a_snapshot_error(header):
     import struct
 
     import nbstream
-    from worker.service.partition_state import PartitionState
 
     payload = b"NBPS" + struct.pack("<I", len(header)) + header
     with pytest.raises(nbstream.SnapshotError, match="unreadable partition state"):
@@ -106,32 +102,6 @@ def test_an_unreadable_partition_state_is_a_snapshot_error(header):
 
 
 # ---- records the service did not write ---------------------------------------------------------
-
-def forged_state(name, header_changes=None, features_changes=None, model_bytes=None, fitted_rows=1):
-    """The records of a state written as the service writes one, but for the header fields,
-    feature fields and model bytes given (None removes a field)."""
-    import json
-    import struct
-
-    payload = stored_payload(next_offset=7, rows=fitted_rows)
-    (length,) = struct.unpack_from("<I", payload, 4)
-    header, model = json.loads(payload[8:8 + length]), payload[8 + length:]
-    header.update(header_changes or {})
-    header["features"].update(features_changes or {})
-    header = {key: value for key, value in header.items() if value is not None}
-    header["features"] = {key: value for key, value in header["features"].items() if value is not None}
-    header_bytes = json.dumps(header).encode()
-    model = model if model_bytes is None else model_bytes
-    payload = b"NBPS" + struct.pack("<I", len(header_bytes)) + header_bytes + model
-    return write_records(name, payload).records
-
-
-def stored_payload(next_offset, rows=1, starts=None):
-    model = nbstream.MultinomialNB().partial_fit(np.ones((rows, 2)), ["a"] * rows) if rows else nbstream.MultinomialNB()
-    encoder = FeatureSpec.vector("features").encoder()
-    encoder.width = 2
-    return PartitionState(model, next_offset=next_offset, starts=starts or {}).to_payload(encoder)
-
 
 def header(**changes):
     """Partition 0's state with these header fields changed (None removes one)."""
@@ -214,7 +184,7 @@ def test_a_forged_record_alone_is_skipped_with_a_warning_and_the_last_valid_stat
 
 def test_a_base_state_starting_a_partition_at_a_negative_offset_is_skipped(caplog):
     """It made the service restart its session forever (a seek to -7)."""
-    base = write_records("base", stored_payload(next_offset=None, rows=0, starts={0: 5})).records
+    base = write_records("base", partition_payload(next_offset=None, rows=0, starts={0: 5})).records
     forged = forged_state("base", {"starts": {"0": -7}})
     states = group(FakeFollower(base + forged))
     with caplog.at_level("WARNING", logger="worker.service.group_state"):

@@ -32,7 +32,7 @@ import json
 import re
 import uuid
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -268,34 +268,37 @@ class StateAssembler:
 
 
 def _decompressed(packed: bytes, manifest: Manifest) -> bytes:
-    """The payload, exactly ``manifest.size`` bytes (at most MAX_STATE_BYTES when the size is not recorded)."""
+    """The payload, exactly ``manifest.size`` bytes (at most MAX_STATE_BYTES when the size is not recorded).
+
+    It is put together a piece at a time from what the data hold, never from what the manifest
+    declares, and stops within a piece (1 MiB) of the size allowed."""
     limit = MAX_STATE_BYTES if manifest.size is None else manifest.size
+    out = io.BytesIO()
     try:
-        payload = _zstd(packed, limit) if manifest.codec == "zstd" else _zlib(packed, limit)
+        for piece in _zstd_pieces(packed) if manifest.codec == "zstd" else _zlib_pieces(packed):
+            out.write(piece)
+            if out.tell() > limit:
+                raise ForeignRecord(f"it decompresses to more than {limit:,} bytes"
+                                    + (" (its declared size)" if manifest.size is not None else ""))
     except (OSError, zlib.error, pa.ArrowException) as error:
         raise ForeignRecord(f"its {manifest.codec} data do not decompress ({str(error)[:200]})") from None
-    if len(payload) > limit:
-        raise ForeignRecord(f"it decompresses to more than {limit:,} bytes"
-                            + (" (its declared size)" if manifest.size is not None else ""))
-    if manifest.size is not None and len(payload) != manifest.size:
-        raise ForeignRecord(f"it decompresses to {len(payload):,} bytes; its manifest says {manifest.size:,}")
-    return payload
+    if manifest.size is not None and out.tell() != manifest.size:
+        raise ForeignRecord(f"it decompresses to {out.tell():,} bytes; its manifest says {manifest.size:,}")
+    return out.getvalue()  # the buffer itself, not a copy
 
 
-def _zstd(packed: bytes, limit: int) -> bytes:
-    """At most limit + 1 bytes of a zstd frame, decompressed a piece at a time: the memory taken
-    follows what the data hold, never what a manifest claims."""
+def _zstd_pieces(packed: bytes) -> Iterator[bytes]:
     stream = pa.CompressedInputStream(pa.BufferReader(packed), "zstd")
-    out = io.BytesIO()
-    while out.tell() <= limit and (piece := stream.read(min(_PIECE, limit + 1 - out.tell()))):
-        out.write(piece)
-    return out.getvalue()
+    while piece := stream.read(_PIECE):
+        yield piece
 
 
-def _zlib(packed: bytes, limit: int) -> bytes:
-    """At most limit + 1 bytes of a zlib stream (zlib.error when it ends early)."""
+def _zlib_pieces(packed: bytes) -> Iterator[bytes]:
     inflater = zlib.decompressobj()
-    payload = inflater.decompress(packed, limit + 1)
-    if len(payload) <= limit and not inflater.eof:
-        raise zlib.error("the stream is truncated")
-    return payload
+    rest = packed
+    while not inflater.eof:
+        piece = inflater.decompress(rest, _PIECE)
+        rest = inflater.unconsumed_tail
+        if not piece and not rest:
+            raise zlib.error("the stream is truncated")
+        yield piece
