@@ -73,8 +73,12 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
         if message.table is not None and LABEL_COLUMN in message.table.column_names:
             kind = label_kind_of_type(message.table.column(LABEL_COLUMN).type)
             label_kind = label_kind or kind
-    pieces, message_of, row_in_message = [], [], []
-    problem_rows, problem_columns, problem_messages = [], [], []
+    pieces: list[pa.Table | None] = []
+    message_of: list[np.ndarray] = []
+    row_in_message: list[np.ndarray] = []
+    problem_rows: list[np.ndarray] = []
+    problem_columns: list[str] = []
+    problem_messages: list[str | None] = []
     for index, message in enumerate(messages):
         if message.table is None:
             pieces.append(None)
@@ -104,15 +108,15 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
             problems.flag(flagged, column, problem)
         start += len(rows)
     labels_seen = batch.column(LABEL_COLUMN).null_count < batch.num_rows
-    message_of = np.concatenate(message_of) if message_of else np.zeros(0, np.int64)
-    row_in_message = np.concatenate(row_in_message) if row_in_message else np.zeros(0, np.int64)
-    return Decoded(batch, ids, problems, label_kind if labels_seen else None, message_of, row_in_message,
-                   RowValues(values, [message.sent for message in messages], message_of, row_in_message))
+    message_index = np.concatenate(message_of) if message_of else np.zeros(0, np.int64)
+    row_index = np.concatenate(row_in_message) if row_in_message else np.zeros(0, np.int64)
+    return Decoded(batch, ids, problems, label_kind if labels_seen else None, message_index, row_index,
+                   RowValues(values, [message.sent for message in messages], message_index, row_index))
 
 
 def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Message:
     problem = value_problem(value, fields.max_bytes)
-    if problem is not None:
+    if problem is not None or value is None:
         return _Message(None, problem)
     size = decompressed_size(value)
     if size is not None and size > fields.max_bytes:
@@ -281,6 +285,8 @@ def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, pr
     polled : the poll (one row per message); rows : (n_good,) the decoded rows predicted, in order;
     predicted : (n_good,) labels or None while the model knows no class; proba : (n_good, n_classes)
     """
+    if decoded.message_of is None or decoded.row_in_message is None:
+        raise ValueError("Arrow predictions need the rows' messages (a decode_arrow result)")
     message_of, row_in_message = decoded.message_of[rows], decoded.row_in_message[rows]
     ids = [decoded.ids[i] for i in rows.tolist()]
     n_classes = 0 if proba is None else proba.shape[1]

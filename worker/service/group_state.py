@@ -22,7 +22,7 @@ import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 
 from ..errors import ConfigError
-from ..io.kafka.client import KafkaFailure, Reader
+from ..io.kafka.client import KafkaFailure, Reader, Start
 from ..io.kafka.state_topic import ForeignRecord, StateAssembler
 from .global_model import GlobalModel
 from .observability import STATE_RECORDS_SKIPPED
@@ -154,7 +154,7 @@ class GroupState:
 
     # ---- assignment -----------------------------------------------------------------------
     def assign(self, partitions: list[int], committed: dict[int, int | None], *, wait_s: float,
-               strict: bool) -> dict[int, object]:
+               strict: bool) -> dict[int, Start]:
         """Take over these partitions; returns where each starts reading.
 
         committed : the group's committed offsets. Under exactly-once they were committed in the
@@ -181,7 +181,7 @@ class GroupState:
         if behind and strict:
             raise KafkaFailure(f"the states of partitions {behind} are still behind their committed offsets after "
                                f"{wait_s:.0f}s (an open transaction on the state topic)")
-        starts = {}
+        starts: dict[int, Start] = {}
         for partition in partitions:
             state = self.latest.pop(partition, None)
             if partition in behind:
