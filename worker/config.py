@@ -18,6 +18,7 @@ from .io.kafka.settings import KafkaSettings
 from .io.kafka.state_topic import state_topic_name
 
 TEXT_MODELS = ("bernoulli", "multinomial", "complement")
+LONGEST_NGRAMS = 5  # --ngrams at most: a text's n-grams grow with it, and few models gain past 3
 
 
 @dataclass

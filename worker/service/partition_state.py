@@ -20,6 +20,7 @@ from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.snapshot import dumps, loads
 
+from ..config import LONGEST_NGRAMS
 from ..io.checked_json import LARGEST_OFFSET, integer, number, optional_text, required, shown
 
 _MAGIC = b"NBPS"
@@ -27,7 +28,6 @@ RECENT_HALF_LIFE = 1_000  # judged examples: the recent accuracy forgets at this
 LARGEST_PARTITION = (1 << 31) - 1  # Kafka's partition numbers are int32
 LARGEST_COUNT = (1 << 63) - 1
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
-LONGEST_NGRAMS = 5  # the most --ngrams allows
 _ONE_COLUMN_KINDS = ("vector", "text")
 _PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
 
