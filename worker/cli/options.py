@@ -61,7 +61,8 @@ PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=env("PROGRESS")
 
 HASH_BITS = typer.Option(20, "--hash-bits", min=1, max=31, envvar=env("HASH_BITS"),
                          help="Text is hashed into 2**hash_bits features.")
-NGRAMS = typer.Option(1, "--ngrams", min=1, max=LONGEST_NGRAMS, envvar=env("NGRAMS"), help="Use word n-grams up to this length.")
+NGRAMS = typer.Option(1, "--ngrams", min=1, max=LONGEST_NGRAMS, envvar=env("NGRAMS"),
+                      help="Use word n-grams up to this length.")
 ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).")
 BINARIZE = typer.Option(None, "--binarize", envvar=env("BINARIZE"),
                         help="Bernoulli: features > this become 1 (default: 0.0).")
