@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.helpers.cli import run_worker
-from tests.helpers.kafka import new_topic, read_all
+from tests.helpers.kafka import json_message, new_topic, read_all, send
 from tests.helpers.paths import SMS
 from tests.helpers.service import Service
 
@@ -46,6 +46,29 @@ def test_serve_produce_and_export_on_a_secured_listener(own_broker, kafka_client
     assert exported.returncode == 0 and "exported 300 examples" in exported.stdout, exported.stderr
     for text in (service.log.read_text(), produced.stdout + produced.stderr, exported.stdout + exported.stderr):
         assert PASSWORD not in text
+
+
+def test_no_log_line_shows_a_secret_even_at_debug_level(own_broker, kafka_client, tmp_path, monkeypatch):
+    """kafka-python logs its whole configuration at debug level, the SASL password and the TLS key's
+    password with it; every line of every library goes through one mask."""
+    monkeypatch.setenv("NBSTREAM_SASL_PASSWORD", PASSWORD)
+    key_password = "tls-key-secret"
+    (tmp_path / "client.properties").write_text(f"ssl.key.password={key_password}\n")
+    topic = new_topic(own_broker.bootstrap, "secure-debug")
+    send(own_broker.bootstrap, topic, [json_message(text=f"message {i}", label="ham", id=i) for i in range(20)])
+    service = Service(own_broker.bootstrap, topic, tmp_path, "--text", "--log-level", "debug", client=kafka_client,
+                      connection=[*sasl_options(own_broker), "--kafka-config", tmp_path / "client.properties"]).start()
+    try:
+        predictions = read_all(own_broker.bootstrap, service.output, expected=20, timeout=120, committed_only=True)
+        assert len(predictions) == 20, service.log_tail()
+        assert service.terminate() == 0
+    finally:
+        if service.running():
+            service.kill()
+    written = service.log.read_text()  # its stdout and stderr
+    assert PASSWORD not in written and key_password not in written
+    if kafka_client == "kafka-python":
+        assert "'sasl_plain_password': '***'" in written and "'ssl_password': '***'" in written
 
 
 def test_the_password_file_and_a_client_properties_file_work_too(own_broker, kafka_client, tmp_path):

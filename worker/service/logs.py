@@ -5,6 +5,10 @@ in text they follow the message as ``key=value``. The Kafka client libraries' ow
 are quiet unless --log-level debug: during an outage they write a line for every
 reconnection attempt, while the service itself writes one line when Kafka stops answering
 and one when it is back.
+
+Whoever logs (the service, a client library, Python's warnings), no line shows a secret (see
+worker/redaction.py), and under JSON every line is one JSON object: a record a library could
+not have formatted is reported as a line of its own instead of a traceback among them.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import logging
 import sys
 
 from pythonjsonlogger.json import JsonFormatter
+
+from ..redaction import redact
 
 LEVELS = ("debug", "info", "warning", "error")
 CLIENT_LOGGERS = ("kafka.",)  # kafka-python's loggers, and librdkafka's (kafka.librdkafka)
@@ -63,12 +69,33 @@ class QuietClients(logging.Filter):
         return not record.name.startswith(CLIENT_LOGGERS)
 
 
+class LineHandler(logging.StreamHandler):
+    """Writes records to stderr as the formatter makes them, with every secret masked."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A record that cannot be formatted (a log call whose arguments do not fit its message)
+        becomes a warning line, instead of the traceback logging would print."""
+        unformatted = logging.makeLogRecord({
+            "name": record.name, "levelno": logging.WARNING, "levelname": "WARNING", "created": record.created,
+            "msg": "a log record could not be formatted", "template": str(record.msg),
+            "error": repr(sys.exc_info()[1])})
+        try:
+            self.stream.write(self.format(unformatted) + self.terminator)
+            self.flush()
+        except Exception:  # noqa: BLE001 - stderr itself is failing: nowhere left to say so
+            pass
+
+
 def configure_logging(json_lines: bool, level: str = "info") -> None:
     """Log to stderr as text or JSON lines; the client libraries' lines only at level debug."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = LineHandler(sys.stderr)
     handler.setFormatter(JsonLineFormatter() if json_lines else TextFormatter())
     if level != "debug":
         handler.addFilter(QuietClients())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    logging.captureWarnings(True)  # a library's warning is a log line too, not a line of its own

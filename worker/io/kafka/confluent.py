@@ -29,7 +29,7 @@ _SECOND = operator.itemgetter(1)  # of a (timestamp type, timestamp) pair
 
 
 def describe(error: ck.KafkaError) -> str:
-    return f"{error.name()}: {error.str()}"
+    return f"{error.name()}: {error.str().strip()}"  # librdkafka ends some with a newline
 
 
 def failure(error) -> Exception:
@@ -41,7 +41,7 @@ def failure(error) -> Exception:
     if error.code() in _ACCESS:
         return KafkaAccessError(f"Kafka refused access: {describe(error)}")
     if error.code() == _E._INVALID_ARG:
-        return ConfigError(f"Kafka client configuration: {error.str()}")
+        return ConfigError(f"Kafka client configuration: {error.str().strip()}")
     return KafkaFailure(describe(error))
 
 
@@ -71,7 +71,7 @@ class _Reporting:
 
     def _error_cb(self, error: ck.KafkaError) -> None:
         if error.code() in _ACCESS or refuses_access(error.str()):
-            self._access_error = self._access_error or KafkaAccessError(f"Kafka refused access: {error.str()}")
+            self._access_error = self._access_error or KafkaAccessError(f"Kafka refused access: {error.str().strip()}")
         else:
             _library_log.debug("%s", describe(error))
 

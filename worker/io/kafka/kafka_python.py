@@ -6,6 +6,7 @@ import functools
 import logging
 import re
 import time
+from collections.abc import Callable
 
 import kafka.errors as errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
@@ -20,17 +21,23 @@ from .client import (LAPSED, PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
-           errors.IllegalSaslStateError, errors.KafkaConfigurationError)
+           errors.IllegalSaslStateError)
 _REJECTED = (errors.MessageSizeTooLargeError, errors.RecordListTooLargeError, errors.InvalidRecordError,
              errors.CorruptRecordError, errors.InvalidTopicError)
 
+
+def _buffer_bytes(value: str) -> int | None:
+    """A socket buffer size; -1, the OS default, is kafka-python's None."""
+    return None if int(value) == -1 else int(value)
+
+
 # Java-style client properties that kafka-python knows, by its own names.
-_PROPERTIES = {
+_PROPERTIES: dict[str, tuple[str, Callable[[str], object]]] = {
     "client.id": ("client_id", str), "request.timeout.ms": ("request_timeout_ms", int),
     "metadata.max.age.ms": ("metadata_max_age_ms", int), "reconnect.backoff.ms": ("reconnect_backoff_ms", int),
     "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int), "connections.max.idle.ms":
-    ("connections_max_idle_ms", int), "receive.buffer.bytes": ("receive_buffer_bytes", int),
-    "send.buffer.bytes": ("send_buffer_bytes", int), "ssl.key.password": ("ssl_password", str),
+    ("connections_max_idle_ms", int), "receive.buffer.bytes": ("receive_buffer_bytes", _buffer_bytes),
+    "send.buffer.bytes": ("send_buffer_bytes", _buffer_bytes), "ssl.key.password": ("ssl_password", str),
     "ssl.endpoint.identification.algorithm": ("ssl_check_hostname", lambda value: value.strip().lower() == "https"),
     "ssl.crl.location": ("ssl_crlfile", str), "ssl.cipher.suites": ("ssl_ciphers", str),
 }
@@ -74,6 +81,8 @@ log = logging.getLogger(__name__)
 
 def failure(error: BaseException) -> Exception:
     """The seam's exception for a kafka-python one."""
+    if isinstance(error, errors.KafkaConfigurationError):  # settings that contradict each other
+        return ConfigError(f"Kafka client configuration: {describe(error)}")
     if isinstance(error, _ACCESS):
         return KafkaAccessError(f"Kafka refused access: {describe(error)}")
     if isinstance(error, errors.KafkaTimeoutError) and "bootstrap" in str(error):

@@ -3,7 +3,10 @@
 The password never appears in a repr, a log line or a snapshot: it is a ``Secret``, read
 from NBSTREAM_SASL_PASSWORD or --sasl-password-file (or a sasl.jaas.config property).
 Extra client properties come from a Java-style ``client.properties`` file (--kafka-config),
-as Kafka's own tools take them.
+as Kafka's own tools take them; those whose name says they hold a secret (a key password, a
+token) are kept out of log lines too. The values of the properties listed in ``NUMBERS`` and
+``NAMES`` are checked before connecting: a client given one out of range fails on every
+attempt, and would be retried forever.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import ConfigError
+from ...redaction import keep_secret
 from ..files import not_a_regular_file, read_small_text
 
 CLIENTS = ("kafka-python", "confluent")
@@ -22,10 +26,12 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 class Secret:
-    """A string that does not show itself: repr and str give asterisks; ``reveal()`` gives the value."""
+    """A string that does not show itself: repr and str give asterisks, and so does any log line
+    it would appear in; ``reveal()`` gives the value."""
 
     def __init__(self, value: str):
         self._value = value
+        keep_secret(value)
 
     def reveal(self) -> str:
         return self._value
@@ -80,6 +86,10 @@ class KafkaSettings:
                 raise ConfigError(f"--{name.replace('_', '-')} {path}: {problem}.")
         if self.ssl_cafile is not None:
             _check_certificates(self.ssl_cafile)
+        for name, value in self.properties.items():
+            if holds_a_secret(name):
+                keep_secret(value)
+            _check_property(name, value)
 
     @property
     def uses_ssl(self) -> bool:
@@ -98,6 +108,53 @@ def _check_certificates(path: str) -> None:
     except (ssl.SSLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
         raise ConfigError(f"--ssl-cafile {path}: not a file of PEM certificates ({reason}).") from None
+
+
+JAVA_INT_MAX = 2**31 - 1
+# Integer properties, with the least and the most value each may have: Kafka's own bounds, or
+# tighter ones where a value the client accepts breaks the service.
+NUMBERS = {
+    "request.timeout.ms": (1, JAVA_INT_MAX),  # 0 or less: every request times out at once
+    "metadata.max.age.ms": (0, JAVA_INT_MAX), "reconnect.backoff.ms": (0, JAVA_INT_MAX),
+    "reconnect.backoff.max.ms": (0, JAVA_INT_MAX), "connections.max.idle.ms": (0, JAVA_INT_MAX),
+    "retry.backoff.ms": (0, JAVA_INT_MAX), "socket.timeout.ms": (0, JAVA_INT_MAX),
+    "socket.connection.setup.timeout.ms": (0, JAVA_INT_MAX), "statistics.interval.ms": (0, JAVA_INT_MAX),
+    "fetch.min.bytes": (0, JAVA_INT_MAX),
+    "receive.buffer.bytes": (-1, JAVA_INT_MAX), "send.buffer.bytes": (-1, JAVA_INT_MAX),  # -1: the OS default
+    # librdkafka waits this long on a fetch when it closes a consumer, and for each fetch of an
+    # empty partition while the state is read: a stop took 54 s with 300000.
+    "fetch.wait.max.ms": (0, 5_000),
+}
+# Names sent to the broker: printable ASCII (librdkafka refuses a member id made of anything
+# else, forever), and short (a Kafka string holds at most 32,767 bytes; the broker adds to it).
+NAMES = {"client.id": 1_000, "client.rack": 1_000}
+_SECRET_NAME = re.compile(r"password|secret|token|credential|jaas|oauthbearer\.config|(^|\.)key(\.|$)")
+
+
+def holds_a_secret(name: str) -> bool:
+    """Whether a client property's value is a secret, from its name (ssl.key.password, ssl.key.pem,
+    sasl.oauthbearer.client.secret...); a property that names where one is (.location, .url) is not."""
+    return bool(_SECRET_NAME.search(name)) and not name.endswith((".location", ".url"))
+
+
+def _check_property(name: str, value: str) -> None:
+    """A value of a property listed in NUMBERS or NAMES that no client can work with: one line."""
+    if name in NUMBERS:
+        least, most = NUMBERS[name]
+        if not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+            raise ConfigError(f"--kafka-config: {name}={_shown(value)} is not a whole number.")
+        if not least <= int(value) <= most:
+            raise ConfigError(f"--kafka-config: {name}={_shown(value)} is out of range ({least:,} to {most:,}).")
+    elif name in NAMES:
+        if not value.isascii() or not value.isprintable():
+            raise ConfigError(f"--kafka-config: {name}={_shown(value)} must be printable ASCII.")
+        if len(value) > NAMES[name]:
+            raise ConfigError(f"--kafka-config: {name} has {len(value):,} characters; at most {NAMES[name]:,}.")
+
+
+def _shown(value: str, limit: int = 40) -> str:
+    """A value as an error line quotes it: in repr, and cut short."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}..."
 
 
 _JAAS = re.compile(r"""(username|password)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
