@@ -91,3 +91,115 @@ def test_clients_that_go_away_mid_request_leave_no_traceback_and_the_endpoints_a
     finally:
         server.shutdown()
     assert "Traceback" not in capfd.readouterr().err
+
+
+def _stall(port: int, host: str = "127.0.0.1"):
+    """A connection that sends the start of a request and then nothing."""
+    import socket
+
+    client = socket.create_connection((host, port))
+    client.sendall(b"GET /metrics HTTP/1.1\r\n")
+    return client
+
+
+def _healthz(port: int, host: str = "127.0.0.1") -> int:
+    import urllib.request
+
+    return urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=5).status
+
+
+def test_a_request_trickling_in_a_line_at_a_time_is_cut_off_after_the_deadline(monkeypatch):
+    from worker.service import observability
+
+    monkeypatch.setattr(observability, "REQUEST_SECONDS", 1.5)
+    server = observability.serve_metrics(ServiceMetrics(), port=0)
+    try:
+        client = _stall(server.server_address[1])
+        started, cut_off = time.monotonic(), None
+        while time.monotonic() - started < 10 and cut_off is None:
+            time.sleep(0.25)  # a header line every 0.25 s: a per-read timeout would never expire
+            try:
+                client.sendall(b"X-Slow: 1\r\n")
+                client.settimeout(0.01)
+                if client.recv(1024) == b"":
+                    cut_off = time.monotonic() - started
+            except TimeoutError:
+                pass
+            except OSError:
+                cut_off = time.monotonic() - started
+        client.close()
+    finally:
+        server.shutdown()
+    assert cut_off is not None and 1.0 < cut_off < 3.0, cut_off
+
+
+def test_stalled_connections_are_bounded_and_a_scrape_still_gets_through():
+    import threading
+
+    from worker.service.observability import serve_metrics
+
+    before = threading.active_count()
+    server = serve_metrics(ServiceMetrics(), port=0, max_connections=8)
+    port = server.server_address[1]
+    try:
+        stalled = [_stall(port) for _ in range(200)]
+        time.sleep(0.5)
+        assert threading.active_count() <= before + 1 + 2 * 8
+        assert server.connections._open <= 2 * 8
+        assert _healthz(port) == 200  # takes the place of the oldest stalled connection
+        for client in stalled:
+            client.close()
+    finally:
+        server.shutdown()
+
+
+def test_an_accept_that_fails_is_one_warning_and_the_endpoint_keeps_answering(caplog):
+    import errno
+    import os
+
+    from worker.service.observability import serve_metrics
+
+    class FailingAccepts:
+        """The listening socket of a process out of file descriptors, for its first accepts."""
+
+        def __init__(self, listening, failures: int):
+            self.listening, self.failures = listening, failures
+
+        def accept(self):
+            if self.failures:
+                self.failures -= 1
+                raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+            return self.listening.accept()
+
+        def __getattr__(self, name):
+            return getattr(self.listening, name)
+
+    server = serve_metrics(ServiceMetrics(), port=0)
+    server.socket = FailingAccepts(server.socket, failures=5)
+    try:
+        with caplog.at_level("WARNING", logger="worker.service.observability"):
+            assert _healthz(server.server_address[1]) == 200
+    finally:
+        server.shutdown()
+    warnings = [r for r in caplog.records if r.getMessage() == "the metrics endpoint cannot accept connections"]
+    assert len(warnings) == 1 and warnings[0].error == "Too many open files"
+
+
+def test_the_endpoints_listen_on_ipv6_too():
+    import socket
+
+    import pytest
+
+    from worker.service.observability import serve_metrics
+
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    server = serve_metrics(ServiceMetrics(), port=0, host="::1")
+    try:
+        assert _healthz(server.server_address[1], "[::1]") == 200
+        assert server.socket.family == socket.AF_INET6
+    finally:
+        server.shutdown()
