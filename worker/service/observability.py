@@ -158,8 +158,8 @@ class ServiceMetrics:
         self.kafka_up.set(1 if answers else 0)
         return changed
 
-    def dead_lettered(self, error: str) -> None:
-        self.dead_letters.labels(reason_of(error)).inc()
+    def dead_lettered(self, error: str, count: int = 1) -> None:
+        self.dead_letters.labels(reason_of(error)).inc(count)
 
     def owned(self, lags: dict[int, int]) -> None:
         """The owned partitions and how far behind each is."""
