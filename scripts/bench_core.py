@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import nbstream
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
@@ -65,6 +66,56 @@ def best_time(action, rounds: int) -> float:
     return best
 
 
+def trainer(factory: Callable, chunks: list[tuple[np.ndarray, np.ndarray]], classes: np.ndarray) -> Callable:
+    """A function that builds a fresh model with ``factory`` and partial_fits it on every (X, y) chunk."""
+    def run():
+        model = factory()
+        for X_chunk, y_chunk in chunks:
+            model.partial_fit(X_chunk, y_chunk, classes=classes)
+        return model
+    return run
+
+
+def race_sklearn(contenders: Contenders, sk, chunks: list[tuple[np.ndarray, np.ndarray]], classes: np.ndarray,
+                 X_test: np.ndarray, rounds: int) -> tuple[float, float, float, float, bool]:
+    """Best seconds of nbstream and scikit-learn: training on all chunks, then predict_proba on
+    ``X_test`` (n_test, n_features); and whether the two predict the same labels."""
+    ours_train = trainer(contenders.ours, chunks, classes)
+    sklearn_train = trainer(lambda: contenders.sklearn(sk), chunks, classes)
+    ours_seconds = best_time(ours_train, rounds)
+    sklearn_seconds = best_time(sklearn_train, rounds)
+    ours_model, sklearn_model = ours_train(), sklearn_train()
+    ours_predict = best_time(lambda: ours_model.predict_proba(X_test), rounds)
+    sklearn_predict = best_time(lambda: sklearn_model.predict_proba(X_test), rounds)
+    same_predictions = bool((ours_model.predict(X_test) == sklearn_model.predict(X_test)).all())
+    return ours_seconds, sklearn_seconds, ours_predict, sklearn_predict, same_predictions
+
+
+def river_rates(factory: Callable, sparse: bool, rv, X: np.ndarray, y: np.ndarray, X_test: np.ndarray,
+                n_rows: int) -> tuple[float, float]:
+    """River's rows/s for learn_many on the first ``n_rows`` of ``X`` (n_samples, n_features) and
+    for predict_proba_many on 2,000 test rows; the conversion to pandas frames (sparse ones if
+    ``sparse``) is not timed."""
+    import pandas as pd
+    import scipy.sparse
+
+    def frame(array):
+        if sparse:
+            return pd.DataFrame.sparse.from_spmatrix(scipy.sparse.csr_matrix(array))
+        return pd.DataFrame(array)
+
+    frames = [(frame(X[i:i + CHUNK]), pd.Series(y[i:i + CHUNK])) for i in range(0, n_rows, CHUNK)]
+    river_model = factory(rv)
+
+    def river_learn():
+        for features, labels in frames:
+            river_model.learn_many(features, labels)
+    test_frame = frame(X_test[:2_000])
+    learn_rate = n_rows / best_time(river_learn, 1)
+    predict_rate = 2_000 / best_time(lambda: river_model.predict_proba_many(test_frame), 1)
+    return learn_rate, predict_rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir() / "mnist",
@@ -77,11 +128,9 @@ def main() -> None:
 
     import sklearn.naive_bayes as sk
     try:
-        import pandas as pd
-        import river.naive_bayes as rv
-        import scipy.sparse
+        import river.naive_bayes as rv  # brings pandas and scipy, which river_rates uses
     except ImportError:
-        print("River or pandas not installed (pip install -e '.[bench]'): River columns are n/a")
+        print("River not installed (pip install -e '.[bench]'): River columns are n/a")
         rv = None
     warnings.simplefilter("ignore")  # River's pandas code warns about fragmented frames
 
@@ -94,42 +143,12 @@ def main() -> None:
     for name, contenders in FAMILIES.items():
         if args.only and not any(word in name for word in args.only):
             continue
-
-        def train(factory, **kwargs):
-            def run():
-                model = factory()
-                for X_chunk, y_chunk in chunks:
-                    model.partial_fit(X_chunk, y_chunk, **kwargs)
-                return model
-            return run
-
-        ours_train = train(contenders.ours, classes=classes)
-        sklearn_train = train(lambda: contenders.sklearn(sk), classes=classes)
-        ours_seconds = best_time(ours_train, args.rounds)
-        sklearn_seconds = best_time(sklearn_train, args.rounds)
-        ours_model, sklearn_model = ours_train(), sklearn_train()
-        ours_predict = best_time(lambda: ours_model.predict_proba(X_test), args.rounds)
-        sklearn_predict = best_time(lambda: sklearn_model.predict_proba(X_test), args.rounds)
-        same_predictions = bool((ours_model.predict(X_test) == sklearn_model.predict(X_test)).all())
-
+        ours_seconds, sklearn_seconds, ours_predict, sklearn_predict, same_predictions = race_sklearn(
+            contenders, sk, chunks, classes, X_test, args.rounds)
         river_train = river_predict = None
         if rv is not None and contenders.river is not None:
-            def frame(array):
-                if contenders.river_sparse:
-                    return pd.DataFrame.sparse.from_spmatrix(scipy.sparse.csr_matrix(array))
-                return pd.DataFrame(array)
-
-            n = args.river_rows
-            frames = [(frame(X[i:i + CHUNK]), pd.Series(y[i:i + CHUNK])) for i in range(0, n, CHUNK)]
-            river_model = contenders.river(rv)
-
-            def river_learn():
-                for features, labels in frames:
-                    river_model.learn_many(features, labels)
-            river_train = n / best_time(river_learn, 1)
-            test_frame = frame(X_test[:2_000])
-            river_predict = 2_000 / best_time(lambda: river_model.predict_proba_many(test_frame), 1)
-
+            river_train, river_predict = river_rates(contenders.river, contenders.river_sparse, rv, X, y, X_test,
+                                                       args.river_rows)
         rows.append((name, len(y) / ours_seconds, len(y) / sklearn_seconds, river_train,
                      len(X_test) / ours_predict, len(X_test) / sklearn_predict, river_predict,
                      same_predictions))
@@ -139,10 +158,12 @@ def main() -> None:
     print(header)
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, ours, theirs, river, ours_p, theirs_p, river_p, same in rows:
-        def fmt(value):
-            return "n/a" if value is None else f"{value:,.0f}"
-        print(f"| {name} | {fmt(ours)} | {fmt(theirs)} | {fmt(river)} | {ours / theirs:.2f}x "
-              f"| {fmt(ours_p)} | {fmt(theirs_p)} | {fmt(river_p)} | {ours_p / theirs_p:.2f}x | {same} |")
+        print(f"| {name} | {rate(ours)} | {rate(theirs)} | {rate(river)} | {ours / theirs:.2f}x "
+              f"| {rate(ours_p)} | {rate(theirs_p)} | {rate(river_p)} | {ours_p / theirs_p:.2f}x | {same} |")
+
+
+def rate(rows_per_second: float | None) -> str:
+    return "n/a" if rows_per_second is None else f"{rows_per_second:,.0f}"
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ Every contender is its own process, reading the same topics (one partition, --me
               ({"id", "text", "label"}, the SMS training split over and over): with each client, a
               bare reader (+ orjson), a relay (consume + orjson + produce one small JSON per
               message) and `worker serve` (exactly-once, Bernoulli/binarize 127.5 on MNIST,
-              multinomial on 2^20 hashed words for SMS). Readers time their first record to their last; `worker serve` is timed
-              from its first prediction's timestamp to its last.
+              multinomial on 2^20 hashed words for SMS). Readers time their first record to their
+              last; `worker serve` is timed from its first prediction's timestamp to its last.
   arrow       `--format arrow` messages of 1,000 rows, against the same model's in-memory
               partial_fit + predict_proba over the same rows, in rows/s.
   latency     messages sent at a steady --rate for --seconds; latency is when a read_committed
@@ -43,8 +43,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scripts.bench.contenders import (  # noqa: E402
-    CONFLUENT_READER, CONFLUENT_RELAY, KAFKA_PYTHON_READER, KAFKA_PYTHON_RELAY)
+from scripts.bench.contenders import CONFLUENT_READER, CONFLUENT_RELAY, KAFKA_PYTHON_READER, KAFKA_PYTHON_RELAY  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
@@ -153,7 +152,7 @@ class Predictions(threading.Thread):
         else:  # an Arrow IPC message of many rows
             table = read_stream(value)
             for partition, offset, row in zip(table["partition"].to_pylist(), table["offset"].to_pylist(),
-                                              table["row"].to_pylist()):
+                                              table["row"].to_pylist(), strict=True):
                 yield partition, offset * 1_000_000 + row
 
     def wait(self, expected: int, timeout: float = 1800) -> None:

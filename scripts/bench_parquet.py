@@ -99,8 +99,9 @@ def main() -> None:
                         help="folder holding mnist/ and sms_spam/ (default: $NBSTREAM_DATA_DIR or data/)")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from scripts.datasets import read_sms_spam
     import pyarrow as pa
+
+    from scripts.datasets import read_sms_spam
 
     mnist = load_mnist(args.data_dir / "mnist")
     pixels = mnist_table(mnist["train_images"], mnist["train_labels"])
@@ -128,7 +129,8 @@ def main() -> None:
                  ours_10x_rss / mib, theirs_10x_rss / mib))
     rows.append((f"SMS 20x ({n_text:,} rows), multinomial, 2^20 hashed", n_text / ours_text, n_text / theirs_text,
                  ours_text_rss / mib, theirs_text_rss / mib))
-    print("| data | worker train rows/s | hand-written rows/s | ratio | worker peak RSS MiB | hand-written peak RSS MiB |")
+    print("| data | worker train rows/s | hand-written rows/s | ratio "
+          "| worker peak RSS MiB | hand-written peak RSS MiB |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, ours, theirs, ours_rss, theirs_rss in rows:
         print(f"| {name} | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f}x | {ours_rss:,.0f} | {theirs_rss:,.0f} |")

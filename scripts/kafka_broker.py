@@ -80,7 +80,7 @@ class Broker:
         return self.directory / "broker.json"
 
     # ---- lifecycle ------------------------------------------------------------------------
-    def start(self, timeout: float = 120.0) -> "Broker":
+    def start(self, timeout: float = 120.0) -> Broker:
         """Format a fresh broker and start it (the data of a previous start in DIR is discarded)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.directory / "data", ignore_errors=True)
@@ -93,11 +93,12 @@ class Broker:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         users = [arg for user, password in SCRAM_USERS.items() for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
                  for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")] if self.sasl_ssl else []
-        subprocess.run(self._java() + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config),
-                                       "--ignore-formatted", *users], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(self._java() + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                                       "-c", str(config), "--ignore-formatted", *users],
+                       check=True, stdout=subprocess.DEVNULL)
         return self._launch(timeout)
 
-    def restart(self, timeout: float = 120.0) -> "Broker":
+    def restart(self, timeout: float = 120.0) -> Broker:
         """Start again on the same ports and data (after ``kill`` or ``stop``)."""
         self._classpath = (self.directory / "classpath.txt").read_text().strip()
         return self._launch(timeout)
@@ -119,7 +120,7 @@ class Broker:
             self.pid = None
         self.state_file.unlink(missing_ok=True)
 
-    def _launch(self, timeout: float) -> "Broker":
+    def _launch(self, timeout: float) -> Broker:
         log_file = self.directory / "broker.log"
         seen = log_file.stat().st_size if log_file.exists() else 0
         with open(self.directory / "broker.out", "ab") as output:
@@ -129,7 +130,8 @@ class Broker:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise RuntimeError(f"the broker exited with status {process.returncode}; see {self.directory}/broker.out")
+                raise RuntimeError(f"the broker exited with status {process.returncode}; "
+                                   f"see {self.directory}/broker.out")
             if log_file.exists():
                 with open(log_file, "rb") as log:
                     log.seek(seen)
