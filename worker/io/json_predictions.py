@@ -7,13 +7,17 @@ A poll's objects are assembled from JSON pieces made a column at a time, which c
 serialising a dict per message: every probability by one ``orjson.dumps`` of the whole matrix
 (cut into rows at ``],[``), each class label and the topic once, the ids by one dumps of their
 list (cut at commas when no id's JSON holds a comma, else one by one). Each piece is exactly
-what serialising the message's own dict with orjson writes.
+what serialising the message's own dict with orjson writes, but for an id orjson cannot write
+(an integer beyond 64 bits, nesting deeper than 254 levels): the standard library writes it,
+as exactly as it was sent.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import orjson
+
+from .json_exact import write_exactly
 
 
 def prediction_values(ids: list, classes: np.ndarray | None, best: np.ndarray | None, proba: np.ndarray | None,
@@ -39,8 +43,18 @@ def prediction_values(ids: list, classes: np.ndarray | None, best: np.ndarray | 
 
 
 def _id_pieces(ids: list) -> list[bytes]:
-    pieces = orjson.dumps(ids)[1:-1].split(b",")
-    return pieces if len(pieces) == len(ids) else [orjson.dumps(i) for i in ids]
+    try:
+        pieces = orjson.dumps(ids)[1:-1].split(b",")
+    except orjson.JSONEncodeError:
+        pieces = []
+    return pieces if len(pieces) == len(ids) else [_id_piece(i) for i in ids]
+
+
+def _id_piece(id_: object) -> bytes:
+    try:
+        return orjson.dumps(id_)
+    except orjson.JSONEncodeError:  # beyond orjson's integers or depth
+        return write_exactly(id_)
 
 
 def _probability_pieces(proba: np.ndarray, labels: list) -> list[bytes]:

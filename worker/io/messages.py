@@ -8,9 +8,24 @@ A message is one example::
 
 Field names are configurable; ``label`` and ``id`` are optional. Nothing about a message's
 content raises: anything that cannot be read (not JSON, not an object, a null or empty
-value, too large, a feature of the wrong type, a label that is not a string or a number or
-not of the model's label kind) is recorded as that message's problem, and the batch is
-still built with typed columns and a null in its place, even when every message is bad.
+value, too large, a key given twice, a feature of the wrong type, a label that is not a
+string or a number, not of the model's label kind, or a number beyond ±2**53) is recorded as
+that message's problem, and the batch is still built with typed columns and a null in its
+place, even when every message is bad.
+
+A message means the same whatever else is in its poll. Read alone it is read by orjson (and
+``json_exact`` where orjson cannot settle it); the bulk readers take a poll only when each of
+its messages would be read exactly so, and leave it to that message-by-message reading
+otherwise. So, in every path:
+
+- a UTF-8 byte order mark is malformed JSON (RFC 8259 forbids sending one), as are NaN,
+  Infinity and numbers beyond the range of a double, and nesting deeper than 1024 levels;
+- a key given twice is refused: "duplicate key 'label'";
+- features are numbers read as the nearest double, however they are written (integers of any
+  size included);
+- a number label must lie within ±2**53, where every integer is exact whether the label column
+  holds integers or doubles;
+- an id comes back exactly as it was sent (2**70 included).
 """
 
 from __future__ import annotations
@@ -21,15 +36,18 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from nbstream.arrow import FeatureSpec, RowProblems
 
 from .fields import LABEL_COLUMN, MessageFields
+from .json_exact import MAX_DEPTH, DuplicateKey, needs_exact_reading, read_exactly
 from .json_vectors import read_vectors
 from .records import Polled
 
 STRING, NUMBER = "string", "number"  # the two kinds of label
+EXACT_LABELS = 2**53  # number labels lie within ±EXACT_LABELS: every integer there is exact as a double
 
 
 @dataclass
@@ -57,6 +75,22 @@ def label_kind_of(value) -> str | None:
         return STRING
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return NUMBER
+    return None
+
+
+def label_problem(label, label_kind: str | None) -> str | None:
+    """What makes a message's label unusable, if anything (a missing label is no problem).
+
+    label_kind : the kind of label the model learns, None while any kind may be learned."""
+    if label is None:
+        return None
+    kind = label_kind_of(label)
+    if kind is None:
+        return f"label must be a string or a number; got {_json_type(label)}"
+    if label_kind is not None and kind != label_kind:
+        return f"label {label!r} is a {kind}; the model's labels are {label_kind}s"
+    if kind == NUMBER and not -EXACT_LABELS <= label <= EXACT_LABELS:
+        return f"label {label!r} is beyond ±2**53, where numbers are not all exact"
     return None
 
 
@@ -88,7 +122,7 @@ def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
     A batch whose messages are all well-formed is parsed in one go: lists of numbers by
     simdjson, anything else by Arrow's JSON reader (C++, on all cores); anything they cannot
     take as it is, or whose result leaves room for doubt, goes message by message, where each
-    message's problem gets its name.
+    message's problem gets its name. Either way each message is read as it would be alone.
     """
     if len(values) < 2 or not _all_usable_sizes(values, fields.max_bytes):
         return _one_by_one(values, spec, fields, label_kind)
@@ -111,14 +145,16 @@ def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_
     read = read_vectors(values, fields.features, fields.label, fields.id)
     if read is None:
         return None
-    kinds = {label_kind_of(label) for label in read.labels if label is not None}
+    labels = [label for label in read.labels if label is not None]
+    kinds = set(map(label_kind_of, labels))
     if None in kinds or len(kinds) > 1 or (label_kind is not None and kinds and kinds != {label_kind}):
+        return None  # a label of no kind, of two kinds or not of the model's: named message by message
+    if kinds == {NUMBER} and not -EXACT_LABELS <= min(labels) <= max(labels) <= EXACT_LABELS:
         return None
     kind = kinds.pop() if kinds else None
-    problems = RowProblems(len(values))
     features = pa.ListArray.from_arrays(pa.array(read.offsets), pa.array(read.values))
-    batch = pa.record_batch({spec.columns[0]: features, LABEL_COLUMN: _label_column(read.labels, kind, problems)})
-    return Decoded(batch, read.ids, problems, kind)
+    batch = pa.record_batch({spec.columns[0]: features, LABEL_COLUMN: _label_column(read.labels, kind)})
+    return Decoded(batch, read.ids, RowProblems(len(values)), kind)
 
 
 _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task
@@ -127,16 +163,16 @@ _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task
 def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
     """The batch (of present values within the size limit) parsed by Arrow's JSON reader, or
     None to decode it message by message."""
-    data = b"\n".join(values)
-    if data.count(b"\n") != len(values) - 1:  # a value holds a line break: not one JSON document per line
+    data, longest = b"\n".join(values), max(map(len, values))
+    if not _one_object_per_line(values, data) or (longest > 2 * MAX_DEPTH and _may_nest_too_deep(values)):
         return None
     try:
         table = pa_json.read_json(io.BytesIO(data), read_options=pa_json.ReadOptions(
-            block_size=max(_BULK_BLOCK, max(map(len, values)) + 1)))
+            block_size=max(_BULK_BLOCK, longest + 1)))
         table.validate(full=True)  # the reader passes invalid UTF-8 inside strings through
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not all objects, types differ: one by one
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):  # types differ, a key twice, ...
         return None
-    if table.num_rows != len(values):
+    if table.num_rows != len(values) or not _keys_are_utf8(table.schema) or not _all_finite(table):
         return None
     columns = _bulk_features(table, spec, fields)
     labels = _bulk_labels(table, fields, label_kind)
@@ -153,6 +189,53 @@ def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: st
         ids = [None] * len(values)
     batch = pa.record_batch({**columns, LABEL_COLUMN: labels[0]})
     return Decoded(batch, ids, RowProblems(len(values)), labels[1])
+
+
+def _one_object_per_line(values: list[bytes], data: bytes) -> bool:
+    """Whether the values, joined by line breaks into ``data``, are one line each, each starting
+    with "{". A value holding a line break would read as two; and Arrow's reader skips a byte order
+    mark on the first line, and crashes the process on a first line of ``null``."""
+    return data.count(b"\n") == len(values) - 1 and all(value[:1] == b"{" for value in values)
+
+
+def _may_nest_too_deep(values: list[bytes]) -> bool:
+    """Whether a value may nest arrays and objects deeper than MAX_DEPTH: orjson refuses that, and
+    Arrow's reader crashes the process some thousands of levels down. Each level takes two bytes,
+    so only long values can; their brackets bound their depth."""
+    return any(value.count(b"[") + value.count(b"{") > MAX_DEPTH for value in values if len(value) > 2 * MAX_DEPTH)
+
+
+def _keys_are_utf8(schema: pa.Schema) -> bool:
+    """Whether every key of every object is valid UTF-8, which orjson requires: the reader leaves
+    keys unchecked, and reading an invalid one's name raises."""
+    try:
+        pending = [schema.field(name) for name in schema.names]
+        while pending:
+            kind = pending.pop().type
+            if pa.types.is_struct(kind):
+                pending.extend(kind.field(name) for name in kind.names)
+            elif pa.types.is_list(kind):
+                pending.append(kind.value_field)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _all_finite(table: pa.Table) -> bool:
+    """Whether no number anywhere in the table, in any field of any message, is NaN or infinite:
+    Arrow's reader takes NaN, Infinity and integers beyond the range of a double, which orjson
+    finds malformed."""
+    pending = [chunk for column in table.columns for chunk in column.chunks]
+    while pending:
+        array = pending.pop()
+        if pa.types.is_floating(array.type):
+            if pc.is_finite(array).false_count:
+                return False
+        elif pa.types.is_struct(array.type):
+            pending.extend(array.flatten())
+        elif pa.types.is_list(array.type):
+            pending.append(array.flatten())
+    return True
 
 
 def _bulk_features(table: pa.Table, spec: FeatureSpec, fields: MessageFields) -> dict | None:
@@ -196,6 +279,10 @@ def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None)
     kind = label_kind_of_type(labels.type)
     if kind is None or (label_kind is not None and kind != label_kind):
         return None
+    if kind == NUMBER:  # strictly within: the reader gives 2**53 + 1 as the double 2**53
+        extremes = pc.min_max(labels)
+        if extremes["min"].as_py() <= -EXACT_LABELS or extremes["max"].as_py() >= EXACT_LABELS:
+            return None
     return labels, kind
 
 
@@ -205,33 +292,28 @@ def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_ki
     ids, labels = [None] * n, [None] * n
     columns: dict[str, list] = {name: [None] * n for name in spec.columns}
     for i, value in enumerate(values):
-        message, errors[i] = _parse(value, fields.max_bytes)
+        message, errors[i] = _parse(value, fields)
         if message is None:
             continue
         ids[i] = message.get(fields.id)
-        errors[i] = _take_features(message, spec, fields, columns, i)
         label = message.get(fields.label)
+        errors[i] = _take_features(message, spec, fields, columns, i) or label_problem(label, label_kind)
         if errors[i] is None and label is not None:
-            kind = label_kind_of(label)
-            if kind is None:
-                errors[i] = f"label must be a string or a number; got {_json_type(label)}"
-            elif label_kind is not None and kind != label_kind:
-                errors[i] = f"label {label!r} is a {kind}; the model's labels are {label_kind}s"
-            else:
-                label_kind = kind
-                labels[i] = label
+            label_kind = label_kind_of(label)
+            labels[i] = label
     problems = RowProblems(n)
     bad = np.array([e is not None for e in errors], dtype=bool)
     if bad.any():
         problems.flag(bad, "message", np.array(errors, dtype=object))
     arrays = {name: _column(name, column, spec, problems) for name, column in columns.items()}
-    arrays[LABEL_COLUMN] = _label_column([None if b else label for b, label in zip(bad, labels)], label_kind, problems)
+    learned = [None if b else label for b, label in zip(bad, labels, strict=True)]
+    arrays[LABEL_COLUMN] = _label_column(learned, label_kind)
     return Decoded(pa.record_batch(arrays), ids, problems, label_kind if any(v is not None for v in labels) else None)
 
 
-def _parse(value: bytes | None, max_bytes: int) -> tuple[dict | None, str | None]:
+def _parse(value: bytes | None, fields: MessageFields) -> tuple[dict | None, str | None]:
     """(message, None) or (None, the problem)."""
-    problem = value_problem(value, max_bytes)
+    problem = value_problem(value, fields.max_bytes)
     if problem is not None:
         return None, problem
     try:
@@ -240,7 +322,13 @@ def _parse(value: bytes | None, max_bytes: int) -> tuple[dict | None, str | None
         return None, f"malformed JSON: {error}"
     if not isinstance(message, dict):
         return None, f"expected a JSON object; got {type(message).__name__}"
-    return message, None
+    if not needs_exact_reading(value, message, fields.id):
+        return message, None
+    del message  # before the second reading: the two of a large message would double the memory it takes
+    try:
+        return read_exactly(value), None
+    except DuplicateKey as error:
+        return None, str(error)
 
 
 def _json_type(value) -> str:
@@ -281,11 +369,19 @@ def _column(name: str, values: list, spec: FeatureSpec, problems: RowProblems) -
     try:  # let Arrow infer: JSON integers stay int64 (much faster than converting each to float)
         array = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        return _typed(name, values, numeric, problems)
+        return _typed(name, _as_doubles(values, spec.kind == "vector"), numeric, problems)
     inferred = array.type.value_type if spec.kind == "vector" and pa.types.is_list(array.type) else array.type
     if spec.kind == "vector" and not pa.types.is_list(array.type) or not _numeric(inferred):
-        return _typed(name, values, numeric, problems)
+        return _typed(name, _as_doubles(values, spec.kind == "vector"), numeric, problems)
     return array
+
+
+def _as_doubles(values: list, lists: bool) -> list:
+    """The values (or lists of values) with each integer its nearest double. As a double, Arrow
+    refuses an integer beyond ±2**53; a feature is a double however it is written."""
+    if lists:
+        return [[float(v) if type(v) is int else v for v in row] if type(row) is list else row for row in values]
+    return [float(v) if type(v) is int else v for v in values]
 
 
 def _numeric(arrow_type: pa.DataType) -> bool:
@@ -308,20 +404,11 @@ def _typed(name: str, values: list, arrow_type: pa.DataType, problems: RowProble
         return pa.array(cleaned, type=arrow_type)
 
 
-def _label_column(labels: list, kind: str | None, problems: RowProblems) -> pa.Array:
-    """Strings, or numbers (int64 when all are integers, else float64); nulls where unlabeled."""
+def _label_column(labels: list, kind: str | None) -> pa.Array:
+    """Strings, or numbers (int64 when all are integers, else float64); nulls where unlabeled.
+    labels : each None or free of any ``label_problem`` (so a number lies within ±2**53)."""
     if kind == STRING:
         return pa.array(labels, pa.string())
     if kind is None:
         return pa.nulls(len(labels), pa.string())
-    try:
-        return pa.array(labels, pa.int64() if all(isinstance(v, int) for v in labels if v is not None)
-                        else pa.float64())
-    except (pa.ArrowInvalid, OverflowError):  # an integer beyond 64 bits
-        cleaned = []
-        for i, label in enumerate(labels):
-            fits = label is None or isinstance(label, float) or -2**63 <= label < 2**63
-            cleaned.append(label if fits else None)
-            if not fits:
-                problems.flag(np.arange(len(labels)) == i, "label", "label is an integer beyond 64 bits")
-        return _label_column(cleaned, kind, problems)
+    return pa.array(labels, pa.int64() if all(isinstance(v, int) for v in labels if v is not None) else pa.float64())

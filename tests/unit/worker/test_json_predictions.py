@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from worker.io.json_exact import read_exactly
 from worker.io.json_predictions import prediction_values
 
 
@@ -67,3 +68,15 @@ def test_a_column_of_probabilities_that_is_a_strided_view_is_read_row_by_row():
     classes, best = np.array([3, 1]), np.array([0, 1, 0])
     arguments = ([1, 2, 3], classes, best, proba, 1, "t", [0] * 3, [0, 1, 2])
     assert prediction_values(*arguments) == _one_by_one(*arguments)
+
+
+def test_ids_orjson_cannot_write_come_back_exactly_as_sent():
+    """Integers beyond 64 bits, and nesting deeper than orjson's 254 levels, written by the standard library."""
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    ids = [2**70, -2**70, {"k": [2**64]}, deep, 7, "x"]
+    values = prediction_values(ids, None, None, None, 0, "t", [0] * 6, list(range(6)))
+    assert [read_exactly(value)["id"] for value in values] == ids
+    assert values[0].startswith(b'{"id":1180591620717411303424,"prediction":null,')
+    assert values[4:] == _one_by_one(ids[4:], None, None, None, 0, "t", [0] * 2, [4, 5])

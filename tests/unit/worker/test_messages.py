@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from nbstream.arrow import FeatureSpec
 from worker.io.fields import LABEL_COLUMN, MessageFields
+from worker.io.json_exact import write_exactly
 from worker.io.messages import decode
 
 
@@ -50,7 +51,10 @@ def test_every_unusable_message_alone_is_a_problem_of_its_own():
              b'{"features": [1, 2], "label": ' + b"[" * 1000 + b"]" * 1000 + b"}":
                  "label must be a string or a number; got a list",
              b'{"features": [1, 2], "label": ' + b"[" * 2000 + b"]" * 2000 + b"}": "malformed JSON",
-             b'{"features": [1, 2], "label": 18446744073709551615}': "label is an integer beyond 64 bits"}
+             b'{"features": [1, 2], "label": 18446744073709551615}':
+                 "label 18446744073709551615 is beyond ±2**53, where numbers are not all exact",
+             b'{"features": [1, 2], "label": 1, "label": 2}': "duplicate key 'label'",
+             b"\xef\xbb\xbf" + b'{"features": [1, 2]}': "malformed JSON: UTF-8 byte order mark"}
     for value, expected in cases.items():
         decoded = decode([value], spec, MessageFields())
         assert decoded.batch.num_rows == 1 and decoded.problems.bad.tolist() == [True], value
@@ -152,3 +156,149 @@ def test_an_integer_id_comes_back_as_sent_whatever_the_other_ids_of_its_batch(sp
     ids = decode(values, spec, MessageFields()).ids
     assert ids[1] == 7 and type(ids[1]) is int
     assert ids[2] in ("x", 8) and type(ids[2]) in (str, int)
+
+
+# One meaning per message: each case alone, and inside a poll the bulk readers would take whole.
+
+SPECS = {"vector": (FeatureSpec.vector("features"), MessageFields(max_bytes=60_000)),
+         "text": (FeatureSpec.text("text"), MessageFields(max_bytes=60_000)),
+         "columns": (FeatureSpec.numeric_columns(["a", "b"]),
+                     MessageFields(feature_names=["a", "b"], max_bytes=60_000))}
+FEATURE_JSON = {"vector": b'"features": [%s, 2, 3]', "text": b'"text": "a b c"',
+                "columns": b'"features": {"a": %s, "b": 2}'}
+BOM = b"\xef\xbb\xbf"
+
+
+def message(kind: str, id_=b"7", feature=b"1", label=b'"ham"', extra=b"", before=b"") -> bytes:
+    features = FEATURE_JSON[kind] % feature if b"%s" in FEATURE_JSON[kind] else FEATURE_JSON[kind]
+    return before + b'{"id": %s, %s, "label": %s%s}' % (id_, features, label, extra)
+
+
+def nested(depth: int) -> bytes:
+    return b', "x": ' + b"[" * depth + b"]" * depth
+
+
+# name: (the message's parts, the label kind of its poll, what it must read as: a problem's start or values)
+CASES = {
+    "byte order mark": (dict(before=BOM), "string", "malformed JSON: UTF-8 byte order mark"),
+    "leading space": (dict(before=b" "), "string", {"id": 7}),
+    "label twice": (dict(extra=b', "label": "spam"'), "string", "duplicate key 'label'"),
+    "id twice": (dict(extra=b', "id": 8'), "string", "duplicate key 'id'"),
+    "label twice, once escaped": (dict(extra=b', "\\u006cabel": "spam"'), "string", "duplicate key 'label'"),
+    "a key twice in an unused object": (dict(extra=b', "meta": {"k": 1, "k": 2}'), "string", "duplicate key 'k'"),
+    "a colon inside the id": (dict(id_=b'"urn:x:7"'), "string", {"id": "urn:x:7"}),
+    "feature 2**63": (dict(feature=b"9223372036854775808"), "string", {"feature": 2.0**63}),
+    "feature 2**64 + 1": (dict(feature=b"18446744073709551617"), "string", {"feature": 2.0**64}),
+    "feature -2**63 - 1": (dict(feature=b"-9223372036854775809"), "string", {"feature": -2.0**63}),
+    "feature 10**30": (dict(feature=b"1" + b"0" * 30), "string", {"feature": 1e30}),
+    "label 2**53": (dict(label=b"9007199254740992"), "number", {"label": 2**53}),
+    "label 2**53 + 1": (dict(label=b"9007199254740993"), "number", "label 9007199254740993 is beyond ±2**53"),
+    "label 2**63": (dict(label=b"9223372036854775808"), "number", "label 9223372036854775808 is beyond ±2**53"),
+    "label 2**64": (dict(label=b"18446744073709551616"), "number", "label 1.8446744073709552e+19 is beyond ±2**53"),
+    "label -2**63 - 1": (dict(label=b"-9223372036854775809"), "number", "label -9.223372036854776e+18 is beyond"),
+    "label 1e19": (dict(label=b"1e19"), "number", "label 1e+19 is beyond ±2**53"),
+    "label 2.5": (dict(label=b"2.5"), "number", {"label": 2.5}),
+    "id 2**70": (dict(id_=b"1180591620717411303424"), "string", {"id": 2**70}),
+    "id -2**70": (dict(id_=b"-1180591620717411303424"), "string", {"id": -2**70}),
+    "id 2**64 - 1": (dict(id_=b"18446744073709551615"), "string", {"id": 2**64 - 1}),
+    "id 2**63": (dict(id_=b"9223372036854775808"), "string", {"id": 2**63}),
+    "id [2**70]": (dict(id_=b"[1180591620717411303424]"), "string", {"id": [2**70]}),
+    "id 1e30": (dict(id_=b"1e30"), "string", {"id": 1e30}),
+    "id 1.5": (dict(id_=b"1.5"), "string", {"id": 1.5}),
+    "NaN in an unused field": (dict(extra=b', "x": NaN'), "string", "malformed JSON"),
+    "Infinity in an unused field": (dict(extra=b', "x": [-Infinity]'), "string", "malformed JSON"),
+    "1e999 in an unused field": (dict(extra=b', "x": 1e999'), "string", "malformed JSON: number is infinity"),
+    "a 400-digit integer in an unused field": (dict(extra=b', "x": 1' + b"0" * 400), "string", "malformed JSON"),
+    "nested 1023 deep": (dict(extra=nested(1022)), "string", {"id": 7}),
+    "nested 1025 deep": (dict(extra=nested(1024)), "string", "malformed JSON"),
+    "nested 20000 deep": (dict(extra=nested(20_000)), "string", "malformed JSON"),
+    "invalid UTF-8 in a key": (dict(extra=b', "\xff": 1'), "string", "malformed JSON"),
+    "a lone surrogate": (dict(extra=b', "x": "\\ud800"'), "string", "malformed JSON"),
+    "over the size limit": (dict(extra=b', "x": "' + b"y" * 60_000 + b'"'), "string", "message of 600"),
+}
+WHOLE = {"null": b"null", "true": b"true", "a string": b'"x"', "a list": b"[1]", "empty": b"", "absent": None}
+
+
+def outcome(decoded, i: int) -> tuple:
+    """What message i reads as: its problem, its id exactly (7 and 7.0 differ), its features as
+    numbers, its label."""
+    def number(value):
+        if isinstance(value, list):
+            return [number(v) for v in value]
+        return value if value is None or isinstance(value, str) else float(value)
+
+    values = {name: decoded.batch.column(name)[i].as_py() for name in decoded.batch.schema.names}
+    label = values.pop(LABEL_COLUMN)
+    features = {name: number(value) for name, value in values.items()}
+    problem = decoded.problems.message[i] if decoded.problems.bad[i] else None
+    return problem, write_exactly(decoded.ids[i]), features, label
+
+
+def goods(kind: str, label_kind: str, n: int = 6) -> list[bytes]:
+    labels = [b'"ham"', b'"spam"'] if label_kind == "string" else [b"1", b"2"]
+    return [message(kind, id_=b"%d" % i, feature=b"%d" % i, label=labels[i % 2]) for i in range(n)]
+
+
+def test_the_polls_of_good_messages_the_cases_are_put_in_go_the_bulk_ways():
+    """Else the cases inside a poll would be read message by message, as alone, and prove nothing."""
+    from worker.io.messages import _bulk, _bulk_vectors
+
+    for kind, (spec, fields) in SPECS.items():
+        for label_kind in ("string", "number"):
+            assert _bulk(goods(kind, label_kind), spec, fields, label_kind) is not None
+            if kind == "vector":
+                assert _bulk_vectors(goods(kind, label_kind), spec, fields, label_kind) is not None
+
+
+@pytest.mark.parametrize("kind", sorted(SPECS))
+@pytest.mark.parametrize("case", sorted(CASES) + sorted(WHOLE))
+def test_each_case_reads_the_same_alone_and_inside_a_poll_of_good_messages(kind, case):
+    spec, fields = SPECS[kind]
+    if case in WHOLE:
+        value, label_kind, expected = WHOLE[case], "string", "e"  # a problem of its own, named below
+    else:
+        parts, label_kind, expected = CASES[case]
+        if "feature" in parts and kind == "text":
+            pytest.skip("text has no number to write")
+        value = message(kind, **parts)
+    others = goods(kind, label_kind)
+    alone = outcome(decode([value], spec, fields, label_kind), 0)
+    for place in (0, 3, len(others)):
+        poll = others[:place] + [value] + others[place:]
+        assert outcome(decode(poll, spec, fields, label_kind), place) == alone, place
+    problem, id_json, features, label = alone
+    if isinstance(expected, str):
+        assert problem is not None and str(problem).startswith(expected), problem
+        return
+    assert problem is None
+    assert id_json == write_exactly(expected.get("id", 7))
+    if "feature" in expected:
+        assert next(iter(features.values())) in (expected["feature"], [expected["feature"], 2.0, 3.0])
+    if "label" in expected:
+        assert label == expected["label"] and type(label) is type(expected["label"])
+
+
+CASE_NAMES = st.sampled_from(sorted(CASES))
+
+
+@pytest.mark.parametrize("kind", sorted(SPECS))
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_any_mixture_of_messages_reads_as_each_would_alone(kind, data):
+    spec, fields = SPECS[kind]
+    label_kind = data.draw(st.sampled_from(["string", "number"]))
+    pool = goods(kind, label_kind, n=3)
+    cases = [message(kind, **CASES[name][0]) for name in data.draw(st.lists(CASE_NAMES, max_size=3))]
+    poll = data.draw(st.permutations(data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=5)) + cases))
+    together = decode(poll, spec, fields, label_kind)
+    for i, value in enumerate(poll):
+        assert outcome(together, i) == outcome(decode([value], spec, fields, label_kind), 0), value[:80]
+
+
+def test_a_message_above_the_size_limit_is_refused_before_it_is_read():
+    spec, fields = FeatureSpec.text("text"), MessageFields(max_bytes=100)
+    too_large = b"{oops" + b" " * 200  # malformed too: the size is named, so it was never parsed
+    for poll in ([too_large], [b'{"text": "a"}', too_large, b'{"text": "b"}']):
+        problems = decode(poll, spec, fields).problems
+        assert [m for m, bad in zip(problems.message, problems.bad, strict=True) if bad] == \
+            ["message of 205 bytes exceeds the limit of 100"]
