@@ -2,8 +2,8 @@
 
 The five models follow scikit-learn's ``naive_bayes`` (same parameters, attributes and
 numbers) and add what a stream needs: an open class set, ``merge``, forgetting
-(``half_life``), lazy refresh of the smoothed tables, ``save``/``load``, and the learned state
-as plain values (``export_state``, ``from_state``, ``ModelState``).
+(``half_life``), lazy refresh of the smoothed tables, ``save``/``load`` (``dumps``/``loads`` for
+bytes), and the learned state as plain values (``export_state``, ``from_state``, ``ModelState``).
 """
 
 from .bernoulli import BernoulliNB
@@ -13,11 +13,11 @@ from .gaussian import GaussianNB
 from .labels import LabelError, LabelTypeError
 from .multinomial import MultinomialNB
 from .registry import MODEL_KINDS, model_class
-from .snapshot import SnapshotError, load, save
+from .snapshot import SnapshotError, dumps, load, loads, save
 from .state import ModelState
 from .validation import NotFittedError
 
 __all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB", "MODEL_KINDS",
-           "LabelError", "LabelTypeError", "ModelState", "NotFittedError", "SnapshotError", "load", "model_class",
-           "save"]
+           "LabelError", "LabelTypeError", "ModelState", "NotFittedError", "SnapshotError", "dumps", "load", "loads",
+           "model_class", "save"]
 __version__ = "0.1.0"

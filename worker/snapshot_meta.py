@@ -8,6 +8,7 @@ produces is the ``meta`` of the snapshot header::
      "source": {"type": "parquet", "files": [...], "position": {"file_index": 0, "row": 0},
                 "complete": false}          or {"type": "kafka", "topic": T, "offsets": {"0": 17}}
                                             or {"type": "merge", "snapshots": [...]}
+                                            or {"type": "files", "files": [...]} (--engine spark)
      "run": {...},                          train: what a restart must match to continue
      "rows_read": 0, "rows_rejected": 0}    train: counters
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbstream
-from nbstream.arrow import FeatureEncoder, feature_encoder_of
+from nbstream.arrow import FeatureEncoder, Pipeline, feature_encoder_of, files_source
 from nbstream.base import NaiveBayes
 from nbstream.snapshot import load_with_header
 
@@ -80,7 +81,22 @@ class MergedFrom:
         return json.dumps(self.to_json())
 
 
-Source = ParquetProgress | KafkaOffsets | MergedFrom
+@dataclass(frozen=True)
+class FilesRead:
+    """The files whose every row a model learned, in no particular order (a Spark fit)."""
+    files: list[str]
+
+    def to_json(self) -> dict:
+        return files_source(self.files)
+
+    def describe(self) -> str:
+        return f"{len(self.files)} file(s), every row"
+
+    def learned_from(self) -> set[str]:
+        return set(self.files)
+
+
+Source = ParquetProgress | KafkaOffsets | MergedFrom | FilesRead
 
 
 def _source_from_json(data) -> Source | None:
@@ -92,6 +108,8 @@ def _source_from_json(data) -> Source | None:
         return KafkaOffsets(data["topic"], {int(p): int(o) for p, o in data["offsets"].items()})
     if data.get("type") == "merge":
         return MergedFrom(list(data["snapshots"]))
+    if data.get("type") == "files":
+        return FilesRead(list(data["files"]))
     return None
 
 
@@ -141,5 +159,5 @@ def read_snapshot(path) -> tuple[NaiveBayes, SnapshotMeta]:
 
 
 def write_snapshot(model: NaiveBayes, path, meta: SnapshotMeta) -> Path:
-    """Write the model and its metadata atomically (see ``nbstream.save``)."""
-    return nbstream.save(model, path, meta=meta.to_json(), tables=False)  # load recomputes them
+    """Write the model and its metadata atomically, as ``Pipeline.save`` does."""
+    return Pipeline(model, meta.features, label=meta.label, meta=meta.to_json()).save(path)

@@ -11,12 +11,14 @@ Needs pyarrow (``pip install nbstream[arrow]``); the estimators themselves do no
 
 from .categorical import UNSEEN_CATEGORY, CategoricalEncoder
 from .labels import extract_labels, flag_classes_beyond, label_values
+from .learning import PipelineLearner, UnusableRow
 from .numeric import NumericColumnsEncoder, VectorEncoder
-from .pipeline import Pipeline, feature_encoder_of, load_pipeline
+from .pipeline import Pipeline, feature_encoder_of, files_source, load_pipeline
 from .problems import FeatureError, RowProblems
 from .spec import FeatureEncoder, FeatureSpec
 from .text import TextEncoder
 
 __all__ = ["CategoricalEncoder", "FeatureEncoder", "FeatureError", "FeatureSpec", "NumericColumnsEncoder",
-           "Pipeline", "RowProblems", "TextEncoder", "UNSEEN_CATEGORY", "VectorEncoder", "extract_labels",
-           "feature_encoder_of", "flag_classes_beyond", "label_values", "load_pipeline"]
+           "Pipeline", "PipelineLearner", "RowProblems", "TextEncoder", "UNSEEN_CATEGORY", "UnusableRow",
+           "VectorEncoder", "extract_labels", "feature_encoder_of", "files_source", "flag_classes_beyond",
+           "label_values", "load_pipeline"]

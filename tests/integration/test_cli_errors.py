@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import worker.batch.train
+import nbstream.arrow.learning
 from tests.helpers.cli import invoke, run_worker
 from tests.helpers.paths import SMS
 
@@ -18,7 +18,7 @@ def test_an_internal_error_is_not_disguised_as_a_user_error(tmp_path, monkeypatc
     def broken(*args, **kwargs):
         raise ValueError("an internal bug")
 
-    monkeypatch.setattr(worker.batch.train, "extract_labels", broken)
+    monkeypatch.setattr(nbstream.arrow.learning, "extract_labels", broken)
     result = invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--out", tmp_path / "m.nbs")
     assert result.exit_code == 1
     assert isinstance(result.exception, ValueError) and "an internal bug" in str(result.exception)
@@ -75,7 +75,8 @@ def test_an_output_path_that_cannot_be_written_is_named(tmp_path, spam_model, co
     with_bad_row = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"v": [1.0, 2.0], "label": [1.0, 2.5]}), with_bad_row)
     (tmp_path / "a-file").write_text("")
-    unwritable = (tmp_path / "a-file", "File exists") if command == "rejects" else (tmp_path / "a-directory", "s a directory")
+    unwritable = (tmp_path / "a-file", "File exists") if command == "rejects" else \
+        (tmp_path / "a-directory", "s a directory")
     for target, reason in (unwritable, ("/proc/nbstream-test", "No such file")):
         args = {"train": ("train", SMS / "test.parquet", "--label", "label", "--text", "text", "--out", target),
                 "predict": ("predict", spam_model, SMS / "test.parquet", "--out", target),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbstream
-from nbstream.arrow import CategoricalEncoder
+from nbstream.arrow import Pipeline
 from nbstream.snapshot import read_header
 
 from ..errors import ConfigError
@@ -16,7 +16,8 @@ _MAX_DEPTH = 8  # merges of merges followed this deep when looking for shared so
 
 
 def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBayes, list[str]]:
-    """Merge into the first snapshot's model; refused when kinds, parameters or features differ.
+    """Merge into the first snapshot's pipeline (``Pipeline.merge``: categories aligned); refused
+    when kinds, parameters or features differ.
 
     Returns the model and one warning per pair of snapshots that learned from the same data
     (the same Parquet file, Kafka partition or snapshot): their merge counts it twice."""
@@ -24,7 +25,7 @@ def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBa
         raise ConfigError("merge needs at least two snapshots.")
     refuse_replacing_an_input(Path(out), paths, "the merged model")
     model, first = read_snapshot(paths[0])
-    features = first.features
+    merged = Pipeline(model, first.features, label=first.label)
     learned_by = {source: paths[0] for source in _learned_from(first)}
     overlaps: list[str] = []
     for path in paths[1:]:
@@ -36,18 +37,11 @@ def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBa
                             f"{f' (and {len(shared) - 1} more)' if len(shared) > 1 else ''}: "
                             "the merged model counts those examples twice.")
         learned_by.update({source: path for source in sources})
-        if other.kind != model.kind:
-            raise ConfigError(f"cannot merge {path} ({other.kind}) into {paths[0]} ({model.kind}).")
-        if not features.same_layout(meta.features):
-            raise ConfigError(f"cannot merge {path}: its features ({meta.features.describe()}) differ from "
-                              f"{paths[0]}'s ({features.describe()}).")
-        if isinstance(features, CategoricalEncoder):  # codes were given in each shard's order of appearance
-            other.recode_categories(features.align(meta.features))
         try:
-            model.merge(other)
+            merged.merge(Pipeline(other, meta.features, label=meta.label))
         except (TypeError, ValueError) as error:
-            raise ConfigError(f"cannot merge {path}: {error}") from None
-    meta = SnapshotMeta(features=features, label=first.label,
+            raise ConfigError(f"cannot merge {path} ({other.kind}) into {paths[0]} ({model.kind}): {error}") from None
+    meta = SnapshotMeta(features=merged.features, label=first.label,
                         source=MergedFrom([str(Path(p).resolve()) for p in paths]))
     write_snapshot(model, out, meta)
     return model, overlaps

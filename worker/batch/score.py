@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from nbstream.arrow import FeatureEncoder, RowProblems, extract_labels
+from nbstream.evaluation import ConfusionCounts
 
 from ..config import ScoreConfig
 from ..errors import ConfigError, InvalidRowError
@@ -17,7 +18,6 @@ from ..io.files import refuse_replacing_an_input
 from ..io.parquet.predictions import PredictionWriter
 from ..io.parquet.source import Batch, count_rows, expand_paths, read_batches
 from ..snapshot_meta import read_snapshot
-from .evaluation import ConfusionCounts
 from .progress import RowProgress
 
 

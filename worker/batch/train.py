@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbstream
-from nbstream.arrow import FeatureEncoder, extract_labels, flag_classes_beyond
+from nbstream.arrow import FeatureEncoder, Pipeline, PipelineLearner, UnusableRow
 from nbstream.arrow.arrays import is_list_type
 from nbstream.snapshot import read_header
 
@@ -48,17 +48,28 @@ def run_signature(config: TrainConfig, files: list[str]) -> dict:
 
 
 class TrainRun:
-    """The state of one training run: model, features, position and counters. Its ``write``
-    is the checkpoint's state step: the snapshot at --out, holding the position reached."""
+    """The state of one training run: the pipeline learned (model and features), position and
+    counters. Its ``write`` is the checkpoint's state step: the snapshot at --out, holding the
+    position reached."""
 
     def __init__(self, config: TrainConfig, signature: dict, model, features: FeatureEncoder,
                  start: Position | None = None, rows_read: int = 0, rows_rejected: int = 0):
         self.config, self.signature = config, signature
-        self.model, self.features = model, features
+        self.pipeline = Pipeline(model, features, label=config.label)
+        self.learner = PipelineLearner(self.pipeline, max_classes=config.max_classes,
+                                       skip_invalid=config.skip_invalid)
         self.start = self.position = start or Position()
         self.rows_read = rows_read
         self.complete = False
         self.rejects = ParquetRejects(config.rejects_dir, count=rows_rejected)
+
+    @property
+    def model(self) -> nbstream.base.NaiveBayes:
+        return self.pipeline.model
+
+    @property
+    def features(self) -> FeatureEncoder:
+        return self.pipeline.features
 
     def advance(self, batch: Batch) -> None:
         self.rows_read += batch.data.num_rows
@@ -114,12 +125,17 @@ def _schema_check(encoder: FeatureEncoder, label: str):
     return check
 
 
-def _learn(model, X, y, batch: Batch, label: str) -> None:
+def _learn(run: TrainRun, batch: Batch) -> None:
+    """Learn a batch (see PipelineLearner) and keep the bad rows it set aside with the rejects."""
+    learner = run.learner
     try:
-        model.partial_fit(X, y)
+        run.rejects.reject(batch, learner.learn(batch.data))
+    except UnusableRow as error:
+        raise InvalidRowError(f"{batch.path}: row {batch.first_row + error.row}, column {error.column!r}: "
+                              f"{error.reason}. Use --skip-invalid to set such rows aside.") from None
     except nbstream.LabelError as error:
         raise InvalidRowError(f"{batch.path}: rows {batch.first_row} to {batch.end.row - 1}, "
-                              f"column {label!r}: {error}") from None
+                              f"column {learner.label!r}: {error}") from None
 
 
 def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:
@@ -130,21 +146,10 @@ def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:
     checkpointer = Checkpointer(CheckpointPolicy(every_rows=config.checkpoint_every), [run.rejects], run)
     started = time.monotonic()
     learned_before = model.n_examples_seen_ if model.is_fitted else 0
-    columns = list(dict.fromkeys(encoder.columns + [config.label]))
     with RowProgress("training", count_rows(files), done=run.rows_read, enabled=progress) as bar:
-        for batch in read_batches(files, columns, config.batch_size, run.start,
+        for batch in read_batches(files, run.learner.columns, config.batch_size, run.start,
                                   check_schema=_schema_check(encoder, config.label)):
-            X, problems = encoder.encode(batch.data, learn=True, counts_only=model.requires_non_negative)
-            y = extract_labels(batch.data, config.label, problems)
-            flag_classes_beyond(y, model.classes_ if model.is_fitted else None, config.max_classes, config.label,
-                                problems, f"label would add a class beyond --max-classes {config.max_classes}")
-            if problems.any():
-                if not config.skip_invalid:
-                    raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to set such rows aside.")
-                run.rejects.reject(batch, problems)
-                X, y = problems.select_good(X), problems.select_good(y)
-            if len(y):
-                _learn(model, X, y, batch, config.label)
+            _learn(run, batch)
             run.advance(batch)
             bar.advance(batch.data.num_rows)
             checkpointer.record(batch.data.num_rows)

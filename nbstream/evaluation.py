@@ -1,0 +1,112 @@
+"""Classification metrics accumulated batch by batch (the data need not fit in memory), and
+summed across shards: ``worker evaluate`` and ``nbstream.spark.evaluate`` report the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .ndarrays import AnyArray, FloatArray, IntArray
+
+_EPS = 1e-15  # probabilities are clipped here for log-loss, as scikit-learn does
+
+
+class ConfusionCounts:
+    """Confusion counts over the model's classes plus any true label it never learned.
+
+    A label the model never learned can be a true label but never a prediction, so it adds a
+    row and no column: the counts are (n_labels, n_model_classes), grown by doubling, and the
+    cost of a new label does not depend on how many came before.
+    """
+
+    def __init__(self, classes: AnyArray):
+        self.labels = list(classes.tolist())
+        self._index = {label: i for i, label in enumerate(self.labels)}
+        self._n_model_classes = len(self.labels)
+        self._rows = np.zeros((max(1, len(self.labels)), len(self.labels)), dtype=np.int64)
+        self.log_loss_sum = 0.0
+        self.n = 0
+
+    @property
+    def counts(self) -> IntArray:
+        """(n_labels, n_model_classes): rows true labels, columns predicted classes."""
+        return self._rows[:len(self.labels)]
+
+    def add(self, y_true: AnyArray, proba: FloatArray) -> None:
+        """y_true: (n,) labels; proba: (n, n_model_classes) predicted probabilities."""
+        true = self._rows_of(y_true.tolist())
+        predicted = np.argmax(proba, axis=1)
+        np.add.at(self._rows, (true, predicted), 1)
+        known = true < self._n_model_classes
+        p_true = np.zeros(len(true))
+        p_true[known] = proba[np.flatnonzero(known), true[known]]
+        self.log_loss_sum -= np.log(np.clip(p_true, _EPS, 1.0)).sum()
+        self.n += len(true)
+
+    def _rows_of(self, labels: list[Any]) -> IntArray:
+        """The row of each label, shape (len(labels),); labels not seen before get new rows."""
+        for label in dict.fromkeys(labels):
+            if label not in self._index:
+                self._index[label] = len(self.labels)
+                self.labels.append(label)
+        if len(self.labels) > len(self._rows):
+            grown = np.zeros((2 * len(self.labels), self._n_model_classes), dtype=np.int64)
+            grown[:len(self._rows)] = self._rows
+            self._rows = grown
+        return np.array([self._index[label] for label in labels], dtype=np.int64)
+
+    def merge(self, other: ConfusionCounts) -> ConfusionCounts:
+        """Add the counts of another shard scored by the same model; returns self."""
+        if other.labels[:other._n_model_classes] != self.labels[:self._n_model_classes]:
+            raise ValueError("cannot add the counts of a model with other classes")
+        rows = self._rows_of(other.labels)
+        np.add.at(self._rows, rows, other.counts)
+        self.log_loss_sum += other.log_loss_sum
+        self.n += other.n
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts as plain values (labels as Python numbers or strings), for ``from_json``."""
+        return {"labels": self.labels, "model_classes": self._n_model_classes, "counts": self.counts.tolist(),
+                "log_loss_sum": self.log_loss_sum, "n": self.n}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ConfusionCounts:
+        labels = list(data["labels"])
+        counts = cls(np.asarray(labels[:data["model_classes"]]))
+        counts._rows_of(labels)
+        counts._rows[:len(labels)] = np.asarray(data["counts"], dtype=np.int64).reshape(len(labels), -1)
+        counts.log_loss_sum, counts.n = float(data["log_loss_sum"]), int(data["n"])
+        return counts
+
+    def report(self) -> dict[str, Any]:
+        """Metrics as plain numbers and lists (JSON-ready), labels in sorted order."""
+        counts = self.counts
+        n_labels, n_model = counts.shape
+        tp = np.zeros(n_labels)
+        tp[:n_model] = np.diag(counts[:n_model])
+        predicted = np.zeros(n_labels, dtype=np.int64)
+        predicted[:n_model] = counts.sum(axis=0)
+        actual = counts.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            precision = np.where(predicted > 0, tp / predicted, 0.0)
+            recall = np.where(actual > 0, tp / actual, 0.0)
+            f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+        present = (predicted + actual) > 0
+        def by_label(i: int) -> tuple[bool, Any]:
+            return isinstance(self.labels[i], str), self.labels[i]
+        order = sorted(range(n_labels), key=by_label)
+        columns = sorted(range(n_model), key=by_label)  # a prediction is always one of the model's classes
+        return {
+            "rows": self.n,
+            "accuracy": float(tp.sum() / self.n) if self.n else 0.0,
+            "macro_f1": float(f1[present].mean()) if present.any() else 0.0,
+            "log_loss": self.log_loss_sum / self.n if self.n else 0.0,
+            "classes": [{"label": self.labels[i], "precision": float(precision[i]), "recall": float(recall[i]),
+                         "f1": float(f1[i]), "support": int(actual[i])} for i in order],
+            "labels": [self.labels[i] for i in order],
+            "predicted_labels": [self.labels[i] for i in columns],
+            "confusion_matrix": counts[np.ix_(order, columns)].tolist(),
+        }
