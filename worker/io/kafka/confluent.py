@@ -15,8 +15,22 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ...errors import ConfigError
 from ..records import Polled, Record
-from .client import (LAPSED, PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure,
-                     KafkaAccessError, KafkaClient, KafkaFailure, Producer, Reader, TopicInfo, refuses_access)
+from .client import (
+    LAPSED,
+    PARTITION_FETCH_BYTES,
+    RECORD_BATCH_OVERHEAD,
+    Admin,
+    Consumer,
+    DeliveryFailed,
+    Failure,
+    KafkaAccessError,
+    KafkaClient,
+    KafkaFailure,
+    Producer,
+    Reader,
+    TopicInfo,
+    refuses_access,
+)
 from .settings import KafkaSettings
 
 _E = ck.KafkaError
@@ -148,8 +162,8 @@ class _Consumer(_Reporting, Consumer):
             if messages and max_records > 1:
                 messages += self._consumer.consume(num_messages=max_records - 1, timeout=0)
         if self._callback_error is not None:
-            error, self._callback_error = self._callback_error, None
-            raise error
+            callback_error, self._callback_error = self._callback_error, None
+            raise callback_error
         errors = list(map(ck.Message.error, messages))
         if errors.count(None) != len(errors):
             for error in errors:
@@ -157,7 +171,7 @@ class _Consumer(_Reporting, Consumer):
                     raise failure(error)
                 if error is not None:
                     _library_log.debug("consumer: %s", describe(error))
-            messages = [m for m, error in zip(messages, errors) if error is None]
+            messages = [m for m, error in zip(messages, errors, strict=True) if error is None]
         n = len(messages)  # each column in one pass of C calls: a Python loop per message costs more
         return Polled(self.topic, list(map(ck.Message.value, messages)), list(map(ck.Message.key, messages)),
                       np.fromiter(map(ck.Message.partition, messages), np.int64, n),
@@ -284,7 +298,7 @@ class _Producer(_Reporting, Producer):
 
     def send_many(self, topic, values, keys) -> None:
         produce = self._producer.produce
-        for value, key in zip(values, keys):
+        for value, key in zip(values, keys, strict=True):
             try:
                 produce(topic, value, key)
             except (BufferError, ck.KafkaException):

@@ -14,10 +14,25 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ...errors import ConfigError
-from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
 from ..records import Polled
-from .client import (LAPSED, PARTITION_FETCH_BYTES, RECORD_BATCH_OVERHEAD, Admin, Consumer, DeliveryFailed, Failure,
-                     KafkaAccessError, KafkaClient, KafkaFailure, Producer, Reader, TopicInfo, refuses_access)
+from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
+from .client import (
+    LAPSED,
+    PARTITION_FETCH_BYTES,
+    RECORD_BATCH_OVERHEAD,
+    Admin,
+    Consumer,
+    DeliveryFailed,
+    Failure,
+    KafkaAccessError,
+    KafkaClient,
+    KafkaFailure,
+    Producer,
+    Reader,
+    Start,
+    TopicInfo,
+    refuses_access,
+)
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
@@ -141,40 +156,20 @@ def _log_failed_commit(offsets, response) -> None:
 
 
 class _Listener(ConsumerRebalanceListener):
-    """Runs the seam's handlers; keeps the first exception so ``poll`` can raise it (kafka-python
-    would only log it)."""
+    """kafka-python's rebalance callbacks, each running the consumer's handler for it."""
 
-    def __init__(self, consumer: "_Consumer", on_assigned, on_revoked, on_lost):
+    def __init__(self, consumer: _Consumer, on_assigned, on_revoked, on_lost):
         self.consumer = consumer
         self.handlers = on_assigned, on_revoked, on_lost
 
-    def _run(self, handler, partitions):
-        self.consumer._in_listener = True
-        try:
-            return handler(sorted(tp.partition for tp in partitions if tp.topic == self.consumer.topic))
-        except BaseException as error:  # noqa: BLE001 - re-raised by poll
-            self.consumer._callback_error = self.consumer._callback_error or error
-            return None
-        finally:
-            self.consumer._in_listener = False
-
     def on_partitions_assigned(self, assigned):
-        starts = self._run(self.handlers[0], assigned) or {}
-        inner = self.consumer._consumer
-        for partition, start in starts.items():
-            tp = TopicPartition(self.consumer.topic, partition)
-            if start == "earliest":
-                inner.seek_to_beginning(tp)
-            elif start == "latest":
-                inner.seek_to_end(tp)
-            else:
-                inner.seek(tp, start)
+        self.consumer.start_from(self.consumer.run_handler(self.handlers[0], assigned) or {})
 
     def on_partitions_revoked(self, revoked):
-        self._run(self.handlers[1], revoked)
+        self.consumer.run_handler(self.handlers[1], revoked)
 
     def on_partitions_lost(self, lost):
-        self._run(self.handlers[2], lost)
+        self.consumer.run_handler(self.handlers[2], lost)
 
 
 class _Consumer(Consumer):
@@ -195,6 +190,29 @@ class _Consumer(Consumer):
     @translated
     def subscribe(self, on_assigned, on_revoked, on_lost) -> None:
         self._consumer.subscribe([self.topic], listener=_Listener(self, on_assigned, on_revoked, on_lost))
+
+    def run_handler(self, handler, partitions: list[TopicPartition]):
+        """Runs a rebalance handler on this topic's partitions among ``partitions`` and returns its
+        result; keeps the first exception so ``poll`` can raise it (kafka-python would only log it)."""
+        self._in_listener = True
+        try:
+            return handler(sorted(tp.partition for tp in partitions if tp.topic == self.topic))
+        except BaseException as error:  # noqa: BLE001 - re-raised by poll
+            self._callback_error = self._callback_error or error
+            return None
+        finally:
+            self._in_listener = False
+
+    def start_from(self, starts: dict[int, Start]) -> None:
+        """Moves each partition to where reading starts: "earliest", "latest" or an offset."""
+        for partition, start in starts.items():
+            tp = self._tp(partition)
+            if start == "earliest":
+                self._consumer.seek_to_beginning(tp)
+            elif start == "latest":
+                self._consumer.seek_to_end(tp)
+            else:
+                self._consumer.seek(tp, start)
 
     @translated
     def poll(self, timeout_s: float, max_records: int) -> Polled:
@@ -389,7 +407,8 @@ class KafkaPythonClient(KafkaClient):
         return _Consumer(topic, group_id=group, group_instance_id=instance_id, enable_auto_commit=False,
                          auto_offset_reset=start, session_timeout_ms=session_ms,
                          heartbeat_interval_ms=max(1_000, session_ms // 4), fetch_max_bytes=fetch_max_bytes,
-                         max_partition_fetch_bytes=PARTITION_FETCH_BYTES, isolation_level="read_committed" if read_committed else "read_uncommitted",
+                         max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
+                         isolation_level="read_committed" if read_committed else "read_uncommitted",
                          **self._with_client_id(client_id))
 
     def reader(self, *, read_committed=True) -> Reader:
