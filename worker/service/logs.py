@@ -29,7 +29,7 @@ _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskN
 
 def utc_iso(created: float) -> str:
     """2026-11-22T04:00:35.998Z"""
-    return dt.datetime.fromtimestamp(created, dt.timezone.utc).isoformat(timespec="milliseconds").replace(
+    return dt.datetime.fromtimestamp(created, dt.UTC).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
 
 

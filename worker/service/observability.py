@@ -20,8 +20,17 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
-from prometheus_client import (CONTENT_TYPE_LATEST, GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR,
-                               CollectorRegistry, Counter, Gauge, Histogram, generate_latest)
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
 import nbstream
@@ -78,7 +87,7 @@ class BatchHistogram:
     def collect(self):
         with self._lock:
             cumulative, total = np.cumsum(self.counts), self.total
-        buckets = [(f"{bound:g}", int(count)) for bound, count in zip(self.bounds, cumulative)]
+        buckets = [(f"{bound:g}", int(count)) for bound, count in zip(self.bounds, cumulative[:-1], strict=True)]
         yield HistogramMetricFamily(self.name, self.documentation, buckets=buckets + [("+Inf", int(cumulative[-1]))],
                                     sum_value=total)
 

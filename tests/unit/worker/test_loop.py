@@ -9,9 +9,9 @@ from nbstream.arrow import FeatureSpec
 from worker.io.fields import MessageFields
 from worker.io.formats import message_format
 from worker.service.global_model import GlobalModel
+from worker.service.group_state import GroupState
 from worker.service.loop import PrequentialLoop
 from worker.service.observability import ServiceMetrics
-from worker.service.group_state import GroupState
 
 from .fakes import FakeFollower, FakeSink, Journal, records
 

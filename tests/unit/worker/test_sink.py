@@ -24,7 +24,7 @@ class BatchRefusingProducer:
         self.batch.append((topic, value, headers, key))
 
     def send_many(self, topic, values, keys):
-        for value, key in zip(values, keys):
+        for value, key in zip(values, keys, strict=True):
             self.send(topic, value, key)
 
     def flush(self, timeout_s):
