@@ -38,8 +38,7 @@ def read_vectors(values: list[bytes], features: str, label: str, id_field: str) 
         return None
     parser = simdjson.Parser()
     distinct_fields = len({features, label, id_field}) == 3
-    numbers = bytearray()  # every message's float64s, one after the other: no list of arrays to join
-    ends, labels, ids = [], [], []
+    lists, labels, ids = [], [], []
     for value in values:
         try:
             read = _read_one(parser, value, features, label, id_field, distinct_fields)
@@ -47,20 +46,20 @@ def read_vectors(values: list[bytes], features: str, label: str, id_field: str) 
             return None
         if read is None:
             return None
-        numbers += read[0]
-        ends.append(len(numbers) // 8)
+        lists.append(read[0])
         labels.append(read[1])
         ids.append(read[2])
-    if ends and ends[-1] >= 2**31:
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(numbers) for numbers in lists], out=offsets[1:])
+    if offsets[-1] >= 2**31:
         return None
-    offsets = np.array([0, *ends], dtype=np.int32)
-    return Vectors(offsets, np.frombuffer(numbers, dtype=np.float64), labels, ids)
+    return Vectors(offsets.astype(np.int32), np.concatenate(lists) if lists else np.zeros(0), labels, ids)
 
 
 def _read_one(parser: simdjson.Parser, value: bytes, features: str, label: str, id_field: str,
               distinct_fields: bool) -> tuple | None:
-    """(its numbers as a float64 buffer, label, id) of one message, or None. No reference into
-    the parser's document outlives the call: the parser refuses to parse again while one does."""
+    """(numbers, label, id) of one message, or None. No reference into the parser's document
+    outlives the call: the parser refuses to parse again while one does."""
     document = parser.parse(value)
     try:
         if not isinstance(document, simdjson.Object):
@@ -68,7 +67,7 @@ def _read_one(parser: simdjson.Parser, value: bytes, features: str, label: str, 
         array = document.get(features)
         if not isinstance(array, simdjson.Array):
             return None
-        numbers = array.as_buffer(of_type="d")  # a copy of its own
+        numbers = np.frombuffer(array.as_buffer(of_type="d"), dtype=np.float64)  # a copy of its own
         del array
         found_label, found_id = document.get(label), document.get(id_field)
         if not isinstance(found_label, _PLAIN) or not isinstance(found_id, _PLAIN):
