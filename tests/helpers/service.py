@@ -101,7 +101,7 @@ def labeled_messages(n, rng, start_id=0):
     rates = 1 + np.searchsorted(CLASSES, labels)[:, None] * np.arange(1, 7) / 3
     X = rng.poisson(rates)
     values = [json_message(features=row.tolist(), label=label, id=start_id + i)
-              for i, (row, label) in enumerate(zip(X, labels))]
+              for i, (row, label) in enumerate(zip(X, labels, strict=True))]
     return values, X, labels
 
 

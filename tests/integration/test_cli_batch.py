@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 import nbstream
 from tests.helpers.cli import invoke, run_worker
 from tests.helpers.paths import SMS
@@ -75,7 +76,8 @@ def test_environment_variables_form_one_scheme_documented_in_one_table():
 def test_predict_and_evaluate_read_their_variables(tmp_path):
     train = invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--out", tmp_path / "m.nbs")
     assert train.exit_code == 0, train.output
-    result = invoke("predict", tmp_path / "m.nbs", SMS / "test.parquet", env={"NBSTREAM_OUT": str(tmp_path / "p.parquet")})
+    result = invoke("predict", tmp_path / "m.nbs", SMS / "test.parquet",
+                    env={"NBSTREAM_OUT": str(tmp_path / "p.parquet")})
     assert result.exit_code == 0 and (tmp_path / "p.parquet").exists(), result.output
     result = invoke("evaluate", tmp_path / "m.nbs", SMS / "test.parquet", env={"NBSTREAM_JSON": "1"})
     assert result.exit_code == 0 and '"accuracy"' in result.output, result.output

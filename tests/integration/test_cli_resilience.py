@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 import nbstream
 import worker.batch.train
 from nbstream.snapshot import read_header
@@ -122,8 +123,8 @@ def test_bad_input_is_named_by_file_column_and_row(tmp_path, case, columns, expe
 
 @pytest.mark.parametrize("options", [("--text", "text"), ("--features", "text", "--model", "categorical")])
 def test_invalid_utf8_text_is_a_bad_row_in_train_predict_and_evaluate(tmp_path, options):
-    path = write(tmp_path, "a.parquet", text=pa.array([b"spam spam", b"\xff\xfe", b"ham"], pa.binary()).view(pa.string()),
-                 label=pa.array(["spam", "ham", "ham"]))
+    invalid_utf8 = pa.array([b"spam spam", b"\xff\xfe", b"ham"], pa.binary()).view(pa.string())
+    path = write(tmp_path, "a.parquet", text=invalid_utf8, label=pa.array(["spam", "ham", "ham"]))
     refused = invoke("train", path, "--label", "label", *options, "--out", tmp_path / "m.nbs")
     assert refused.exit_code == 2 and "a.parquet: row 1, column 'text': invalid UTF-8" in refused.output
     result = invoke("train", path, "--label", "label", *options, "--out", tmp_path / "m.nbs", "--skip-invalid")

@@ -14,8 +14,7 @@ from kafka import KafkaProducer
 
 from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, new_topic, read_all
-from tests.helpers.service import (Service, assert_equal_statistics, free_port, labeled_messages, metric_values,
-                                   wait_for)
+from tests.helpers.service import Service, assert_equal_statistics, free_port, labeled_messages, metric_values, wait_for
 
 pytestmark = pytest.mark.faults
 

@@ -36,7 +36,8 @@ def test_each_bad_message_alone_is_dead_lettered_and_the_service_goes_on(kafka_b
         assert predictions.wait_until(lambda records: len(records) == 1), service.log_tail()
         for offset, (value, error) in enumerate(POISON, start=1):
             send(kafka_bootstrap, topic, [value], first_key=offset)
-            assert dead.wait_until(lambda records: len(records) == offset, timeout=60), (error, service.log_tail())
+            arrived = dead.wait_until(lambda records, offset=offset: len(records) == offset, timeout=60)
+            assert arrived, (error, service.log_tail())
             headers = dict(dead.records[-1].headers)
             assert headers["error"].decode().startswith(error), headers["error"]
             assert int(headers["source.offset"]) == offset and headers["source.topic"].decode() == topic
@@ -92,7 +93,8 @@ def test_a_key_larger_than_the_output_topics_take_is_dead_lettered_cut_to_fit(ka
         assert predictions.wait_until(lambda records: len(records) == 2), service.log_tail()
         assert dead.wait_until(lambda records: len(records) == 1), service.log_tail()
         headers = dict(dead.records[0].headers)
-        assert headers["error"].decode().startswith("prediction of ") and "exceeds the limit" in headers["error"].decode()
+        error = headers["error"].decode()
+        assert error.startswith("prediction of ") and "exceeds the limit" in error
         assert int(headers["key.truncated.from"]) == len(big_key) and big_key.startswith(dead.records[0].key)
         assert int(headers["source.offset"]) == 1
         assert [json.loads(r.value)["offset"] for r in predictions.records] == [0, 2]
@@ -158,7 +160,8 @@ def test_each_bad_arrow_message_alone_is_dead_lettered_and_large_integer_labels_
         assert predictions.wait_until(lambda records: len(records) == 1), service.log_tail()
         for offset, (value, error) in enumerate(poison, start=1):
             send(kafka_bootstrap, topic, [value], first_key=offset)
-            assert dead.wait_until(lambda records: len(records) == offset, timeout=60), (error, service.log_tail())
+            arrived = dead.wait_until(lambda records, offset=offset: len(records) == offset, timeout=60)
+            assert arrived, (error, service.log_tail())
             assert dict(dead.records[-1].headers)["error"].decode() == error
             assert service.running(), service.log_tail()
         big = [2**62, 2**62 + 1]

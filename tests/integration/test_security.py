@@ -120,7 +120,8 @@ def test_security_settings_that_cannot_work_are_refused_before_connecting(monkey
         (["--security-protocol", "SASL_SSL", "--sasl-username", "alice"], "needs --sasl-mechanism"),
         (["--sasl-username", "alice"], "need --security-protocol SASL_PLAINTEXT or SASL_SSL"),
         (["--security-protocol", "TLS"], "--security-protocol must be one of"),
-        (["--security-protocol", "SSL", "--ssl-cafile", "/nonexistent/ca.pem"], "--ssl-cafile /nonexistent/ca.pem: No such file or directory"),
+        (["--security-protocol", "SSL", "--ssl-cafile", "/nonexistent/ca.pem"],
+         "--ssl-cafile /nonexistent/ca.pem: No such file or directory"),
         (["--kafka-client", "kafka-go"], "--kafka-client must be one of"),
     ]
     for options, expected in cases:

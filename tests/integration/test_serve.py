@@ -13,8 +13,8 @@ import numpy as np
 
 from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all, send
-from tests.helpers.service import (Service, assert_equal_statistics, covered, labeled_messages, metric_values,
-                                   wait_for)
+from tests.helpers.service import Service, assert_equal_statistics, covered, labeled_messages, metric_values, wait_for
+
 
 def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_bootstrap, kafka_client, tmp_path):
     rng = np.random.default_rng(7)
@@ -22,14 +22,14 @@ def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_b
     topic = new_topic(kafka_bootstrap, "exactly-once", partitions=3)
     service = Service(kafka_bootstrap, topic, tmp_path, client=kafka_client)
     all_X, all_labels, sent = [], [], 0
-    for phase in range(3):
+    for _ in range(3):
         values, X, labels = labeled_messages(4_000, rng, start_id=sent)
         send(kafka_bootstrap, topic, values, partition_of=lambda i, first=sent: (first + i) % 3)
         all_X.append(X), all_labels.append(labels)
         sent += len(values)
         before = service.checkpoints() if service.snapshots.exists() else 0
         service.start()
-        assert wait_for(lambda: service.checkpoints() > before, timeout=60)  # it is working
+        assert wait_for(lambda before=before: service.checkpoints() > before, timeout=60)  # it is working
         time.sleep(chooser.uniform(0.0, 1.0))
         service.kill()
     service.start()
@@ -43,7 +43,8 @@ def test_kill_9_at_random_moments_loses_nothing_and_counts_nothing_twice(kafka_b
     assert_equal_statistics(model, np.concatenate(all_X), np.concatenate(all_labels))
 
 
-def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_running(kafka_bootstrap, kafka_client, tmp_path):
+def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_running(
+        kafka_bootstrap, kafka_client, tmp_path):
     rng = np.random.default_rng(11)
     topic = new_topic(kafka_bootstrap, "dead-letters")
     good, X, labels = labeled_messages(2_000, rng)
@@ -58,7 +59,8 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_service_keeps_ru
         values.append(bad.pop() if take_bad else good.pop(0))
         is_bad.append(take_bad)
     send(kafka_bootstrap, topic, values)
-    service = Service(kafka_bootstrap, topic, tmp_path, "--max-message-bytes", 2_000, "--metrics-port", 0, client=kafka_client).start()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--max-message-bytes", 2_000, "--metrics-port", 0,
+                      client=kafka_client).start()
     dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=1_000, timeout=90)
     predictions = read_all(kafka_bootstrap, service.output, expected=2_000, timeout=90)
     assert service.process.poll() is None, "the service stopped"
@@ -133,7 +135,7 @@ def test_metrics_health_and_readiness_endpoints(kafka_bootstrap, kafka_client, t
     for round_ in range(2):  # the second round is predicted by a model that learned the first
         values, _, _ = labeled_messages(300, rng, start_id=300 * round_)
         send(kafka_bootstrap, topic, values)
-        assert watcher.wait_until(lambda records: len(records) >= 300 * (round_ + 1))
+        assert watcher.wait_until(lambda records, round_=round_: len(records) >= 300 * (round_ + 1))
     watcher.close()
 
     def get(path):
@@ -190,7 +192,8 @@ def test_a_group_starts_from_a_train_snapshot_and_keeps_learning_or_only_predict
         predictions = [json.loads(r.value) for r in read_all(kafka_bootstrap, output, expected=400 * (
             2 if learn == "--no-learn" else 1), timeout=120, committed_only=True)][-400:]
         assert service.terminate() == 0, service.log_tail()
-        right = sum(p["prediction"] == r["label"] for p, r in zip(sorted(predictions, key=lambda p: p["offset"]), rows))
+        in_order = sorted(predictions, key=lambda p: p["offset"])
+        right = sum(p["prediction"] == r["label"] for p, r in zip(in_order, rows, strict=True))
         assert right / 400 > 0.95  # the trained model predicts from the first message on
         assert min(p["model_version"] for p in predictions) >= 4_459
         result = run_worker("export", "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--input",
