@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..ndarrays import AnyArray
+from ..ndarrays import AnyArray, Features
 from ..validation import LARGEST_VALUE
 from .arrays import is_list_type, is_numeric_type, numpy_values
+from .ml_vectors import is_ml_vector_type, ml_vectors, vector_widths
 from .problems import FeatureError, RowProblems
 from .spec import FeatureEncoder, FeatureSpec
 
@@ -30,12 +31,12 @@ def _flag_values(X: AnyArray, column: str, counts_only: bool, problems: RowProbl
 
 class VectorEncoder(FeatureEncoder):
     """One list or fixed-size-list column of numbers, read in its own dtype (MNIST's uint8
-    pixels stay uint8). The width is learned from the first batch with a non-empty list (its
-    most common length, so one malformed first row does not reject the good rows after it)
-    and then required."""
+    pixels stay uint8), or of Spark ML vectors (see ``ml_vectors``). The width is learned from
+    the first batch with a non-empty list (its most common length, so one malformed first row
+    does not reject the good rows after it) and then required."""
 
     kind = "vector"
-    expected = "a list of numbers"
+    expected = "a list of numbers or a Spark ML vector"
 
     def __init__(self, spec: FeatureSpec):
         super().__init__(spec)
@@ -46,7 +47,7 @@ class VectorEncoder(FeatureEncoder):
         return self.width
 
     def accepts(self, arrow_type: pa.DataType) -> bool:
-        return is_list_type(arrow_type) and is_numeric_type(arrow_type.value_type)
+        return (is_list_type(arrow_type) and is_numeric_type(arrow_type.value_type)) or is_ml_vector_type(arrow_type)
 
     def _restore(self, data: dict[str, Any]) -> None:
         width = data.get("n_features")
@@ -57,9 +58,11 @@ class VectorEncoder(FeatureEncoder):
     def describe(self) -> str:
         return f"list column {self.columns[0]!r} of {self.width} numbers"
 
-    def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> AnyArray:
+    def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> Features:
         name = self.columns[0]
         column = batch.column(name)
+        if is_ml_vector_type(column.type):
+            return self._ml_vectors(column, problems, counts_only)
         n = len(column)
         if pa.types.is_fixed_size_list(column.type):
             width = column.type.list_size
@@ -91,6 +94,18 @@ class VectorEncoder(FeatureEncoder):
             X[good] = flat[offsets[:-1][good, None] + np.arange(width)]
         _flag_values(X, name, counts_only, problems)
         return X
+
+
+    def _ml_vectors(self, column: pa.StructArray, problems: RowProblems, counts_only: bool) -> Features:
+        if self.width is None:  # the most common width among the first usable batch's vectors
+            widths = vector_widths(column)[~problems.bad]
+            seen, counts = np.unique(widths[widths > 0], return_counts=True)
+            if not seen.size:
+                problems.flag(np.ones(len(column), dtype=bool), self.columns[0],
+                              "empty vector (a model needs at least one feature)")
+                return np.zeros((len(column), 0))
+            self.width = int(seen[np.argmax(counts)])
+        return ml_vectors(column, self.width, self.columns[0], counts_only, problems)
 
 
 class NumericColumnsEncoder(FeatureEncoder):

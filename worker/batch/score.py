@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from nbstream.arrow import FeatureEncoder, RowProblems, extract_labels
+from nbstream.arrow.predictions import prediction_table
 from nbstream.evaluation import ConfusionCounts
 
 from ..config import ScoreConfig
@@ -62,39 +62,13 @@ def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | N
     with PredictionWriter(out) as writer:
         for scored in score_batches(config, model, meta.features, [id_column] if id_column else [],
                                     progress=progress):
-            writer.write(_prediction_table(scored, model.classes_, with_proba, id_column, config.skip_invalid))
+            ids = scored.batch.data.column(id_column) if id_column else None
+            writer.write(prediction_table(model.classes_, scored.proba, scored.problems, ids=ids, id_column=id_column,
+                                          with_proba=with_proba, with_errors=config.skip_invalid))
         if not writer.rows:
             raise ConfigError("the input holds no rows.")
         writer.commit()
     return writer.rows
-
-
-def _prediction_table(scored: Scored, classes: np.ndarray, with_proba: bool, id_column: str | None,
-                      with_errors: bool) -> pa.Table:
-    good = scored.problems.good
-    columns: dict[str, pa.Array] = {}
-    if id_column:
-        columns[id_column] = scored.batch.data.column(id_column)
-    label_type = pa.string() if classes.dtype.kind in "US" else pa.from_numpy_dtype(classes.dtype)
-    predicted = classes[np.argmax(scored.proba, axis=1)] if len(scored.proba) else classes[:0]
-    columns["prediction"] = _spread(predicted, good, label_type)
-    if with_proba:
-        for i, label in enumerate(classes.tolist()):
-            columns[f"proba_{label}"] = _spread(scored.proba[:, i], good, pa.float64())
-    if with_errors:
-        problems = scored.problems
-        columns["error"] = pa.array([None if ok else f"{column}: {message}" for ok, column, message in
-                                     zip(good, problems.column, problems.message, strict=True)], pa.string())
-    return pa.table(columns)
-
-
-def _spread(values: np.ndarray, good: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
-    """Values for the good rows, nulls for the others."""
-    if good.all():
-        return pa.array(values, arrow_type)
-    full = np.zeros(len(good), dtype=values.dtype if values.dtype.kind != "U" else object)
-    full[good] = values
-    return pa.array(full, arrow_type, mask=~good)
 
 
 def evaluate(config: ScoreConfig, label: str | None = None, progress: bool | None = None) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbstream
 from nbstream.arrow import FeatureEncoder, Pipeline, PipelineLearner, UnusableRow
-from nbstream.arrow.arrays import is_list_type
+from nbstream.arrow.ml_vectors import is_vector_type
 from nbstream.snapshot import read_header
 
 from ..checkpoint import Checkpointer, CheckpointPolicy
@@ -110,7 +110,7 @@ def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> Trai
         return TrainRun(config, signature, model, meta.features)
     schema = open_file(files[0]).physical_schema
     columns = config.features.columns
-    list_column = len(columns) == 1 and columns[0] in schema.names and is_list_type(schema.field(columns[0]).type)
+    list_column = len(columns) == 1 and columns[0] in schema.names and is_vector_type(schema.field(columns[0]).type)
     encoder = config.features.spec(config.model.chosen_kind, list_column=list_column).encoder()
     _schema_check(encoder, config.label)(schema, files[0])
     return TrainRun(config, signature, config.model.build(), encoder)

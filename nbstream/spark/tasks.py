@@ -1,0 +1,205 @@
+"""What runs inside Spark's tasks (``DataFrame.mapInArrow``): each task learns, predicts or scores
+the Arrow batches of its partition and yields Arrow batches back.
+
+A task never raises for a bad row it was asked to stop at: it yields the row's place and what
+is wrong with it (a ``failure``, JSON) and stops, so that the driver reports the first bad row
+in partition order as one line, with no retries of a task whose data will not change. Only
+``PredictTask`` raises (``RowRefused``), as it has nothing but predictions to yield.
+
+Each task is a small frozen dataclass that Spark ships to the executors; the pipeline travels as
+its bytes (``Pipeline.to_bytes``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pyarrow as pa
+
+from ..arrow import Pipeline, PipelineLearner, RowProblems, UnusableRow, extract_labels
+from ..arrow.predictions import prediction_table
+from ..evaluation import ConfusionCounts
+from ..labels import LabelError
+
+FILE, ROW = "__nbstream_file", "__nbstream_row"  # where a row came from, when Spark can tell
+PARTITION, PIPELINE, COUNTS = "__nbstream_partition", "__nbstream_pipeline", "__nbstream_counts"
+ROWS, SET_ASIDE, FAILURE = "__nbstream_rows", "__nbstream_set_aside", "__nbstream_failure"
+REJECT_COLUMNS = ("_file", "_row", "_column", "_error")  # beside a rejected row's own columns
+
+SUMMARY = pa.schema([(PARTITION, pa.int32()), (ROWS, pa.int64()), (SET_ASIDE, pa.int64()), (FAILURE, pa.string())])
+FIT_SUMMARY = pa.schema([*SUMMARY, (PIPELINE, pa.binary())])
+EVALUATE_SUMMARY = pa.schema([*SUMMARY, (COUNTS, pa.string())])
+REJECTS = pa.schema([(name, kind) for name, kind in zip(REJECT_COLUMNS, (pa.string(), pa.int64(), pa.string(),
+                                                                        pa.string()), strict=True)])
+
+
+class RowRefused(ValueError):
+    """A bad row met while predicting without skip_invalid; its message is the row's place and problem."""
+
+
+def local_path(uri: str) -> str:
+    """A file URI as Spark gives it, as a local path where it is one ("file:///data/a.parquet" is
+    "/data/a.parquet"); any other URI (hdfs://, s3a://) as it is."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+def describe_failure(failure: dict[str, Any]) -> str:
+    """The one line naming a bad row (or rows) and what is wrong: the local engine's words."""
+    where = local_path(failure["file"]) if failure.get("file") else f"partition {failure['partition']}"
+    rows = f"row {failure['row']}" if failure.get("last_row") is None \
+        else f"rows {failure['row']} to {failure['last_row']}"
+    return f"{where}: {rows}, column {failure['column']!r}: {failure['reason']}"
+
+
+def _partition() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+class _Places:
+    """Where each row of a batch came from: its file and row there when the batch carries them
+    (FILE, ROW), else its row in the partition."""
+
+    def __init__(self, batch: pa.RecordBatch, partition: int, rows_before: int):
+        self.partition = partition
+        names = batch.schema.names
+        self.files = batch.column(FILE) if FILE in names else None
+        self.rows = batch.column(ROW).to_numpy() if ROW in names else \
+            np.arange(rows_before, rows_before + batch.num_rows, dtype=np.int64)
+
+    def failure(self, row: int, column: str, reason: str, last_row: int | None = None) -> str:
+        return json.dumps({"partition": self.partition, "file": self._file(row), "row": int(self.rows[row]),
+                           "last_row": None if last_row is None else int(self.rows[last_row]),
+                           "column": column, "reason": reason})
+
+    def _file(self, row: int) -> str | None:
+        return None if self.files is None else str(self.files[row].as_py())
+
+    def rejects(self, batch: pa.RecordBatch, problems: RowProblems, columns: list[str]) -> pa.Table:
+        """The bad rows with their own ``columns``, file, row, column and error."""
+        bad = np.flatnonzero(problems.bad)
+        table = pa.Table.from_batches([batch.select(columns)]).take(pa.array(bad))
+        files = [local_path(file) for file in self.files.take(pa.array(bad)).to_pylist()] \
+            if self.files is not None else [None] * len(bad)
+        for name, values, kind in zip(REJECT_COLUMNS, (files, self.rows[bad], problems.column[bad].tolist(),
+                                                       problems.message[bad].tolist()), REJECTS.types, strict=True):
+            table = table.append_column(name, pa.array(values, kind))
+        return table
+
+
+def _summary(schema: pa.Schema, partition: int, rows: int, set_aside: int, failure: str | None = None,
+             payload: dict[str, object] | None = None) -> pa.RecordBatch:
+    """The one row a task ends with; columns of ``schema`` not given are null."""
+    values = {PARTITION: partition, ROWS: rows, SET_ASIDE: set_aside, FAILURE: failure, **(payload or {})}
+    return pa.RecordBatch.from_pylist([{name: values.get(name) for name in schema.names}], schema=schema)
+
+
+def _padded(table: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The table's batches in ``schema``: its columns where it has them, nulls elsewhere."""
+    columns = [table.column(field.name).cast(field.type) if field.name in table.column_names
+               else pa.nulls(table.num_rows, field.type) for field in schema]
+    yield from pa.Table.from_arrays(columns, schema=schema).to_batches()
+
+
+@dataclass(frozen=True)
+class FitTask:
+    """Learns a partition: yields its rejects (when ``skip_invalid``), then one summary row with
+    the pipeline it learned (or the first bad row's failure, and no pipeline).
+
+    pipeline : the bytes of the pipeline every task starts from (nothing learned)
+    schema : the output: FIT_SUMMARY, and with skip_invalid the input's ``reject_columns`` and REJECTS
+    """
+    pipeline: bytes
+    max_classes: int
+    skip_invalid: bool
+    schema: pa.Schema
+    reject_columns: tuple[str, ...] = ()
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition = _partition()
+        pipeline = Pipeline.from_bytes(self.pipeline)
+        learner = PipelineLearner(pipeline, max_classes=self.max_classes, skip_invalid=self.skip_invalid)
+        rows = set_aside = 0
+        for batch in batches:
+            places = _Places(batch, partition, rows)
+            try:
+                problems = learner.learn(batch)
+            except UnusableRow as error:
+                yield _summary(self.schema, partition, rows, set_aside, places.failure(error.row, error.column,
+                                                                                       error.reason))
+                return
+            except LabelError as error:
+                yield _summary(self.schema, partition, rows, set_aside,
+                               places.failure(0, learner.label, str(error), last_row=batch.num_rows - 1))
+                return
+            if problems.any():
+                set_aside += int(problems.bad.sum())
+                yield from _padded(places.rejects(batch, problems, list(self.reject_columns)), self.schema)
+            rows += batch.num_rows
+        yield _summary(self.schema, partition, rows, set_aside, payload={PIPELINE: pipeline.to_bytes()})
+
+
+@dataclass(frozen=True)
+class EvaluateTask:
+    """Scores a partition against its labels: one summary row with its confusion counts (JSON),
+    or the first bad row's failure. Without a label it only looks for bad rows (a check before
+    predicting)."""
+    pipeline: bytes
+    label: str | None
+    skip_invalid: bool
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition = _partition()
+        pipeline = Pipeline.from_bytes(self.pipeline)
+        counts = ConfusionCounts(pipeline.classes_)
+        rows = skipped = 0
+        for batch in batches:
+            X, problems = pipeline.features.encode(batch, learn=False)
+            y = extract_labels(batch, self.label, problems) if self.label else None
+            if problems.any() and not self.skip_invalid:
+                row, column, reason = problems.first()
+                yield _summary(EVALUATE_SUMMARY, partition, rows, skipped,
+                               _Places(batch, partition, rows).failure(row, column, reason))
+                return
+            if y is not None:
+                good = problems.select_good(X)
+                proba = pipeline.model.predict_proba(good) if good.shape[0] else np.zeros((0, len(counts.labels)))
+                counts.add(problems.select_good(y), proba)
+            skipped += int(problems.bad.sum())
+            rows += batch.num_rows
+        yield _summary(EVALUATE_SUMMARY, partition, rows, skipped, payload={COUNTS: json.dumps(counts.to_json())})
+
+
+@dataclass(frozen=True)
+class PredictTask:
+    """Predicts a partition: one output row per input row (see ``prediction_table``)."""
+    pipeline: bytes
+    schema: pa.Schema
+    id_column: str | None
+    with_proba: bool
+    skip_invalid: bool
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition = _partition()
+        pipeline = Pipeline.from_bytes(self.pipeline)
+        classes, rows = pipeline.classes_, 0
+        for batch in batches:
+            X, problems = pipeline.features.encode(batch, learn=False)
+            if problems.any() and not self.skip_invalid:
+                raise RowRefused(describe_failure(json.loads(_Places(batch, partition, rows).failure(
+                    *problems.first()))))
+            good = problems.select_good(X)
+            proba = pipeline.model.predict_proba(good) if good.shape[0] else np.zeros((0, len(classes)))
+            table = prediction_table(classes, proba, problems, id_column=self.id_column,
+                                     ids=batch.column(self.id_column) if self.id_column else None,
+                                     with_proba=self.with_proba, with_errors=self.skip_invalid)
+            yield from table.cast(self.schema).to_batches()
+            rows += batch.num_rows
