@@ -62,6 +62,10 @@ class Decoded:
     row_in_message: np.ndarray | None = None  # (n_rows,) its row inside that message (-1: the whole message)
     row_values: object = None  # row_values[i]: row i alone, as the dead-letter topic gets it
 
+    def message_index(self) -> np.ndarray:
+        """(n_rows,) the message each row came from."""
+        return np.arange(self.batch.num_rows) if self.message_of is None else self.message_of
+
     def rows_of(self, polled: Polled) -> Polled:
         """The poll with one row per example: itself when each message holds one."""
         if self.message_of is None:
