@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 
 from nbstream.arrow import FeatureSpec
-from worker.io.fields import LABEL_COLUMN, MessageFields
 from worker.io.arrow_ipc_size import decompressed_size
 from worker.io.arrow_messages import decode_arrow, encode_predictions, prediction_origin, read_stream, write_stream
-from worker.io.records import Polled
+from worker.io.fields import LABEL_COLUMN, MessageFields
 from worker.io.kafka.sink import origin_headers
+from worker.io.records import Polled
 from worker.service.observability import reason_of
 
 

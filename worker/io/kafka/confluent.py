@@ -114,9 +114,10 @@ def connection(settings: KafkaSettings) -> dict:
         conf.update({key: value for key, value in (("ssl.ca.location", settings.ssl_cafile),
                                                    ("ssl.certificate.location", settings.ssl_certfile),
                                                    ("ssl.key.location", settings.ssl_keyfile)) if value})
-    if settings.sasl_mechanism:
-        conf.update({"sasl.mechanism": settings.sasl_mechanism, "sasl.username": settings.sasl_username,
-                     "sasl.password": settings.sasl_password.reveal()})
+    sasl = settings.sasl()
+    if sasl is not None:
+        mechanism, username, password = sasl
+        conf.update({"sasl.mechanism": mechanism, "sasl.username": username, "sasl.password": password})
     conf.update(settings.properties)
     return conf
 

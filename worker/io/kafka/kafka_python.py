@@ -135,9 +135,10 @@ def connection(settings: KafkaSettings) -> dict:
     if settings.uses_ssl:
         options.update(ssl_cafile=settings.ssl_cafile, ssl_certfile=settings.ssl_certfile,
                        ssl_keyfile=settings.ssl_keyfile)
-    if settings.sasl_mechanism:
-        options.update(sasl_mechanism=settings.sasl_mechanism, sasl_plain_username=settings.sasl_username,
-                       sasl_plain_password=settings.sasl_password.reveal())
+    sasl = settings.sasl()
+    if sasl is not None:
+        mechanism, username, password = sasl
+        options.update(sasl_mechanism=mechanism, sasl_plain_username=username, sasl_plain_password=password)
     for name, value in settings.properties.items():
         if name not in _PROPERTIES:
             raise ConfigError(f"--kafka-config: kafka-python has no equivalent of the property {name!r} "

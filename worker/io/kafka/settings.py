@@ -95,6 +95,12 @@ class KafkaSettings:
     def uses_ssl(self) -> bool:
         return self.security_protocol in ("SSL", "SASL_SSL")
 
+    def sasl(self) -> tuple[str, str, str] | None:
+        """(mechanism, user name, password) under a SASL protocol (checked complete above), else None."""
+        if not self.sasl_mechanism or not self.sasl_username or self.sasl_password is None:
+            return None
+        return self.sasl_mechanism, self.sasl_username, self.sasl_password.reveal()
+
     def describe(self) -> str:
         """Where and how it connects, for a log line (no secret)."""
         who = f" as {self.sasl_username} ({self.sasl_mechanism})" if self.sasl_username else ""
