@@ -56,8 +56,9 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
         ``_metadata`` columns); otherwise by partition and row within it
 
     The pipeline's ``meta`` records the files read (``source``), ``rows_read`` and
-    ``rows_rejected``. Raises FeatureError (one line) for a bad row or a column that is missing
-    or of a type that cannot be read, ValueError for invalid settings.
+    ``rows_rejected``. Raises RowRefused (one line) for the first bad row in partition order,
+    FeatureError for a column that is missing or of a type that cannot be read, ValueError for
+    invalid settings.
     """
     if params.get("half_life") is not None:
         raise ValueError("half_life weighs rows by their order in one stream; a DataFrame's partitions have "
@@ -104,7 +105,7 @@ def _merged(start: Pipeline, summaries: list[Any], max_classes: int) -> Pipeline
     """The tasks' pipelines merged in partition order, or the first failure raised."""
     failures = [row[tasks.FAILURE] for row in summaries if row[tasks.FAILURE] is not None]
     if failures:
-        raise FeatureError(tasks.describe_failure(json.loads(failures[0])))
+        raise RowRefused(tasks.describe_failure(json.loads(failures[0])))
     merged = Pipeline(start.model, start.features, label=start.label)
     for row in summaries:
         merged.merge(Pipeline.from_bytes(bytes(row[tasks.PIPELINE]), f"the pipeline of partition "
@@ -143,6 +144,7 @@ def evaluate(pipeline: Pipeline, df: DataFrame, *, label: str | None = None, ski
              locate_rows: bool = False) -> dict[str, Any]:
     """What ``worker evaluate --json`` reports for ``df``: accuracy, macro-F1, log-loss, per-class
     precision/recall/F1, the confusion matrix (counts summed from the tasks) and rows_skipped.
+    Without skip_invalid a bad row raises RowRefused.
 
     label : the label column (default: the one the pipeline learned from)."""
     label = label or pipeline.label
@@ -158,7 +160,7 @@ def first_bad_row(pipeline: Pipeline, df: DataFrame, *, locate_rows: bool = Fals
     """The first row (in partition order) that the pipeline cannot predict, described in one line, or None."""
     try:
         _scored(pipeline, df, None, False, locate_rows)
-    except FeatureError as error:
+    except RowRefused as error:
         return str(error)
     return None
 
@@ -178,7 +180,7 @@ def _scored(pipeline: Pipeline, df: DataFrame, label: str | None, skip_invalid: 
                        key=lambda row: row[tasks.PARTITION])
     failures = [row[tasks.FAILURE] for row in summaries if row[tasks.FAILURE] is not None]
     if failures:
-        raise FeatureError(tasks.describe_failure(json.loads(failures[0])))
+        raise RowRefused(tasks.describe_failure(json.loads(failures[0])))
     counts = ConfusionCounts(pipeline.classes_)
     for row in summaries:
         counts.merge(ConfusionCounts.from_json(json.loads(row[tasks.COUNTS])))

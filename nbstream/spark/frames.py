@@ -48,12 +48,13 @@ def feature_spec(df: DataFrame, model_kind: str, features: str | Sequence[str] |
         return FeatureSpec.text(text, hash_bits, ngrams)
     if model_kind == "categorical":
         return FeatureSpec.categorical(columns)
-    if len(columns) == 1 and columns[0] in df.columns and _holds_vectors(df, columns[0]):
+    if len(columns) == 1 and columns[0] in df.columns and holds_vectors(df, columns[0]):
         return FeatureSpec.vector(columns[0])
     return FeatureSpec.numeric_columns(columns)
 
 
-def _holds_vectors(df: DataFrame, column: str) -> bool:
+def holds_vectors(df: DataFrame, column: str) -> bool:
+    """Whether the column holds arrays or Spark ML vectors (one column of all the features)."""
     from pyspark.sql.types import ArrayType, UserDefinedType
 
     kind = df.schema[column].dataType

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pyarrow as pa
 
-from ..arrow import Pipeline, PipelineLearner, RowProblems, UnusableRow, extract_labels
+from ..arrow import FeatureError, Pipeline, PipelineLearner, RowProblems, UnusableRow, extract_labels
 from ..arrow.predictions import prediction_table
 from ..evaluation import ConfusionCounts
 from ..labels import LabelError
@@ -38,8 +38,8 @@ REJECTS = pa.schema([(name, kind) for name, kind in zip(REJECT_COLUMNS, (pa.stri
                                                                         pa.string()), strict=True)])
 
 
-class RowRefused(ValueError):
-    """A bad row met while predicting without skip_invalid; its message is the row's place and problem."""
+class RowRefused(FeatureError):
+    """A bad row met without skip_invalid: its message is the row's place and what is wrong with it."""
 
 
 def local_path(uri: str) -> str:

@@ -13,6 +13,7 @@ import typer
 
 from nbstream.snapshot import load_with_header
 
+from ..batch.spark import EngineOptions
 from ..config import FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
 from ..snapshot_meta import ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
@@ -21,20 +22,43 @@ from .options import (
     HASH_BITS,
     MAX_CLASSES,
     NGRAMS,
-    PATHS,
     PROGRESS,
     SKIP_INVALID,
     SNAPSHOT,
     columns,
     env,
     model_parameters,
+    option_group,
 )
+
+SOURCES = typer.Argument(None, help="Parquet files, directories or globs (--engine spark: anything Spark reads, "
+                                    "hdfs:// or s3a:// too).", show_default=False)
+ENGINE = typer.Option("local", "--engine", envvar=env("ENGINE"),
+                      help="local (this process) or spark (Apache Spark: pip install 'nbstream\\[spark]').")
+MASTER = typer.Option(None, "--master", envvar=env("MASTER"),
+                      help="--engine spark: the master URL (local[4], spark://HOST:7077, yarn, sc://HOST for Spark "
+                           "Connect; default: spark-submit's, else local[*]).")
+SPARK_CONF = typer.Option(None, "--spark-conf", envvar=env("SPARK_CONF"),
+                          help="--engine spark: a Spark setting KEY=VALUE; repeat the option for more.")
+TABLE = typer.Option(None, "--table", envvar=env("TABLE"),
+                     help="--engine spark: read this catalog table (Hive, Delta, Iceberg) instead of PATHs.")
+
+
+def _engine(engine: str, master: str | None, spark_conf: list[str] | None, table: str | None) -> EngineOptions:
+    return EngineOptions(engine, master, list(spark_conf or []), table)
+
+
+engine_options = option_group("engine", _engine, {
+    "engine": (str, ENGINE), "master": (str | None, MASTER), "spark_conf": (list[str] | None, SPARK_CONF),
+    "table": (str | None, TABLE)})
+"""Gives a command where it runs, received as one ``engine: EngineOptions``."""
 
 
 @app.command()
 @model_parameters
+@engine_options
 def train(
-    paths: list[str] = PATHS,
+    paths: list[str] | None = SOURCES,
     label: str = typer.Option(..., "--label", envvar=env("LABEL"), help="Column holding the class label."),
     out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write (and to continue from)."),
     model: str | None = typer.Option(None, "--model", envvar=env("MODEL"),
@@ -65,23 +89,27 @@ def train(
     progress: bool | None = PROGRESS,
     *,
     model_parameters: dict[str, Any],
+    engine: EngineOptions,
 ) -> None:
     """Learn a model from Parquet files in bounded memory and write a snapshot.
 
     Run again with the same arguments after an interruption to continue from the last checkpoint.
+    With --engine spark, Spark learns every partition and the snapshot is their merge.
     """
+    from ..batch import spark
     from ..batch.train import train as run_train
 
     if resume is None and model is None:
         model = "multinomial"
     with reported_errors():
+        engine.check_sources(paths or [])
         config = TrainConfig(
-            paths=paths, label=label, out=out,
+            paths=paths or [], label=label, out=out,
             model=ModelOptions(kind=model, **model_parameters),
             features=FeatureOptions(columns=columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
             batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
             skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes)
-        summary = run_train(config, progress=progress)
+        summary = spark.train(config, engine) if engine.spark else run_train(config, progress=progress)
     rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
     if summary.resumed_from:
         typer.echo(f"continued from file {summary.resumed_from.file_index}, row {summary.resumed_from.row}")
@@ -94,10 +122,12 @@ def train(
 
 
 @app.command()
+@engine_options
 def predict(
     snapshot: Path = SNAPSHOT,
-    paths: list[str] = PATHS,
-    out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Parquet file to write."),
+    paths: list[str] | None = SOURCES,
+    out: Path = typer.Option(..., "--out", envvar=env("OUT"),
+                             help="Parquet file to write (--engine spark: a folder of Parquet parts)."),
     proba: bool = typer.Option(False, "--proba", envvar=env("PROBA"),
                                help="Add a proba_<class> column per class."),
     id_column: str | None = typer.Option(None, "--id", envvar=env("ID"),
@@ -105,33 +135,44 @@ def predict(
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: bool | None = PROGRESS,
+    *,
+    engine: EngineOptions,
 ) -> None:
     """Predict a label for every row; one output row per input row."""
+    from ..batch import spark
     from ..batch.score import predict as run_predict
 
-    config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
+    config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
     with reported_errors():
-        rows = run_predict(config, out, proba, id_column, progress=progress)
+        engine.check_sources(config.paths)
+        rows = spark.predict(config, out, proba, id_column, engine) if engine.spark else \
+            run_predict(config, out, proba, id_column, progress=progress)
     typer.echo(f"wrote {rows:,} predictions to {out}")
 
 
 @app.command()
+@engine_options
 def evaluate(
     snapshot: Path = SNAPSHOT,
-    paths: list[str] = PATHS,
+    paths: list[str] | None = SOURCES,
     label: str | None = typer.Option(None, "--label", envvar=env("LABEL"),
                                         help="Label column (default: the one the model was trained on)."),
     as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the metrics as JSON."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: bool | None = PROGRESS,
+    *,
+    engine: EngineOptions,
 ) -> None:
     """Accuracy, macro-F1, log-loss, per-class precision/recall and the confusion matrix."""
+    from ..batch import spark
     from ..batch.score import evaluate as run_evaluate
 
-    config = ScoreConfig(snapshot=snapshot, paths=paths, batch_size=batch_size, skip_invalid=skip_invalid)
+    config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
     with reported_errors():
-        report = run_evaluate(config, label, progress=progress)
+        engine.check_sources(config.paths)
+        report = spark.evaluate(config, label, engine) if engine.spark else \
+            run_evaluate(config, label, progress=progress)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return

@@ -1,0 +1,210 @@
+"""`worker train / predict / evaluate --engine spark`: the same commands run by Apache Spark
+(``nbstream.spark``) on anything Spark reads, with the local engine's settings, outputs and
+one-line errors.
+
+What cannot mean anything across unordered partitions is refused: forgetting (--half-life),
+checkpoints and restarts (--checkpoint-every, --resume).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbstream.arrow import Pipeline
+
+from ..config import ScoreConfig, TrainConfig
+from ..errors import ConfigError, InvalidRowError, SourceError
+from ..snapshot_meta import FilesRead, SnapshotMeta, read_snapshot, write_snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from .train import TrainSummary
+
+ENGINES = ("local", "spark")
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Where a batch command runs: ``local`` (this process) or ``spark``, and Spark's settings."""
+    engine: str = "local"
+    master: str | None = None
+    spark_conf: list[str] = field(default_factory=list)
+    table: str | None = None
+
+    def check(self) -> None:
+        """Raise ConfigError for settings that contradict each other."""
+        if self.engine not in ENGINES:
+            raise ConfigError(f"--engine must be local or spark; got {self.engine!r}.")
+        if self.engine == "local":
+            for option, value in (("--master", self.master), ("--spark-conf", self.spark_conf),
+                                  ("--table", self.table)):
+                if value:
+                    raise ConfigError(f"{option} needs --engine spark.")
+        for setting in self.spark_conf:
+            if "=" not in setting or not setting.split("=", 1)[0].strip():
+                raise ConfigError(f"--spark-conf takes KEY=VALUE; got {setting!r}.")
+
+    @property
+    def spark(self) -> bool:
+        return self.engine == "spark"
+
+    def check_sources(self, paths: list[str]) -> None:
+        """The settings (``check``), and PATHs or --table: exactly one of them."""
+        self.check()
+        if self.table and paths:
+            raise ConfigError("give PATH... or --table, not both.")
+        if not self.table and not paths:
+            raise ConfigError("give at least one PATH" + (" (or --table NAME)." if self.spark else "."))
+
+    def session(self) -> SparkSession:
+        """A Spark session: --master (sc://HOST for Spark Connect), else spark-submit's master, else local[*]."""
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # local executors must import nbstream
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)  # no pandas here
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError:
+            raise ConfigError("--engine spark needs pyspark: pip install 'nbstream[spark]'.") from None
+        logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)  # errors are reported once
+        builder = SparkSession.builder.appName("nbstream")
+        settings = dict(setting.split("=", 1) for setting in self.spark_conf)
+        if self.master and self.master.startswith("sc://"):
+            builder = builder.remote(self.master)
+        elif self.master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+            builder = builder.master(self.master or "local[*]")
+            settings.setdefault("spark.log.level", "ERROR")
+            settings.setdefault("spark.ui.showConsoleProgress", "false")  # the command reports what it did
+        for key, value in settings.items():
+            builder = builder.config(key.strip(), value)
+        return builder.getOrCreate()
+
+    def read(self, spark: SparkSession, paths: list[str]) -> DataFrame:
+        """The rows to work on: a catalog table, or Parquet at the paths (files, directories, globs, any URI)."""
+        from pyspark.errors import PySparkException
+
+        try:
+            return spark.table(self.table) if self.table else spark.read.parquet(*paths)
+        except PySparkException as error:
+            raise SourceError(_first_line(error)) from None
+
+    @property
+    def locates_rows(self) -> bool:
+        """Bad rows are named by file and row when the rows come from files."""
+        return self.table is None
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _batch_size(spark: SparkSession, batch_size: int) -> None:
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
+
+
+def train(config: TrainConfig, engine: EngineOptions) -> TrainSummary:
+    """Learn every row on Spark and write the snapshot at --out (replacing any)."""
+    import nbstream.spark
+    from nbstream.spark.frames import holds_vectors
+
+    from .train import TrainSummary
+
+    for option, given in (("--half-life", config.model.half_life is not None),
+                          ("--checkpoint-every", config.checkpoint_every is not None),
+                          ("--resume", config.resume is not None)):
+        if given:
+            raise ConfigError(f"{option} cannot be used with --engine spark: "
+                              + ("forgetting weighs rows by their order in one stream, and partitions have none."
+                                 if option == "--half-life" else "a Spark job is not restarted part way."))
+    engine.check_sources(config.paths)
+    kind = config.model.chosen_kind
+    parameters = config.model.parameters()
+    config.model.build()  # invalid parameter values are refused before Spark starts
+    spark = engine.session()
+    started = time.monotonic()
+    _batch_size(spark, config.batch_size)
+    df = engine.read(spark, config.paths)
+    columns = config.features.columns
+    spec = config.features.spec(kind, list_column=len(columns) == 1 and columns[0] in df.columns
+                                and holds_vectors(df, columns[0]))
+    rejects = str(config.rejects_dir) if config.skip_invalid else None
+    try:
+        pipeline = nbstream.spark.fit(df, label=config.label, features=spec, model=kind,
+                                      max_classes=config.max_classes, skip_invalid=config.skip_invalid,
+                                      rejects=rejects, locate_rows=engine.locates_rows, **parameters)
+    except nbstream.spark.RowRefused as error:
+        raise InvalidRowError(f"{error}. Use --skip-invalid to set such rows aside.") from None
+    meta = _train_meta(pipeline, config, engine)
+    write_snapshot(pipeline.model, config.out, meta)
+    return TrainSummary(rows_read=meta.rows_read, rows_learned=pipeline.model.n_examples_seen_,
+                        rows_rejected=meta.rows_rejected, seconds=time.monotonic() - started, resumed_from=None,
+                        snapshot=config.out, model=pipeline.model, features=pipeline.features)
+
+
+def _train_meta(pipeline: Pipeline, config: TrainConfig, engine: EngineOptions) -> SnapshotMeta:
+    """The snapshot's metadata: the files learned (so that merge can warn of double counting), the
+    run (another run's checkpoint never continues it) and the counters."""
+    source = pipeline.meta.get("source")
+    files = FilesRead(list(source["files"])) if isinstance(source, dict) else None
+    run: dict[str, Any] = {"engine": "spark", "sources": {"table": engine.table} if engine.table else config.paths,
+                           "label": config.label}
+    return SnapshotMeta(features=pipeline.features, label=config.label, source=files, run=run,
+                        rows_read=int(pipeline.meta["rows_read"]), rows_rejected=int(pipeline.meta["rows_rejected"]))
+
+
+def _scoring(config: ScoreConfig, engine: EngineOptions) -> tuple[Pipeline, DataFrame]:
+    engine.check_sources(config.paths)
+    model, meta = read_snapshot(config.snapshot)
+    spark = engine.session()
+    _batch_size(spark, config.batch_size)
+    return Pipeline(model, meta.features, label=meta.label), engine.read(spark, config.paths)
+
+
+def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | None, engine: EngineOptions) -> int:
+    """Write the predictions as Parquet parts under the folder ``out`` (replacing it). Returns rows."""
+    import nbstream.spark
+
+    _refuse_replacing_an_input(out, config)
+    pipeline, df = _scoring(config, engine)
+    if not config.skip_invalid:
+        bad = nbstream.spark.first_bad_row(pipeline, df, locate_rows=engine.locates_rows)
+        if bad is not None:
+            raise InvalidRowError(f"{bad}. Use --skip-invalid to score the other rows.")
+    nbstream.spark.predict(pipeline, df, proba=with_proba, id=id_column, skip_invalid=config.skip_invalid) \
+        .write.mode("overwrite").parquet(str(out))
+    rows: int = df.sparkSession.read.parquet(str(out)).count()  # from the parts' footers
+    if not rows:
+        raise ConfigError("the input holds no rows.")
+    return rows
+
+
+def _refuse_replacing_an_input(out: Path, config: ScoreConfig) -> None:
+    """The output folder replaces what is there: never the snapshot or a local input."""
+    target = out.resolve()
+    for source in [str(config.snapshot), *config.paths]:
+        if "://" in source:
+            continue
+        path = Path(source).resolve()
+        if path == target or target in path.parents:
+            raise ConfigError(f"--out {out} holds an input ({source}); the predictions would replace it.")
+
+
+def evaluate(config: ScoreConfig, label: str | None, engine: EngineOptions) -> dict:
+    """What `worker evaluate` reports, counted by Spark's tasks."""
+    import nbstream.spark
+
+    pipeline, df = _scoring(config, engine)
+    label = label or pipeline.label
+    if not label:
+        raise ConfigError("name the label column with --label.")
+    try:
+        return nbstream.spark.evaluate(pipeline, df, label=label, skip_invalid=config.skip_invalid,
+                                       locate_rows=engine.locates_rows)
+    except nbstream.spark.RowRefused as error:
+        raise InvalidRowError(f"{error}. Use --skip-invalid to score the other rows.") from None
