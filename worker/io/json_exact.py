@@ -18,6 +18,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 MAX_DEPTH = 1024  # nested arrays and objects orjson reads; deeper is malformed JSON everywhere
 _INEXACT = 2.0 ** 63  # orjson reads integers from -2**63 to 2**64 - 1 exactly, others as floats this large
@@ -36,7 +37,7 @@ def needs_exact_reading(value: bytes, message: dict, id_field: str) -> bool:
     return _may_repeat_a_key(value, message) or _may_be_rounded(message.get(id_field))
 
 
-def read_exactly(value: bytes) -> object:
+def read_exactly(value: bytes) -> Any:
     """``value`` read by the standard library: integers exact, a key given twice raises
     DuplicateKey. For values orjson accepted (so at most MAX_DEPTH deep)."""
     with _room_for_depth():

@@ -25,21 +25,22 @@ def prediction_values(ids: list, classes: np.ndarray | None, best: np.ndarray | 
     """The JSON prediction of each message, as bytes.
 
     ids, partitions, offsets : one per message; classes : (n_classes,) labels, None while the
-    model knows no class (then every prediction is null with no probabilities);
-    best : (n_messages,) index into classes of each prediction; proba : (n_messages, n_classes).
+    model knows no class (then every prediction is null with no probabilities, and best and
+    proba are None too); best : (n_messages,) index into classes of each prediction;
+    proba : (n_messages, n_classes).
     """
     n = len(ids)
     if n == 0:
         return []
     tail = b',"model_version":%d,"topic":%b,"partition":' % (version, orjson.dumps(topic))
-    if classes is None:
+    if classes is None or best is None or proba is None:
         return [b'{"id":%b,"prediction":null,"probabilities":{}%b%d,"offset":%d}' % (i, tail, p, o)
-                for i, p, o in zip(_id_pieces(ids), partitions, offsets)]
+                for i, p, o in zip(_id_pieces(ids), partitions, offsets, strict=True)]
     labels = classes.tolist()
     predicted = [orjson.dumps(label) for label in labels]
     return [b'{"id":%b,"prediction":%b,"probabilities":{%b}%b%d,"offset":%d}' % (i, predicted[b], ps, tail, p, o)
             for i, b, ps, p, o in zip(_id_pieces(ids), best.tolist(), _probability_pieces(proba, labels),
-                                      partitions, offsets)]
+                                      partitions, offsets, strict=True)]
 
 
 def _id_pieces(ids: list) -> list[bytes]:
@@ -65,4 +66,4 @@ def _probability_pieces(proba: np.ndarray, labels: list) -> list[bytes]:
     if len(keys) == 2:
         first, second = keys[0], b"," + keys[1]
         return [first + row.replace(b",", second) for row in rows]
-    return [b",".join([key + value for key, value in zip(keys, row.split(b","))]) for row in rows]
+    return [b",".join([key + value for key, value in zip(keys, row.split(b","), strict=True)]) for row in rows]

@@ -318,7 +318,7 @@ def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_ki
 def _parse(value: bytes | None, fields: MessageFields) -> tuple[dict | None, str | None]:
     """(message, None) or (None, the problem)."""
     problem = value_problem(value, fields.max_bytes)
-    if problem is not None:
+    if value is None or problem is not None:
         return None, problem
     try:
         message = orjson.loads(value)
