@@ -30,11 +30,10 @@ from nbstream.arrow.arrays import is_string_type
 
 from .arrow_ipc_size import decompressed_size
 from .fields import LABEL_COLUMN, MessageFields
-from .messages import NUMBER, Decoded, label_kind_of_type, value_problem
+from .messages import EXACT_LABELS, NUMBER, Decoded, label_kind_of_type, label_problem, value_problem
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
 ID_COLUMN = "\x00id"  # the ids' column of a read message (a name no option gives: see LABEL_COLUMN)
-MAX_EXACT_FLOAT = 2**53  # integers beyond it are not all held exactly by a float64
 
 
 def read_stream(value: bytes) -> pa.Table:
@@ -177,9 +176,10 @@ def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[np.ndarray
 
 
 def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
-             ) -> tuple[pa.RecordBatch, list, list[tuple[np.ndarray, str]]]:
+             ) -> tuple[pa.RecordBatch, list, list[tuple[np.ndarray, np.ndarray]]]:
     """One batch of every message's rows (a placeholder null row for an unreadable message), their
-    ids, and the rows whose label cannot be held (a mask over the batch, and why)."""
+    ids, and the rows whose label cannot be learned: a mask over the batch, and one problem per batch row
+    (None elsewhere)."""
     feature_types = _common_types([p.select(list(spec.columns)) for p in pieces if p is not None], spec)
     labels = [None if p is None or LABEL_COLUMN not in p.column_names or label_kind_of_type(
         p.column(LABEL_COLUMN).type) != label_kind else p.column(LABEL_COLUMN).combine_chunks() for p in pieces]
@@ -187,7 +187,7 @@ def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
     label_type = pa.string() if label_kind != NUMBER else pa.int64() if integers else pa.float64()
     columns: dict[str, list] = {name: [] for name in (*spec.columns, LABEL_COLUMN)}
     ids: list = []
-    label_problems: list[tuple[np.ndarray, str]] = []
+    label_problems: list[tuple[np.ndarray, np.ndarray]] = []
     total = sum(1 if piece is None else piece.num_rows for piece in pieces)
     start = 0
     for piece, piece_labels in zip(pieces, labels, strict=True):
@@ -198,12 +198,14 @@ def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
         if piece_labels is None:
             columns[LABEL_COLUMN].append(pa.nulls(n, label_type))
         else:
-            held, unheld, problem = _labels_as(piece_labels, label_type)
+            held, unheld, problems = _labels_as(piece_labels, label_type)
             columns[LABEL_COLUMN].append(held)
             if unheld.any():
                 rows = np.zeros(total, dtype=bool)
                 rows[start:start + n] = unheld
-                label_problems.append((rows, problem))
+                messages = np.full(total, None, dtype=object)
+                messages[rows] = problems
+                label_problems.append((rows, messages))
         ids.extend(piece.column(ID_COLUMN).to_pylist() if piece is not None and ID_COLUMN in piece.column_names
                    else [None] * n)
         start += n
@@ -214,27 +216,29 @@ def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
     return pa.record_batch(arrays), ids, label_problems
 
 
-def _labels_as(labels: pa.Array, label_type: pa.DataType) -> tuple[pa.Array, np.ndarray, str]:
-    """(labels cast to label_type, the rows whose label it cannot hold exactly (nulls there), why)."""
-    if not pa.types.is_integer(labels.type) or label_type == pa.string():
-        return labels.cast(label_type), np.zeros(len(labels), dtype=bool), ""
-    if label_type == pa.int64():
-        limit, problem = 2**63 - 1, "label is an integer beyond 64 bits"
-    else:  # integers among fractional labels
-        limit, problem = MAX_EXACT_FLOAT, "an integer label beyond 2^53 cannot be held exactly among fractional labels"
-    beyond = _beyond(labels, limit)
+def _labels_as(labels: pa.Array, label_type: pa.DataType) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(labels cast to label_type, the rows whose number label lies beyond ±EXACT_LABELS (nulls
+    there), each such row's problem) — the rule of JSON labels: within it every integer is exact,
+    whether the poll's label column holds integers or doubles."""
+    if label_type == pa.string():
+        return labels.cast(label_type), np.zeros(len(labels), dtype=bool), np.array([], dtype=object)
+    beyond = _beyond(labels, EXACT_LABELS)
     unheld = beyond.fill_null(False).to_numpy(zero_copy_only=False)
+    problems = np.array([label_problem(value, NUMBER) for value in labels.filter(beyond).to_pylist()],
+                        dtype=object)
     if unheld.any():
         labels = pc.if_else(beyond, pa.scalar(None, labels.type), labels)
-    return labels.cast(label_type, safe=False), unheld, problem
+    return labels.cast(label_type), unheld, problems
 
 
 def _beyond(labels: pa.Array, limit: int) -> pa.Array:
-    """Whether each integer label lies outside -limit..limit (compared as integers, never as floats)."""
+    """Whether each number label lies outside -limit..limit (integers compared as integers)."""
     if pa.types.is_unsigned_integer(labels.type):
         return pc.greater(labels.cast(pa.uint64()), pa.scalar(limit, pa.uint64()))
-    wide = labels.cast(pa.int64())
-    return pc.or_(pc.greater(wide, pa.scalar(limit, pa.int64())), pc.less(wide, pa.scalar(-limit, pa.int64())))
+    if pa.types.is_integer(labels.type):
+        wide = labels.cast(pa.int64())
+        return pc.or_(pc.greater(wide, pa.scalar(limit, pa.int64())), pc.less(wide, pa.scalar(-limit, pa.int64())))
+    return pc.greater(pc.abs(labels.cast(pa.float64())), pa.scalar(float(limit)))
 
 
 def _common_types(tables: list[pa.Table], spec: FeatureSpec) -> dict[str, pa.DataType]:

@@ -46,6 +46,8 @@ DEAD_LETTER_REASONS = (
     ("list has ", "wrong_length"), ("non-numeric value", "wrong_type"), ("not a string", "wrong_type"),
     ("null", "missing_value"), ("NaN", "not_finite"), ("negative value", "negative"), ("label", "label"),
     ("prediction of ", "output_too_large"), ("the broker refused", "output_refused"),
+    ("duplicate key", "malformed"), ("not an Arrow IPC stream", "malformed"),
+    ("column names appear more than once", "malformed"),
 )
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 # Of the process, like the process and GC collectors: the state topic is read where no

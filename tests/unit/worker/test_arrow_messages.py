@@ -215,30 +215,25 @@ def _problems(decoded) -> list[tuple[int, str, str]]:
     return [(row, column, message) for row, column, message in decoded.problems]
 
 
-def test_int64_labels_beyond_2_53_are_learned_exactly():
-    big = [2**62, 2**62 + 1]
-    decoded = decode_arrow([write_stream(pa.table({"features": [[1.0], [2.0]], "label": pa.array(big, pa.int64())}))],
-                           SPEC, MessageFields())
-    assert not decoded.problems.any()
-    assert decoded.batch.column(LABEL_COLUMN).type == pa.int64()
-    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == big  # two classes, not one rounded float
+@pytest.mark.parametrize("labels", [pa.array([2**62, 7], pa.int64()), pa.array([2**64 - 1, 7], pa.uint64()),
+                                    pa.array([-(2**53) - 1, 7], pa.int64()), pa.array([1e20, 7.0])])
+def test_number_labels_beyond_2_53_are_bad_rows_of_their_own_as_in_json(labels):
+    """Within ±2**53 every integer is exact whether a poll's labels are integers or doubles,
+    so a label means the same whatever else is in its poll."""
+    big = labels[0].as_py()
+    for values in ([write_stream(pa.table({"features": [[1.0], [2.0]], "label": labels}))],
+                   [write_stream(pa.table({"features": [[1.0], [2.0]], "label": labels})),
+                    write_stream(pa.table({"features": [[3.0]], "label": [0.5]}))]):
+        decoded = decode_arrow(values, SPEC, MessageFields())
+        assert _problems(decoded) == [(0, "label", f"label {big!r} is beyond ±2**53, where numbers are not all exact")]
+        assert decoded.batch.column(LABEL_COLUMN).to_pylist()[:2] == [None, 7]
 
 
-def test_uint64_labels_beyond_int64_are_bad_rows_of_their_own():
-    labels = pa.array([2**64 - 1, 7], pa.uint64())
-    decoded = decode_arrow([write_stream(pa.table({"features": [[1.0], [2.0]], "label": labels}))],
-                           SPEC, MessageFields())
-    assert _problems(decoded) == [(0, "label", "label is an integer beyond 64 bits")]
-    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == [None, 7]
-
-
-def test_integers_beyond_2_53_among_fractional_labels_are_bad_rows_not_rounded():
-    values = [write_stream(pa.table({"features": [[1.0], [2.0]], "label": pa.array([2**62 + 1, 3], pa.int64())})),
-              write_stream(pa.table({"features": [[1.0]], "label": [0.5]}))]
-    decoded = decode_arrow(values, SPEC, MessageFields())
-    assert _problems(decoded) == [
-        (0, "label", "an integer label beyond 2^53 cannot be held exactly among fractional labels")]
-    assert decoded.batch.column(LABEL_COLUMN).to_pylist() == [None, 3.0, 0.5]
+def test_labels_at_2_53_are_exact_as_integers():
+    labels = pa.array([2**53, 2**53 - 1], pa.int64())
+    decoded = decode_arrow([write_stream(pa.table({"features": [[1.0], [2.0]], "label": labels}))], SPEC,
+                           MessageFields())
+    assert not decoded.problems.any() and decoded.batch.column(LABEL_COLUMN).to_pylist() == [2**53, 2**53 - 1]
 
 
 @pytest.mark.parametrize("names", [["features", "features"], ["features", "label", "label"], ["features", "x", "x"]])

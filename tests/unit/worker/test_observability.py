@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 from prometheus_client import generate_latest
 
-from worker.service.observability import ServiceMetrics
+from worker.service.observability import ServiceMetrics, reason_of
 from worker.service.partition_state import PartitionState
 
 
@@ -204,3 +205,9 @@ def test_the_endpoints_listen_on_ipv6_too():
         assert server.socket.family == socket.AF_INET6
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("error", ["duplicate key 'label'", "not an Arrow IPC stream: Expected to read 1 bytes",
+                                   "column names appear more than once: ['label']"])
+def test_messages_that_cannot_be_read_as_one_example_count_as_malformed(error):
+    assert reason_of(error) == "malformed"
