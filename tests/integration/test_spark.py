@@ -1,0 +1,297 @@
+"""nbstream on Apache Spark: the model of one pass over all rows, whatever the partitions.
+
+Every Spark test is in this module, so that one JVM serves them (a session-scoped ``local[2]``
+session; the CLI commands run in-process find it). Select them with ``-m spark``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import nbstream
+from nbstream.arrow import FeatureSpec, Pipeline, PipelineLearner, load_pipeline
+from tests.helpers.cli import invoke
+from tests.helpers.paths import SMS
+
+pytest.importorskip("pyspark")
+import nbstream.spark  # noqa: E402 - after the skip: it needs pyspark
+from nbstream.spark.frames import spark_schema  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # before the session starts: executors import nbstream
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("nbstream-tests")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.log.level", "ERROR").getOrCreate())
+    yield session
+    session.stop()
+
+
+def partitioned(spark, table: pa.Table, sizes: list[int]):
+    """A DataFrame of the table's rows, in order, in partitions of these sizes (0: an empty one)."""
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+
+    def rows_of(batches):
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                yield from table.slice(bounds[index], sizes[index]).to_batches()
+
+    df = spark.range(0, len(sizes), 1, len(sizes)).mapInArrow(rows_of, spark_schema(table.schema))
+    assert df.rdd.glom().map(len).collect() == sizes
+    return df
+
+
+def local_pipeline(table: pa.Table, spec: FeatureSpec, model, label="label") -> Pipeline:
+    """What `worker train` learns from the table (in batches of 100 rows)."""
+    pipeline = Pipeline(model, spec.encoder(), label=label)
+    learner = PipelineLearner(pipeline)
+    for batch in table.to_batches(max_chunksize=100):
+        learner.learn(batch)
+    return pipeline
+
+
+def counts_table(n=600, seed=0, labels=("ham", "spam", "eggs")) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    y = rng.choice(labels, size=n)
+    X = rng.poisson(np.where(np.asarray(y)[:, None] == labels[0], 1.0, 2.5), size=(n, 12))
+    return pa.table({"id": np.arange(n), "label": y, "pixels": [row.tolist() for row in X]})
+
+
+def assert_same_model(spark_pipeline: Pipeline, local: Pipeline, table: pa.Table):
+    """The same classes in the same order, the same statistics and bit-identical probabilities."""
+    mine, theirs = spark_pipeline.model, local.model
+    assert mine.classes_.tolist() == theirs.classes_.tolist()
+    state, expected = mine.export_state(tables=False), theirs.export_state(tables=False)
+    assert state.statistics.keys() == expected.statistics.keys()
+    for name, array in state.statistics.items():
+        np.testing.assert_array_equal(array, expected.statistics[name], err_msg=name)
+    assert spark_pipeline.features.to_json() == local.features.to_json()
+    np.testing.assert_array_equal(spark_pipeline.predict_proba(table), local.predict_proba(table))
+
+
+# ---- exactness -------------------------------------------------------------------------------
+@pytest.mark.parametrize("sizes", [[600], [250, 0, 350], [100, 80, 0, 120, 100, 150, 50]],
+                         ids=["1 partition", "3 with an empty one", "7 with an empty one"])
+@pytest.mark.parametrize(("kind", "params"), [("bernoulli", {"binarize": 1.0}), ("multinomial", {"alpha": 0.5}),
+                                              ("complement", {"norm": True})])
+def test_discrete_models_equal_the_local_engine_bit_for_bit(spark, sizes, kind, params):
+    table = counts_table()
+    fitted = nbstream.spark.fit(partitioned(spark, table, sizes), label="label", features="pixels", model=kind,
+                                **params)
+    assert_same_model(fitted, local_pipeline(table, FeatureSpec.vector("pixels"),
+                                             nbstream.model_class(kind)(**params)), table)
+    assert fitted.meta["rows_read"] == 600 and fitted.meta["rows_rejected"] == 0
+
+
+def test_gaussian_is_within_1e_9_of_the_local_engine(spark):
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, size=500)
+    table = pa.table({"x": rng.normal(y, 1.0) * 1e3, "z": rng.normal(-y, 2.0), "label": y})
+    fitted = nbstream.spark.fit(partitioned(spark, table, [100, 0, 250, 150]), label="label", features=["x", "z"],
+                                model="gaussian")
+    local = local_pipeline(table, FeatureSpec.numeric_columns(["x", "z"]), nbstream.GaussianNB())
+    assert fitted.classes_.tolist() == local.classes_.tolist()
+    np.testing.assert_allclose(fitted.model.theta_, local.model.theta_, rtol=1e-9)
+    np.testing.assert_allclose(fitted.model.var_, local.model.var_, rtol=1e-9)
+    np.testing.assert_allclose(fitted.predict_proba(table), local.predict_proba(table), rtol=1e-9, atol=1e-12)
+
+
+def test_a_class_seen_in_one_partition_only_joins_in_partition_order(spark):
+    table = counts_table(300, seed=2, labels=("a", "b"))
+    rare = pa.table({"id": [300, 301], "label": ["zebra", "zebra"], "pixels": [[9] * 12, [8] * 12]})
+    whole = pa.concat_tables([table.slice(0, 200), rare, table.slice(200)])
+    fitted = nbstream.spark.fit(partitioned(spark, whole, [100, 100, 2, 100]), label="label", features="pixels")
+    assert fitted.classes_.tolist()[-1] == "zebra"
+    assert_same_model(fitted, local_pipeline(whole, FeatureSpec.vector("pixels"), nbstream.MultinomialNB()), whole)
+    assert fitted.model.class_count_.tolist()[-1] == 2
+
+
+def test_categorical_codes_first_seen_in_different_partitions_are_aligned(spark):
+    rng = np.random.default_rng(3)
+    colours = rng.choice(["red", "green", "blue", "cyan"], size=400).tolist()
+    colours[350:] = ["violet"] * 50  # only in the last partition
+    sizes = rng.choice(["S", "M", "L"], size=400).tolist()
+    table = pa.table({"colour": colours, "size": sizes, "label": rng.integers(0, 2, size=400)})
+    reordered = pa.concat_tables([table.slice(200).take(np.arange(199, -1, -1)), table.slice(0, 200)])
+    fitted = nbstream.spark.fit(partitioned(spark, reordered, [150, 0, 50, 200]), label="label",
+                                features=["colour", "size"], model="categorical")
+    local = local_pipeline(reordered, FeatureSpec.categorical(["colour", "size"]), nbstream.CategoricalNB())
+    assert fitted.features.categories == local.features.categories
+    assert fitted.features.categories[0]["violet"] == 0  # first seen in the first partition
+    assert_same_model(fitted, local, reordered)
+
+
+def test_text_equals_the_local_engine(spark):
+    table = pq.read_table(SMS / "train.parquet")
+    fitted = nbstream.spark.fit(partitioned(spark, table, [2000, 0, 2459]), label="label", text="text",
+                                hash_bits=16, ngrams=2)
+    local = local_pipeline(table, FeatureSpec.text("text", 16, 2), nbstream.MultinomialNB())
+    assert_same_model(fitted, local, table)
+
+
+def test_a_spark_ml_vector_column_dense_or_sparse_is_a_features_column(spark):
+    from pyspark.ml.linalg import Vectors
+
+    table = counts_table(200, seed=4)
+    X = np.array(table.column("pixels").to_pylist(), dtype=float)
+    rows = [(Vectors.sparse(12, {j: v for j, v in enumerate(x) if v}) if i % 2 else Vectors.dense(x), label)
+            for i, (x, label) in enumerate(zip(X, table.column("label").to_pylist(), strict=True))]
+    df = spark.createDataFrame(rows, ["features", "label"]).coalesce(1)
+    fitted = nbstream.spark.fit(df, label="label", features="features")
+    local = local_pipeline(table, FeatureSpec.vector("pixels"), nbstream.MultinomialNB())
+    assert fitted.classes_.tolist() == local.classes_.tolist()
+    np.testing.assert_array_equal(fitted.model.feature_count_, local.model.feature_count_)
+    assert fitted.features.describe() == "list column 'features' of 12 numbers"
+    evaluated = nbstream.spark.evaluate(fitted, df)
+    assert evaluated["rows"] == 200 and evaluated["accuracy"] == pytest.approx(
+        float(np.mean(local.predict(table) == np.asarray(table.column("label")))))
+
+
+def test_forgetting_is_refused(spark):
+    with pytest.raises(ValueError, match="partitions have none"):
+        nbstream.spark.fit(partitioned(spark, counts_table(10), [10]), label="label", features="pixels",
+                           half_life=100.0)
+
+
+# ---- the command line ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sms_local(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sms")
+    result = invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--model", "complement",
+                    "--out", folder / "local.nbs", "--no-progress")
+    assert result.exit_code == 0, result.output
+    return folder / "local.nbs"
+
+
+def spark_command(*args):
+    result = invoke(*args, "--engine", "spark", "--master", "local[2]")
+    return result
+
+
+def test_worker_train_on_spark_writes_the_local_snapshot(spark, sms_local, tmp_path):
+    result = spark_command("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--model",
+                           "complement", "--out", tmp_path / "spark.nbs")
+    assert result.exit_code == 0, result.output
+    assert "learned 4,459 rows (0 rejected in all)" in result.output
+    mine, theirs = load_pipeline(tmp_path / "spark.nbs"), load_pipeline(sms_local)
+    np.testing.assert_array_equal(mine.model.feature_count_, theirs.model.feature_count_)
+    assert mine.classes_.tolist() == theirs.classes_.tolist() and mine.label == "label"
+    assert mine.meta["source"] == {"type": "files", "files": [str(SMS / "train.parquet")]}
+    merged = invoke("merge", tmp_path / "spark.nbs", sms_local, "--out", tmp_path / "twice.nbs")
+    assert f"both learned from {SMS / 'train.parquet'}" in merged.output.replace("\n", "")
+
+
+def test_predict_and_evaluate_on_spark_equal_the_local_commands(spark, sms_local, tmp_path):
+    test = SMS / "test.parquet"
+    assert invoke("predict", sms_local, test, "--out", tmp_path / "local.parquet", "--proba", "--id", "id",
+                  "--no-progress").exit_code == 0
+    result = spark_command("predict", sms_local, test, "--out", tmp_path / "spark", "--proba", "--id", "id")
+    assert result.exit_code == 0, result.output
+    assert "wrote 1,115 predictions" in result.output
+    local = pq.read_table(tmp_path / "local.parquet").sort_by("id")
+    mine = pq.read_table(tmp_path / "spark").sort_by("id")
+    assert mine.column_names == local.column_names == ["id", "prediction", "proba_ham", "proba_spam"]
+    assert mine.equals(local.cast(mine.schema))
+    reports = [json.loads(command.output[command.output.index("{"):]) for command in (
+        invoke("evaluate", sms_local, test, "--json", "--no-progress"),
+        spark_command("evaluate", sms_local, test, "--json"))]
+    log_losses = [report.pop("log_loss") for report in reports]
+    assert reports[0] == reports[1] and reports[0]["rows"] == 1_115
+    assert log_losses[0] == pytest.approx(log_losses[1], rel=1e-12)
+
+
+@pytest.fixture
+def with_bad_rows(tmp_path):
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"x": [1, 2, 3, 4, 5, 6], "y": [0, 1, 0, 1, -1, 0],
+                             "label": ["a", "b", "a", None, "b", "a"]}), path, row_group_size=2)
+    return path
+
+
+def test_a_bad_row_fails_training_with_the_local_engines_line(spark, with_bad_rows, tmp_path):
+    args = ("train", with_bad_rows, "--label", "label", "--features", "x,y", "--out", tmp_path / "m.nbs")
+    local, remote = invoke(*args), spark_command(*args)
+    assert local.exit_code == remote.exit_code == 2
+    expected = f"error: {with_bad_rows}: row 3, column 'label': null label. Use --skip-invalid to set such rows aside."
+    assert local.output.strip() == expected
+    assert remote.output.strip().splitlines()[-1] == expected and "Traceback" not in remote.output
+    assert not (tmp_path / "m.nbs").exists()
+
+
+def test_skip_invalid_writes_the_rejects_as_parquet_parts(spark, with_bad_rows, tmp_path):
+    result = spark_command("train", with_bad_rows, "--label", "label", "--features", "x,y", "--skip-invalid",
+                           "--out", tmp_path / "m.nbs")
+    assert result.exit_code == 0, result.output
+    assert "learned 4 rows (2 rejected in all)" in result.output
+    rejects = pq.read_table(tmp_path / "m.nbs.rejects").sort_by("_row").to_pylist()
+    assert rejects == [
+        {"x": 4, "y": 1, "label": None, "_file": str(with_bad_rows), "_row": 3, "_column": "label",
+         "_error": "null label"},
+        {"x": 5, "y": -1, "label": "b", "_file": str(with_bad_rows), "_row": 4, "_column": "y",
+         "_error": "negative value (this model needs counts)"}]
+    assert nbstream.load(tmp_path / "m.nbs").class_count_.tolist() == [3, 1]
+
+
+def test_a_bad_row_fails_predict_in_one_line_unless_skipped(spark, with_bad_rows, tmp_path):
+    model = tmp_path / "m.nbs"
+    assert invoke("train", with_bad_rows, "--label", "label", "--features", "x,y", "--skip-invalid",
+                  "--out", model).exit_code == 0
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"x": [1, None, 3], "y": [0, 1, 0]}), nulls)
+    refused = spark_command("predict", model, nulls, "--out", tmp_path / "p")
+    assert refused.exit_code == 2
+    assert refused.output.strip().splitlines()[-1] == \
+        f"error: {nulls}: row 1, column 'x': null value. Use --skip-invalid to score the other rows."
+    kept = spark_command("predict", model, nulls, "--out", tmp_path / "p", "--skip-invalid")
+    assert kept.exit_code == 0, kept.output
+    assert pq.read_table(tmp_path / "p").column("error").to_pylist() == [None, "x: null value", None]
+
+
+@pytest.mark.parametrize(("option", "value"), [("--half-life", "10"), ("--checkpoint-every", "10"),
+                                               ("--resume", "base.nbs")])
+def test_options_that_mean_nothing_across_partitions_are_refused_in_one_line(option, value, with_bad_rows, tmp_path):
+    result = invoke("train", with_bad_rows, "--label", "label", "--features", "x,y", "--out", tmp_path / "m.nbs",
+                    option, value, "--engine", "spark")
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {option} cannot be used with --engine spark: ")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_spark_options_need_the_spark_engine(with_bad_rows, tmp_path):
+    result = invoke("train", with_bad_rows, "--label", "label", "--features", "x,y", "--out", tmp_path / "m.nbs",
+                    "--table", "t")
+    assert result.exit_code == 2 and result.output.strip() == "error: --table needs --engine spark."
+
+
+# ---- Spark's own data: MNIST written by Spark ----------------------------------------------------------
+@pytest.mark.parametrize("pixel_type", ["smallint", "int"])
+def test_mnist_written_by_spark_gives_the_textbook_bernoulli(spark, mnist_parquet, tmp_path, pixel_type):
+    from pyspark.sql import functions as F
+
+    written = tmp_path / "train"
+    spark.read.parquet(str(mnist_parquet["train"])) \
+        .select("id", "label", F.col("pixels").cast(f"array<{pixel_type}>").alias("pixels")) \
+        .write.parquet(str(written))
+    result = spark_command("train", written, "--label", "label", "--features", "pixels", "--model", "bernoulli",
+                           "--binarize", "127.5", "--out", tmp_path / "spark.nbs")
+    assert result.exit_code == 0, result.output
+    local = invoke("train", mnist_parquet["train"], "--label", "label", "--features", "pixels", "--model",
+                   "bernoulli", "--binarize", "127.5", "--out", tmp_path / "local.nbs", "--no-progress")
+    assert local.exit_code == 0, local.output
+    mine, theirs = nbstream.load(tmp_path / "spark.nbs"), nbstream.load(tmp_path / "local.nbs")
+    np.testing.assert_array_equal(mine.feature_count_[np.argsort(mine.classes_)],
+                                  theirs.feature_count_[np.argsort(theirs.classes_)])
+    report = spark_command("evaluate", tmp_path / "spark.nbs", mnist_parquet["test"], "--json")
+    assert json.loads(report.output[report.output.index("{"):])["accuracy"] == pytest.approx(0.8427, abs=5e-5)
