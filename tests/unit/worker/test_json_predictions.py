@@ -16,10 +16,11 @@ def _one_by_one(ids, classes, best, proba, version, topic, partitions, offsets):
     """The definition: one dict per message, serialised alone."""
     labels = [] if classes is None else [str(c) for c in classes.tolist()]
     return [orjson.dumps({"id": i, "prediction": None if classes is None else classes.tolist()[b],
-                          "probabilities": {} if classes is None else dict(zip(labels, row)),
+                          "probabilities": {} if classes is None else dict(zip(labels, row, strict=True)),
                           "model_version": version, "topic": topic, "partition": p, "offset": o})
             for i, b, row, p, o in zip(ids, [0] * len(ids) if best is None else best.tolist(),
-                                       [None] * len(ids) if proba is None else proba.tolist(), partitions, offsets)]
+                                       [None] * len(ids) if proba is None else proba.tolist(), partitions, offsets,
+                                       strict=True)]
 
 
 HOSTILE_STRINGS = ['},{"id":', '"}', "\\", '{"id":1}', "a,b", "ünï\u2028", "", "id", "],["]
@@ -27,7 +28,8 @@ IDS = st.one_of(st.none(), st.integers(-2**63, 2**64 - 1), st.sampled_from(HOSTI
                 st.floats(allow_nan=False, allow_infinity=False),
                 st.lists(st.integers(-5, 5), max_size=3),
                 st.dictionaries(st.sampled_from(HOSTILE_STRINGS), st.integers(-2**63, 2**63 - 1), max_size=2))
-PROBABILITIES = st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 5e-324, 1e-300, 0.1, 1 / 3, 2.2250738585072014e-308]))
+PROBABILITIES = st.one_of(st.floats(0, 1),
+                          st.sampled_from([0.0, 1.0, 5e-324, 1e-300, 0.1, 1 / 3, 2.2250738585072014e-308]))
 
 
 @settings(max_examples=300, deadline=None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,7 +97,7 @@ def test_the_bulk_readers_decode_exactly_as_message_by_message(reader, kind, dat
     fields = MessageFields(feature_names=["a", "b"] if kind == "columns" else [])
     field = "text" if kind == "text" else "features"
     features, label, id_ = (data.draw(st.sampled_from(options)) for options in (FEATURES[kind], LABELS, IDS))
-    message = st.builds(lambda f, l, i: json.dumps({field: f, "label": l, "id": i}).encode(), features, label, id_)
+    message = st.builds(lambda f, y, i: json.dumps({field: f, "label": y, "id": i}).encode(), features, label, id_)
     messages = data.draw(st.lists(st.one_of(*[message] * 12, ODD), min_size=2, max_size=8))
     label_kind = data.draw(st.sampled_from([None, "string", "number"]))
     bulk = (_bulk if reader == "arrow" else _bulk_vectors)(messages, spec, fields, label_kind)
@@ -151,8 +150,9 @@ def test_invalid_utf8_inside_a_batch_is_that_message_s_problem(spec, bad):
 def test_an_integer_id_comes_back_as_sent_whatever_the_other_ids_of_its_batch(spec, features, odd_id):
     """Read in bulk, one fractional (or beyond 64 bits) id would turn every integer id of the batch
     into a float, and the predictions would answer 7 as 7.0."""
+    third = b'{"id": "x", %s, "label": 1}' if spec.kind == "text" else b'{"id": 8, %s, "label": 1}'
     values = [b'{"id": %s, %s, "label": 1}' % (odd_id, features), b'{"id": 7, %s, "label": 1}' % features,
-              b'{"id": "x", %s, "label": 1}' % features if spec.kind == "text" else b'{"id": 8, %s, "label": 1}' % features]
+              third % features]
     ids = decode(values, spec, MessageFields()).ids
     assert ids[1] == 7 and type(ids[1]) is int
     assert ids[2] in ("x", 8) and type(ids[2]) in (str, int)
