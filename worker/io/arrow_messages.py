@@ -97,8 +97,8 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
         problem_messages.append(problem)
     batch, ids, label_problems = _combine(pieces, spec, label_kind)
     problems = RowProblems(batch.num_rows)
-    for rows, problem in label_problems:
-        problems.flag(rows, "label", problem)
+    for rows, why in label_problems:
+        problems.flag(rows, "label", why)
     start = 0
     for rows, column, problem in zip(problem_rows, problem_columns, problem_messages, strict=True):
         if problem is not None:

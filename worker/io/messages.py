@@ -68,7 +68,7 @@ class Decoded:
 
     def rows_of(self, polled: Polled) -> Polled:
         """The poll with one row per example: itself when each message holds one."""
-        if self.message_of is None:
+        if self.message_of is None or self.row_in_message is None:
             return polled
         return polled.expand(self.message_of, self.row_in_message, self.row_values)
 
