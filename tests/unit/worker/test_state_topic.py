@@ -130,8 +130,6 @@ def test_a_forged_record_alone_is_reported_and_the_last_valid_state_stays(record
 def test_a_zlib_manifest_without_codec_never_inflates_beyond_the_bound(monkeypatch):
     """An older writer's manifest records no size: its data are inflated at most to MAX_STATE_BYTES
     (here 1 MiB; 4.3 GB were taken from a 4 MB record before)."""
-    import tracemalloc
-
     from worker.io.kafka import state_topic
 
     monkeypatch.setattr(state_topic, "MAX_STATE_BYTES", 1 << 20)
@@ -140,12 +138,8 @@ def test_a_zlib_manifest_without_codec_never_inflates_beyond_the_bound(monkeypat
     assembler = StateAssembler(on_skip=lambda key, why: reported.append(why))
     for key, value in forged_manifest(bomb, codec=DROP, size=DROP):
         assembler.add(key, value)
-    tracemalloc.start()
-    try:
-        assert assembler.take("partition-0") is None
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    taken, peak = _with_peak_memory(lambda: assembler.take("partition-0"))
+    assert taken is None
     assert reported == ["it decompresses to more than 1,048,576 bytes"]
     assert peak < 8 << 20  # the bound and a few pieces of 1 MiB, of the 64 MiB it would inflate to
 
@@ -153,20 +147,14 @@ def test_a_zlib_manifest_without_codec_never_inflates_beyond_the_bound(monkeypat
 def test_a_declared_zstd_size_is_not_what_is_allocated():
     """A manifest may declare the largest size allowed over ten bytes of data: the decompressor
     reads what the data hold (and the state is refused for not matching)."""
-    import tracemalloc
-
     from worker.io.kafka.state_topic import MAX_STATE_BYTES
 
     reported = []
     assembler = StateAssembler(on_skip=lambda key, why: reported.append(why))
     for key, value in forged_manifest(TEN, size=MAX_STATE_BYTES):
         assembler.add(key, value)
-    tracemalloc.start()
-    try:
-        assert assembler.take("partition-0") is None
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    taken, peak = _with_peak_memory(lambda: assembler.take("partition-0"))
+    assert taken is None
     assert reported == ["it decompresses to 10 bytes; its manifest says 1,073,741,824"]
     assert peak < 4 << 20
 
@@ -210,3 +198,14 @@ def test_a_state_larger_than_readers_take_is_not_written(monkeypatch):
     with pytest.raises(ConfigError, match=r"the state partition-4 is 1,001 bytes; a state topic holds states of at "
                                           r"most 1,000\. Use fewer features"):
         write_records("partition-4", os.urandom(1_001))
+
+
+def _with_peak_memory(call):
+    """(what call() returns, the most memory Python allocated meanwhile, in bytes)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        return call(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
