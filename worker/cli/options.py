@@ -50,6 +50,9 @@ def option_group(name: str, build: Callable[..., Any], options: dict[str, tuple[
     return decorate
 
 
+MODEL_PANEL = "Model parameters"  # --help groups these options under their own headings
+KAFKA_PANEL = "Kafka connection"
+
 SNAPSHOT = typer.Argument(..., help="Snapshot written by worker train.", show_default=False)
 PATHS = typer.Argument(..., help="Parquet files, directories or globs.", show_default=False)
 BATCH_SIZE = typer.Option(65_536, "--batch-size", min=1, envvar=env("BATCH_SIZE"),
@@ -63,24 +66,25 @@ HASH_BITS = typer.Option(20, "--hash-bits", min=1, max=31, envvar=env("HASH_BITS
                          help="Text is hashed into 2**hash_bits features.")
 NGRAMS = typer.Option(1, "--ngrams", min=1, max=LONGEST_NGRAMS, envvar=env("NGRAMS"),
                       help="Use word n-grams up to this length.")
-ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).")
+ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).",
+                     rich_help_panel=MODEL_PANEL)
 BINARIZE = typer.Option(None, "--binarize", envvar=env("BINARIZE"),
-                        help="Bernoulli: features > this become 1 (default: 0.0).")
+                        help="Bernoulli: features > this become 1 (default: 0.0).", rich_help_panel=MODEL_PANEL)
 FIT_PRIOR = typer.Option(None, "--fit-prior/--uniform-prior", envvar=env("FIT_PRIOR"),
-                         help="Learn class priors, or use uniform ones (default: learn).")
+                         help="Learn class priors, or use uniform ones (default: learn).", rich_help_panel=MODEL_PANEL)
 NORM = typer.Option(None, "--norm/--no-norm", envvar=env("NORM"),
-                    help="Complement: normalise the weights (default: no).")
+                    help="Complement: normalise the weights (default: no).", rich_help_panel=MODEL_PANEL)
 VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=env("VAR_SMOOTHING"),
-                             help="Gaussian: variance smoothing (default: 1e-9).")
+                             help="Gaussian: variance smoothing (default: 1e-9).", rich_help_panel=MODEL_PANEL)
 MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_CATEGORIES"),
-                              help="Categorical: minimum categories per feature.")
+                              help="Categorical: minimum categories per feature.", rich_help_panel=MODEL_PANEL)
 MAX_CLASSES = typer.Option(1_000, "--max-classes", min=1, envvar=env("MAX_CLASSES"),
                            help="Most classes the model may hold: a label that would add one more is a bad "
                                 "row (train: an error, or set aside with --skip-invalid; serve: a dead "
                                 "letter). Each class costs 8 to 24 bytes per feature (16 MiB for a multinomial "
                                 "model of 2^20 hashed features).")
 HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
-                         help="Forget: an example's weight halves every N newer examples.")
+                         help="Forget: an example's weight halves every N newer examples.", rich_help_panel=MODEL_PANEL)
 
 
 model_parameters = option_group("model_parameters", dict, {
@@ -94,25 +98,30 @@ model_parameters = option_group("model_parameters", dict, {
 # ---- Kafka connection (serve, produce, export) ----------------------------------------------
 BOOTSTRAP = typer.Option(None, "--bootstrap", envvar=env("BOOTSTRAP"),
                          help="Kafka bootstrap servers HOST:PORT[,HOST:PORT...] (or bootstrap.servers in "
-                              "--kafka-config).")
+                              "--kafka-config).", rich_help_panel=KAFKA_PANEL)
 KAFKA_CLIENT = typer.Option("kafka-python", "--kafka-client", envvar=env("KAFKA_CLIENT"),
                             help="kafka-python, or confluent (librdkafka, faster; pip install "
-                                 "'nbstream\\[confluent]').")
+                                 "'nbstream\\[confluent]').", rich_help_panel=KAFKA_PANEL)
 SECURITY_PROTOCOL = typer.Option(None, "--security-protocol", envvar=env("SECURITY_PROTOCOL"),
-                                 help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.")
+                                 help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.",
+                                 rich_help_panel=KAFKA_PANEL)
 SASL_MECHANISM = typer.Option(None, "--sasl-mechanism", envvar=env("SASL_MECHANISM"),
-                              help="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.")
-SASL_USERNAME = typer.Option(None, "--sasl-username", envvar=env("SASL_USERNAME"), help="SASL user name.")
+                              help="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.", rich_help_panel=KAFKA_PANEL)
+SASL_USERNAME = typer.Option(None, "--sasl-username", envvar=env("SASL_USERNAME"), help="SASL user name.",
+                             rich_help_panel=KAFKA_PANEL)
 SASL_PASSWORD_FILE = typer.Option(None, "--sasl-password-file", envvar=env("SASL_PASSWORD_FILE"),
                                   help="File holding the SASL password; or set NBSTREAM_SASL_PASSWORD. "
-                                       "There is no password flag.")
+                                       "There is no password flag.", rich_help_panel=KAFKA_PANEL)
 SSL_CAFILE = typer.Option(None, "--ssl-cafile", envvar=env("SSL_CAFILE"),
-                          help="PEM file of the CA certificates that sign the brokers' certificates.")
+                          help="PEM file of the CA certificates that sign the brokers' certificates.",
+                          rich_help_panel=KAFKA_PANEL)
 SSL_CERTFILE = typer.Option(None, "--ssl-certfile", envvar=env("SSL_CERTFILE"),
-                            help="PEM client certificate (mutual TLS).")
-SSL_KEYFILE = typer.Option(None, "--ssl-keyfile", envvar=env("SSL_KEYFILE"), help="PEM key of the client certificate.")
+                            help="PEM client certificate (mutual TLS).", rich_help_panel=KAFKA_PANEL)
+SSL_KEYFILE = typer.Option(None, "--ssl-keyfile", envvar=env("SSL_KEYFILE"), help="PEM key of the client certificate.",
+                           rich_help_panel=KAFKA_PANEL)
 KAFKA_CONFIG = typer.Option(None, "--kafka-config", envvar=env("KAFKA_CONFIG"),
-                            help="A Java-style client.properties file for any other client property.")
+                            help="A Java-style client.properties file for any other client property.",
+                            rich_help_panel=KAFKA_PANEL)
 
 
 @dataclass(frozen=True)
