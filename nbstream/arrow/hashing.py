@@ -2,19 +2,28 @@
 
 Tokens are lowercased runs of two or more word characters (letters, digits, underscore:
 scikit-learn's default token pattern). Each token is hashed with a polynomial hash over its
-UTF-8 bytes followed by the splitmix64 finaliser, computed for all tokens of a batch at once; word n-grams combine the
-hashes of neighbouring tokens of the same row. The hash is part of the snapshot format
+UTF-8 bytes followed by the splitmix64 finaliser, computed for many tokens at once; word n-grams
+combine the hashes of neighbouring tokens of the same row. The hash is part of the snapshot format
 (``HASH_SCHEME``): a model only ever sees features hashed the same way.
+
+A batch's bytes are processed in windows of at most ``_WINDOW_BYTES`` (one window for batches
+of usual size), so the per-byte and per-token arrays stay bounded whatever the text: a token
+or an n-gram cut by a window's edge is carried into the next window and hashed whole, and the
+counts of a row cut by an edge are added together.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..ndarrays import BoolArray, Features, IntArray
+from ..ndarrays import BoolArray, Features, FloatArray, IndexArray, IntArray
 
 Hashes = npt.NDArray[np.uint64]
 Bytes = npt.NDArray[np.uint8]
@@ -88,8 +97,9 @@ def _powers(base: np.uint64, n: int) -> Hashes:
     return table[:n]
 
 
-def _hash_spans(data: Bytes, starts: IntArray, lengths: IntArray) -> Hashes:
-    """The hash of each byte span data[start:start + length] (spans non-empty), shape (n_spans,), uint64.
+def _span_polynomials(data: Bytes, starts: IntArray, stops: IntArray) -> Hashes:
+    """The polynomial hash of each byte span data[start:stop] (spans non-empty), before the
+    finaliser, shape (n_spans,), uint64.
 
     A span's polynomial hash sum_i (byte_i + 1) * M**(length - 1 - i), mod 2**64, comes from one
     prefix sum over all the bytes: M is odd, so it has an inverse N mod 2**64, and with
@@ -98,10 +108,20 @@ def _hash_spans(data: Bytes, starts: IntArray, lengths: IntArray) -> Hashes:
     if len(starts) == 0:
         return np.zeros(0, dtype=np.uint64)
     n = len(data)
-    prefix = np.zeros(n + 1, dtype=np.uint64)
-    np.cumsum((data + np.uint64(1)) * _powers(_MULTIPLIER_INVERSE, n), out=prefix[1:])
-    stops = starts + lengths
-    return _splitmix64((prefix[stops] - prefix[starts]) * _powers(_MULTIPLIER, n)[stops - 1])
+    prefix = np.empty(n + 1, dtype=np.uint64)
+    prefix[0] = 0
+    terms = prefix[1:]  # built in place: one array of n + 1 words is the whole cost
+    np.add(data, np.uint64(1), out=terms, dtype=np.uint64)
+    np.multiply(terms, _powers(_MULTIPLIER_INVERSE, n), out=terms)
+    np.cumsum(terms, out=terms)
+    polynomials: Hashes = (prefix[stops] - prefix[starts]) * _powers(_MULTIPLIER, n)[stops - 1]
+    return polynomials
+
+
+def _joined_polynomial(head: int, tail: int, tail_length: int) -> int:
+    """The polynomial hash of bytes A + B from those of A (``head``) and of B (``tail``, of
+    ``tail_length`` bytes): R(AB) = R(A) * M**len(B) + R(B) mod 2**64."""
+    return (head * pow(int(_MULTIPLIER), tail_length, 1 << 64) + tail) % (1 << 64)
 
 
 def hash_tokens(tokens: pa.Array) -> Hashes:
@@ -112,7 +132,7 @@ def hash_tokens(tokens: pa.Array) -> Hashes:
     (True, False)
     """
     offsets, data = _string_bytes(tokens)
-    return _hash_spans(data, offsets[:-1], np.diff(offsets))
+    return _splitmix64(_span_polynomials(data, offsets[:-1], offsets[1:]))
 
 
 _LOWER = np.arange(256, dtype=np.uint8)
@@ -159,24 +179,62 @@ def _utf8_word_bytes(data: Bytes) -> tuple[BoolArray, BoolArray]:
     return word, (data & 0xC0) != 0x80
 
 
-def token_hashes(texts: pa.Array) -> tuple[Hashes, IntArray]:
-    """What ``tokenize`` and ``hash_tokens`` give, from the texts' bytes in numpy (no regex):
-    (hash of each token, row of each token), tokens in row order and, within a row, text order.
+# Bytes of text tokenized at a time: bounds the per-byte and per-token arrays. Lowercasing grows
+# a window by half at most, so its power tables stay within _CACHED_POWERS_LIMIT.
+_WINDOW_BYTES = 1 << 20
 
-    Texts are lowercased (byte by byte when all are ASCII), each byte is classed by its
-    character, and tokens are the runs of word bytes of at least two characters, found from the
-    edges of the byte mask.
+
+@dataclass(frozen=True)
+class _Window:
+    """Consecutive bytes of a batch's texts and the rows they hold part of.
+
+    data : uint8 (n_bytes,), whole UTF-8 characters
+    offsets : int64 (n_rows_touched + 1,), the bounds of each touched row within ``data``
+    first_row : the batch row of the first touched row
+    continued : whether the last touched row goes on into the next window
     """
-    texts = pc.fill_null(texts, "")
-    ascii = pc.all(pc.string_is_ascii(texts)).as_py() is not False
-    if not ascii:
-        texts = pc.utf8_lower(texts)
-    offsets, data = _string_bytes(texts)
-    if ascii:
-        data = _LOWER[data]
-        word, first = _WORD[data], None
-    else:
-        word, first = _utf8_word_bytes(data)
+
+    data: Bytes
+    offsets: IntArray
+    first_row: int
+    continued: bool
+
+
+def _windows(offsets: IntArray, data: Bytes, size: int) -> Iterator[_Window]:
+    """The bytes of texts (offsets int64 (n_rows + 1,) from 0 into data) in windows of at most
+    ``size`` bytes (at least 4: a character's most), cut between characters; none for no bytes."""
+    start = 0
+    while start < len(data):
+        stop = min(start + size, len(data))
+        while stop < len(data) and data[stop] & 0xC0 == 0x80:  # a continuation byte: cut before its character
+            stop -= 1
+        first = int(np.searchsorted(offsets, start, "right")) - 1  # the row holding byte `start`
+        end = int(np.searchsorted(offsets, stop, "left"))  # rows first .. end - 1 begin before `stop`
+        bounds = offsets[first:end + 1] - start
+        if start > 0 or stop < len(data):
+            np.clip(bounds, 0, stop - start, out=bounds)
+        yield _Window(data[start:stop], bounds, first, bool(offsets[end] > stop))
+        start = stop
+
+
+def _lowered(data: Bytes, offsets: IntArray, valid: BoolArray | None) -> tuple[Bytes, IntArray, bool]:
+    """Lowercased texts (data uint8 of valid UTF-8, offsets int64 (n_texts + 1,) from 0, valid
+    (n_texts,) or None for all): (data, offsets, whether all bytes are ASCII). ASCII is
+    lowercased byte by byte, other text by Arrow (which may change its length)."""
+    if not len(data) or data.max() < 0x80:
+        return _LOWER[data], offsets, True
+    validity = None if valid is None else pa.array(valid).buffers()[1]
+    texts = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
+                                  [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+    offsets, data = _string_bytes(pc.utf8_lower(texts))
+    return data, offsets, False
+
+
+def _word_runs(data: Bytes, offsets: IntArray, ascii: bool) -> tuple[IntArray, IntArray, IntArray]:
+    """The runs of word characters within each text of lowercased data (offsets int64
+    (n_texts + 1,) from 0): (starts, stops, characters), each (n_runs,), in text order. Found
+    from the edges of the mask of word bytes."""
+    word, first = (_WORD[data], None) if ascii else _utf8_word_bytes(data)
     filled = np.diff(offsets) > 0
     before = np.zeros_like(word)  # is the byte before a word byte of the same text?
     before[1:] = word[:-1]
@@ -187,15 +245,173 @@ def token_hashes(texts: pa.Array) -> tuple[Hashes, IntArray]:
     starts = np.flatnonzero(word & ~before)
     stops = np.flatnonzero(word & ~after) + 1
     if first is None:
-        characters = stops - starts
-    else:
-        characters_before = np.concatenate([[0], np.cumsum(first)])
-        characters = characters_before[stops] - characters_before[starts]
-    keep = characters >= 2
-    starts, lengths = starts[keep], (stops - starts)[keep]
-    tokens_per_text = np.diff(np.searchsorted(starts, offsets))  # n_texts searches, not one per token
-    rows = np.repeat(np.arange(len(texts), dtype=np.int64), tokens_per_text)
-    return _hash_spans(data, starts, lengths), rows
+        return starts, stops, stops - starts
+    characters_before = np.concatenate([[0], np.cumsum(first)])
+    return starts, stops, characters_before[stops] - characters_before[starts]
+
+
+def _token_hashes_by_window(texts: pa.Array) -> Iterator[tuple[Hashes, IntArray]]:
+    """(hash of each token, row of each token) of one window after another, tokens in row order
+    and, within a row, text order.
+
+    Tokens are the runs of word characters of at least two characters. A run reaching a window's
+    end within its row is held back as its polynomial hash, and joined with its rest at the
+    start of the next window (or let go as a token of its own if the next window begins
+    between words).
+    """
+    offsets, data = _string_bytes(texts)
+    valid = texts.is_valid().to_numpy(zero_copy_only=False) if texts.null_count else None
+    held: tuple[int, int, int] | None = None  # polynomial, characters and row of a cut run
+    for window in _windows(offsets, data, _WINDOW_BYTES):
+        touched = None if valid is None else valid[window.first_row:window.first_row + len(window.offsets) - 1]
+        data_w, offsets_w, ascii = _lowered(window.data, window.offsets, touched)
+        starts, stops, characters = _word_runs(data_w, offsets_w, ascii)
+        carried, held = held, None
+        joins = carried is not None and len(starts) > 0 and starts[0] == 0
+        cut = window.continued and len(stops) > 0 and stops[-1] == len(data_w)
+        keep = characters >= 2
+        keep[:1] |= joins  # a short piece of a run may belong to a long token
+        keep[-1:] |= cut
+        starts, stops, characters = starts[keep], stops[keep], characters[keep]
+        tokens_per_text = np.diff(np.searchsorted(starts, offsets_w))  # n_texts searches, not one per token
+        rows = np.repeat(np.arange(window.first_row, window.first_row + len(tokens_per_text), dtype=np.int64),
+                         tokens_per_text)
+        polynomials = _span_polynomials(data_w, starts, stops)
+        if carried is not None:
+            polynomial, carried_characters, row = carried
+            if joins:
+                polynomials[0] = _joined_polynomial(polynomial, int(polynomials[0]), int(stops[0]))
+                characters[0] += carried_characters
+            else:
+                polynomials = np.concatenate([np.array([polynomial], dtype=np.uint64), polynomials])
+                characters = np.concatenate([[carried_characters], characters])
+                rows = np.concatenate([[row], rows])
+        if cut:
+            held = int(polynomials[-1]), int(characters[-1]), int(rows[-1])
+            polynomials, characters, rows = polynomials[:-1], characters[:-1], rows[:-1]
+        if carried is not None:  # the carried run may be short, and pieces of runs were kept
+            keep = characters >= 2
+            polynomials, rows = polynomials[keep], rows[keep]
+        if valid is not None:
+            in_valid_row = valid[rows]
+            polynomials, rows = polynomials[in_valid_row], rows[in_valid_row]
+        yield _splitmix64(polynomials), rows
+
+
+def token_hashes(texts: pa.Array) -> tuple[Hashes, IntArray]:
+    """What ``tokenize`` and ``hash_tokens`` give, from the texts' bytes in numpy (no regex):
+    (hash of each token, row of each token), each (n_tokens,), in row order and, within a row,
+    text order.
+
+    Texts are lowercased (byte by byte when all are ASCII), each byte is classed by its
+    character, and tokens are the runs of word bytes of at least two characters.
+    """
+    hashes, rows = [np.zeros(0, dtype=np.uint64)], [np.zeros(0, dtype=np.int64)]
+    for window_hashes, window_rows in _token_hashes_by_window(texts):
+        hashes.append(window_hashes)
+        rows.append(window_rows)
+    return np.concatenate(hashes), np.concatenate(rows)
+
+
+def _ngrams_by_window(tokens: Iterable[tuple[Hashes, IntArray]], ngram_max: int) -> Iterator[tuple[Hashes, IntArray]]:
+    """The word 1- to ngram_max-grams of each window of (token hashes, rows), as (hashes,
+    rows): an n-gram comes out with the window of its last token, the last ngram_max - 1 tokens
+    of a window being carried into the next."""
+    carried_hashes, carried_rows = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    for hashes, rows in tokens:
+        all_hashes, all_rows = [hashes], [rows]
+        if ngram_max > 1 and len(carried_hashes):
+            hashes, rows = np.concatenate([carried_hashes, hashes]), np.concatenate([carried_rows, rows])
+        combined = hashes
+        for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the tokens
+            # n-gram ending at token j+n-1 = previous (n-1)-gram hash mixed with the next token.
+            same_row = rows[n - 1:] == rows[:len(rows) - n + 1]
+            same_row[:max(len(carried_hashes) - n + 1, 0)] = False  # came out with an earlier window
+            combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
+            all_rows.append(rows[n - 1:][same_row])
+            all_hashes.append(combined[same_row])
+        if ngram_max > 1:  # only the last row's tokens can begin an n-gram of the next window
+            carried_hashes, carried_rows = hashes[-(ngram_max - 1):], rows[-(ngram_max - 1):]
+            in_last_row = carried_rows == carried_rows[-1:]
+            carried_hashes, carried_rows = carried_hashes[in_last_row], carried_rows[in_last_row]
+        yield np.concatenate(all_hashes), np.concatenate(all_rows)
+
+
+def _first_of_runs(sorted_keys: IntArray) -> IndexArray:
+    """Where each run of equal values of sorted_keys (n,) begins, shape (n_distinct,)."""
+    first = np.ones(len(sorted_keys), dtype=bool)
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
+    return np.flatnonzero(first)
+
+
+def _sorted_counts(keys: IntArray) -> tuple[IntArray, FloatArray]:
+    """The distinct values of keys (n,), sorted in place, and how many times each occurs:
+    (distinct (n_distinct,), counts (n_distinct,) float64)."""
+    keys.sort()
+    starts = _first_of_runs(keys)
+    return keys[starts], np.diff(np.append(starts, len(keys))).astype(np.float64)
+
+
+def _added(pairs: list[tuple[IntArray, FloatArray]]) -> tuple[IntArray, FloatArray]:
+    """(distinct keys, counts) pairs added together: the same for their union of keys."""
+    keys = np.concatenate([keys for keys, _ in pairs])
+    counts = np.concatenate([counts for _, counts in pairs])
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    starts = _first_of_runs(keys)
+    return keys[starts], np.add.reduceat(counts, starts) if len(starts) else counts
+
+
+def _merged(windows: Iterable[tuple[IntArray, FloatArray]], n_bits: int) -> Iterator[tuple[IntArray, FloatArray]]:
+    """The (distinct keys, counts) of windows in row order (keys row << n_bits | column, sorted
+    within each window), as pieces of one sorted pair: the counts of a row cut by a window's
+    edge are added together, the last row of the windows so far being held until it is whole."""
+    held: tuple[IntArray, FloatArray] | None = None
+    for keys, counts in windows:
+        if not len(keys):
+            continue
+        if held is not None:
+            held_keys, held_counts = held
+            row = keys[0] >> n_bits
+            cut = int(np.searchsorted(held_keys, row << n_bits))  # the held part of this window's first row
+            if cut < len(held_keys):
+                same = int(np.searchsorted(keys, (row + 1) << n_bits))
+                yield held_keys[:cut], held_counts[:cut]
+                held_keys, held_counts = _added([(held_keys[cut:], held_counts[cut:]), (keys[:same], counts[:same])])
+                keys, counts = keys[same:], counts[same:]
+                if not len(keys):
+                    held = held_keys, held_counts
+                    continue
+            yield held_keys, held_counts
+        held = keys, counts
+    if held is not None:
+        yield held
+
+
+def _csr(pieces: Iterable[tuple[IntArray, FloatArray]], n_rows: int, n_bits: int) -> Features:
+    """The CSR matrix (n_rows, 2**n_bits) of sorted (distinct keys row << n_bits | column,
+    counts) pieces, in key order and disjoint."""
+    import scipy.sparse
+
+    counts, columns = [], []
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for keys, piece_counts in pieces:
+        if not len(keys):
+            continue
+        rows = keys >> n_bits
+        indptr[rows[0] + 1:rows[-1] + 2] += np.bincount(rows - rows[0])
+        columns.append((keys & ((1 << n_bits) - 1)).astype(np.int32))
+        counts.append(piece_counts)
+    np.cumsum(indptr, out=indptr)
+    return scipy.sparse.csr_matrix((_joined(counts, np.float64), _joined(columns, np.int32), indptr),
+                                   shape=(n_rows, 1 << n_bits))
+
+
+def _joined(arrays: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """The arrays one after another (the array itself when one)."""
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
 
 
 def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
@@ -203,27 +419,8 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
 
     Returns scipy.sparse.csr_matrix of shape (len(texts), 2**n_bits), float64.
     """
-    import scipy.sparse
-
-    hashes, rows = token_hashes(texts)
-    all_rows, all_hashes = [rows], [hashes]
-    combined = hashes
-    for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the batch's tokens
-        # n-gram ending at token j+n-1 = previous (n-1)-gram hash mixed with the next token.
-        same_row = rows[n - 1:] == rows[:len(rows) - n + 1]
-        combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
-        all_rows.append(rows[n - 1:][same_row])
-        all_hashes.append(combined[same_row])
-    rows, hashes = np.concatenate(all_rows), np.concatenate(all_hashes)
-    # One sort of (row, column) keys gives the matrix in CSR order, duplicates next to each other.
-    keys = rows << n_bits | (hashes & np.uint64((1 << n_bits) - 1)).astype(np.int64)
-    keys.sort()
-    first = np.ones(len(keys), dtype=bool)
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    counts = np.diff(np.append(starts, len(keys))).astype(np.float64)
-    distinct = keys[starts]
-    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(distinct >> n_bits, minlength=len(texts)), out=indptr[1:])
-    columns = (distinct & ((1 << n_bits) - 1)).astype(np.int32)
-    return scipy.sparse.csr_matrix((counts, columns, indptr), shape=(len(texts), 1 << n_bits))
+    column_mask = np.uint64((1 << n_bits) - 1)
+    # One sort of (row, column) keys gives a window's counts in CSR order.
+    windows = (_sorted_counts(rows << n_bits | (hashes & column_mask).astype(np.int64))
+               for hashes, rows in _ngrams_by_window(_token_hashes_by_window(texts), ngram_max))
+    return _csr(_merged(windows, n_bits), len(texts), n_bits)
