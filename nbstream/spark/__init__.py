@@ -3,8 +3,8 @@ score a DataFrame where it lies, and get exactly the model of one pass over all 
 
 Every task learns its partition's Arrow batches (``mapInArrow``) and sends back its pipeline's
 bytes; the driver merges them in partition order (``Pipeline.merge``). The statistics add up,
-so the discrete models equal the single-process fit bit for bit and GaussianNB agrees to about
-1e-12; classes are in order of first appearance in partition order. Nothing here needs a
+so the discrete models equal the single-process fit bit for bit and GaussianNB agrees to within
+1e-9; classes are in order of first appearance in partition order. Nothing here needs a
 ``sparkContext``, so it runs on Spark Connect too.
 
 >>> pipeline = nbstream.spark.fit(df, label="label", features="pixels", model="bernoulli",
@@ -71,8 +71,8 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     start = Pipeline(estimator, spec.encoder(), label=label)
     learner = PipelineLearner(start, max_classes=max_classes, skip_invalid=skip_invalid)
     data = _selected(df, learner.columns, learner.check_schema, locate_rows)
-    reject_columns = tuple(learner.columns) if skip_invalid else ()
-    output = _fit_output(data.select(*reject_columns).schema) if skip_invalid else tasks.FIT_SUMMARY
+    reject_columns = tuple(learner.columns) if rejects is not None else ()
+    output = _fit_output(data.select(*reject_columns).schema) if reject_columns else tasks.FIT_SUMMARY
     learned = data.mapInArrow(tasks.FitTask(start.to_bytes(), max_classes, skip_invalid, output, reject_columns),
                               spark_schema(output))
     if rejects is not None:

@@ -111,11 +111,12 @@ def _padded(table: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 
 @dataclass(frozen=True)
 class FitTask:
-    """Learns a partition: yields its rejects (when ``skip_invalid``), then one summary row with
-    the pipeline it learned (or the first bad row's failure, and no pipeline).
+    """Learns a partition: yields the rows it set aside (with skip_invalid, when ``reject_columns``
+    are given), then one summary row with the pipeline it learned (or the first bad row's
+    failure, and no pipeline).
 
     pipeline : the bytes of the pipeline every task starts from (nothing learned)
-    schema : the output: FIT_SUMMARY, and with skip_invalid the input's ``reject_columns`` and REJECTS
+    schema : the output: FIT_SUMMARY, then (to keep rejects) ``reject_columns`` and REJECTS
     """
     pipeline: bytes
     max_classes: int
@@ -142,7 +143,8 @@ class FitTask:
                 return
             if problems.any():
                 set_aside += int(problems.bad.sum())
-                yield from _padded(places.rejects(batch, problems, list(self.reject_columns)), self.schema)
+                if self.reject_columns:
+                    yield from _padded(places.rejects(batch, problems, list(self.reject_columns)), self.schema)
             rows += batch.num_rows
         yield _summary(self.schema, partition, rows, set_aside, payload={PIPELINE: pipeline.to_bytes()})
 

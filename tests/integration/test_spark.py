@@ -34,7 +34,8 @@ def spark():
 
     session = (SparkSession.builder.master("local[2]").appName("nbstream-tests")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.log.level", "ERROR").getOrCreate())
+               .config("spark.sql.shuffle.partitions", "2").config("spark.log.level", "ERROR")
+               .config("spark.executorEnv.OPENBLAS_NUM_THREADS", "1").getOrCreate())
     yield session
     session.stop()
 

@@ -81,6 +81,7 @@ class EngineOptions:
             builder = builder.master(self.master or "local[*]")
             settings.setdefault("spark.log.level", "ERROR")
             settings.setdefault("spark.ui.showConsoleProgress", "false")  # the command reports what it did
+        settings.setdefault("spark.executorEnv.OPENBLAS_NUM_THREADS", "1")  # see docs/spark.md: one core a task
         for key, value in settings.items():
             builder = builder.config(key.strip(), value)
         return builder.getOrCreate()
