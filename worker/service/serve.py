@@ -26,7 +26,8 @@ from ..io.kafka.client import KafkaFailure
 from ..io.kafka.connect import connect
 from ..io.kafka.sink import Refusals
 from ..snapshot_meta import KafkaOffsets, read_snapshot
-from .observability import ServiceMetrics, serve_metrics
+from .metrics_server import serve_metrics
+from .observability import ServiceMetrics
 from .partition_state import PartitionState
 from .session import Session
 from .state import SnapshotStore

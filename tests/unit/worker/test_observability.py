@@ -74,7 +74,7 @@ def test_clients_that_go_away_mid_request_leave_no_traceback_and_the_endpoints_a
     import struct
     import urllib.request
 
-    from worker.service.observability import serve_metrics
+    from worker.service.metrics_server import serve_metrics
 
     server = serve_metrics(ServiceMetrics(), port=0)
     port = server.server_address[1]
@@ -111,10 +111,10 @@ def _healthz(port: int, host: str = "127.0.0.1") -> int:
 
 
 def test_a_request_trickling_in_a_line_at_a_time_is_cut_off_after_the_deadline(monkeypatch):
-    from worker.service import observability
+    from worker.service import metrics_server
 
-    monkeypatch.setattr(observability, "REQUEST_SECONDS", 1.5)
-    server = observability.serve_metrics(ServiceMetrics(), port=0)
+    monkeypatch.setattr(metrics_server, "REQUEST_SECONDS", 1.5)
+    server = metrics_server.serve_metrics(ServiceMetrics(), port=0)
     try:
         client = _stall(server.server_address[1])
         started, cut_off = time.monotonic(), None
@@ -138,7 +138,7 @@ def test_a_request_trickling_in_a_line_at_a_time_is_cut_off_after_the_deadline(m
 def test_stalled_connections_are_bounded_and_a_scrape_still_gets_through():
     import threading
 
-    from worker.service.observability import serve_metrics
+    from worker.service.metrics_server import serve_metrics
 
     before = threading.active_count()
     server = serve_metrics(ServiceMetrics(), port=0, max_connections=8)
@@ -159,7 +159,7 @@ def test_an_accept_that_fails_is_one_warning_and_the_endpoint_keeps_answering(ca
     import errno
     import os
 
-    from worker.service.observability import serve_metrics
+    from worker.service.metrics_server import serve_metrics
 
     class FailingAccepts:
         """The listening socket of a process out of file descriptors, for its first accepts."""
@@ -179,7 +179,7 @@ def test_an_accept_that_fails_is_one_warning_and_the_endpoint_keeps_answering(ca
     server = serve_metrics(ServiceMetrics(), port=0)
     server.socket = FailingAccepts(server.socket, failures=5)
     try:
-        with caplog.at_level("WARNING", logger="worker.service.observability"):
+        with caplog.at_level("WARNING", logger="worker.service.metrics_server"):
             assert _healthz(server.server_address[1]) == 200
     finally:
         server.shutdown()
@@ -192,7 +192,7 @@ def test_the_endpoints_listen_on_ipv6_too():
 
     import pytest
 
-    from worker.service.observability import serve_metrics
+    from worker.service.metrics_server import serve_metrics
 
     try:
         with socket.socket(socket.AF_INET6) as probe:
