@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score
 
-from worker.batch.evaluation import ConfusionCounts
+from nbstream.evaluation import ConfusionCounts
 
 
 def test_counts_match_scikit_learn_with_sorted_labels_and_unlearned_ones():
