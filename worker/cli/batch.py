@@ -15,7 +15,7 @@ from nbstream.snapshot import load_with_header
 
 from ..batch.spark import EngineOptions
 from ..config import FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
-from ..snapshot_meta import ParquetProgress, SnapshotMeta
+from ..snapshot_meta import FilesRead, ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
 from .options import (
     BATCH_SIZE,
@@ -216,7 +216,7 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
         typer.echo(f"label column:   {meta.label}")
         if meta.source is not None:
             typer.echo(f"source:         {meta.source.describe()}")
-        if isinstance(meta.source, ParquetProgress):
+        if isinstance(meta.source, (ParquetProgress, FilesRead)):
             typer.echo(f"rows rejected:  {meta.rows_rejected:,}")
         extra = meta.extra
     typer.echo(f"classes ({'open' if header['open_classes'] else 'fixed'}):")
