@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 
@@ -71,9 +72,14 @@ def each_array(value: TableValue, share: Callable[[AnyArray], AnyArray]) -> Tabl
     return value
 
 
+def is_int(value: object) -> TypeGuard[int]:
+    """An int, and not a bool (a JSON true is no number); a float is none however integral."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def is_natural(value: object) -> bool:
-    """An int >= 0 (not a bool, not a float however integral)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """An int >= 0 (see is_int)."""
+    return is_int(value) and value >= 0
 
 
 def checked_feature_names(names: object, n_features: int) -> AnyArray | None:

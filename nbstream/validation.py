@@ -193,7 +193,7 @@ def check_sample_weight(sample_weight: npt.ArrayLike | None, n_samples: int) -> 
     given = np.asarray(sample_weight)
     if given.dtype.kind == "c":  # converting would drop the imaginary part
         raise ValueError(f"Complex data not supported: sample_weight must be real numbers; got dtype {given.dtype}.")
-    w = np.full(n_samples, float(given)) if given.ndim == 0 else given.astype(np.float64)
+    w = np.full(n_samples, float(given)) if given.ndim == 0 else np.asarray(given, dtype=np.float64)
     if w.shape != (n_samples,):
         raise ValueError(f"sample_weight must have shape ({n_samples},); got {w.shape}.")
     if not np.isfinite(w).all() or (w < 0).any():

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..ndarrays import AnyArray, Features
+from ..state import is_int
 from ..validation import LARGEST_VALUE
 from .arrays import is_list_type, is_numeric_type, numpy_values
 from .ml_vectors import is_ml_vector_type, ml_vectors, vector_widths
@@ -51,7 +52,7 @@ class VectorEncoder(FeatureEncoder):
 
     def _restore(self, data: dict[str, Any]) -> None:
         width = data.get("n_features")
-        if width is not None and not (isinstance(width, int) and not isinstance(width, bool) and width >= 1):
+        if width is not None and not (is_int(width) and width >= 1):
             raise FeatureError(f"the stored list width must be a positive integer; got {width!r}.")
         self.width = width
 

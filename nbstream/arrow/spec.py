@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Self
 import pyarrow as pa
 
 from ..ndarrays import Features
+from ..state import is_int
 from .arrays import with_valid_utf8
 from .problems import FeatureError, RowProblems
 
@@ -45,9 +46,9 @@ class FeatureSpec:
             raise ValueError(f"unknown feature kind {self.kind!r}; one of {sorted(FeatureEncoder.kinds)}.")
         if not all(isinstance(column, str) for column in self.columns):
             raise ValueError(f"columns must be named by strings; got {list(self.columns)}.")
-        if not _is_int(self.hash_bits) or not 1 <= self.hash_bits <= 31:
+        if not is_int(self.hash_bits) or not 1 <= self.hash_bits <= 31:
             raise ValueError(f"hash_bits must be between 1 and 31 (an integer); got {self.hash_bits!r}.")
-        if not _is_int(self.ngram_max) or self.ngram_max < 1:
+        if not is_int(self.ngram_max) or self.ngram_max < 1:
             raise ValueError(f"ngram_max must be at least 1 (an integer); got {self.ngram_max!r}.")
 
     @classmethod
@@ -169,7 +170,3 @@ class FeatureEncoder:
         mine, theirs = self.to_json(), other.to_json()
         mine.pop("categories", None), theirs.pop("categories", None)
         return mine == theirs
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
