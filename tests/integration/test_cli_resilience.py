@@ -206,3 +206,14 @@ def test_predict_with_skip_invalid_keeps_one_row_per_input_row(tmp_path):
     table = pq.read_table(tmp_path / "p.parquet")
     assert table.column("prediction").to_pylist() == ["a", None, "b"]
     assert table.column("error").to_pylist() == [None, "v: NaN or infinite value", None]
+
+
+def test_a_checkpoint_due_before_anything_is_learned_writes_nothing_yet(tmp_path):
+    """The first file's rows are all set aside: the checkpoints due meanwhile have no model to write."""
+    pq.write_table(pa.table({"x": [1.0, 2.0], "label": pa.array([None, None], pa.string())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": [1.0, 2.0], "label": ["p", "q"]}), tmp_path / "b.parquet")
+    result = invoke("train", tmp_path / "a.parquet", tmp_path / "b.parquet", "--label", "label", "--features", "x",
+                    "--model", "gaussian", "--checkpoint-every", 1, "--batch-size", 1, "--skip-invalid",
+                    "--out", tmp_path / "m.nbs")
+    assert result.exit_code == 0, result.output
+    assert nbstream.load(tmp_path / "m.nbs").n_examples_seen_ == 2

@@ -79,6 +79,8 @@ class TrainRun:
         self.position, self.complete = Position(n_files, 0), True
 
     def write(self) -> bool:
+        if not self.model.is_fitted:
+            return False  # nothing learned yet: a snapshot of no model cannot be written, nor resumed
         meta = SnapshotMeta(features=self.features, label=self.config.label, run=self.signature,
                             rows_read=self.rows_read, rows_rejected=self.rejects.count,
                             source=ParquetProgress(self.signature["files"], self.position, self.complete))

@@ -18,6 +18,7 @@ lists in the schema metadata (``classes``, JSON).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,11 +30,10 @@ from nbstream.arrow import FeatureSpec, RowProblems
 from nbstream.arrow.arrays import is_string_type
 
 from .arrow_ipc_size import decompressed_size
-from .fields import LABEL_COLUMN, MessageFields
+from .fields import ID_COLUMN, LABEL_COLUMN, MessageFields
 from .messages import EXACT_LABELS, NUMBER, Decoded, label_kind_of_type, label_problem, value_problem
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
-ID_COLUMN = "\x00id"  # the ids' column of a read message (a name no option gives: see LABEL_COLUMN)
 
 
 def read_stream(value: bytes) -> pa.Table:
@@ -124,23 +124,25 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
         table = read_stream(value)
     except (pa.ArrowException, OSError, ValueError) as error:  # truncated streams raise OSError
         return _Message(None, f"not an Arrow IPC stream: {error}")
-    repeated = sorted({name for name in table.column_names if table.column_names.count(name) > 1})
-    if repeated:
+    names = table.column_names  # a new list at every read: read once
+    present = set(names)
+    if len(present) < len(names):
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
         return _Message(None, f"column names appear more than once: {repeated}")
     encoder = spec.encoder()
     for name in spec.columns:
-        if name not in table.column_names:
-            return _Message(None, f"column {name!r} not found; columns are {table.column_names}")
+        if name not in present:
+            return _Message(None, f"column {name!r} not found; columns are {names}")
         if not encoder.accepts(table.schema.field(name).type):
             return _Message(None, f"column {name!r} has type {table.schema.field(name).type}; "
                                   f"expected {encoder.expected}")
     columns = {name: table.column(name) for name in spec.columns}
-    if fields.label in table.column_names:
+    if fields.label in present:
         label = table.column(fields.label)
         if label.null_count < len(label) and label_kind_of_type(label.type) is None:
             return _Message(None, f"label column {fields.label!r} has type {label.type}; expected strings or numbers")
         columns[LABEL_COLUMN] = label
-    if fields.id in table.column_names:
+    if fields.id in present:
         id_type = table.schema.field(fields.id).type
         if not (pa.types.is_integer(id_type) or is_string_type(id_type)):
             return _Message(None, f"id column {fields.id!r} has type {id_type}; expected strings or integers")
@@ -260,7 +262,7 @@ def _common_types(tables: list[pa.Table], spec: FeatureSpec) -> dict[str, pa.Dat
 def _all_integral(labels: pa.Array) -> bool:
     values = labels.drop_null().to_numpy(zero_copy_only=False)
     return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values))
-                and np.all(np.abs(values) < 2**53))
+                and np.all(np.abs(values) <= EXACT_LABELS))
 
 
 class RowValues:

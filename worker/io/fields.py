@@ -10,6 +10,7 @@ FORMATS = ("json", "arrow")
 # so (command lines and environment variables cannot hold a NUL), so a feature named "label" and
 # the labels of --label-field never take each other's place.
 LABEL_COLUMN = "\x00label"
+ID_COLUMN = "\x00id"  # the same for the ids of an Arrow message
 
 
 @dataclass
