@@ -52,6 +52,10 @@ class SnapshotError(ValueError):
     """The file is not a readable nbstream snapshot (truncated, altered, or another format)."""
 
 
+class NewerFormatError(SnapshotError):
+    """A snapshot of a format version newer than this nbstream reads: written by a newer nbstream."""
+
+
 class _Sparse:
     """A mostly-zero array as it is stored: flat indices of its nonzero values, and those values."""
 
@@ -327,7 +331,7 @@ def _verified(data: bytes, source: object) -> tuple[object, memoryview]:
         raise SnapshotError(f"{source}: not an nbstream snapshot (bad magic or too short).")
     version = data[len(_MAGIC)]
     if version not in _READABLE_VERSIONS:
-        raise SnapshotError(f"{source}: snapshot format version {version}; this nbstream reads "
+        raise (NewerFormatError if version > max(_READABLE_VERSIONS) else SnapshotError)(f"{source}: snapshot format version {version}; this nbstream reads "
                             f"versions {', '.join(map(str, _READABLE_VERSIONS))}.")
     body, checksum = data[:-32], data[-32:]
     if hashlib.sha256(body).digest() != checksum:

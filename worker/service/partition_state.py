@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 import nbstream
 from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
-from nbstream.snapshot import dumps, loads
+from nbstream.snapshot import NewerFormatError, dumps, loads
 
 from ..config import LONGEST_NGRAMS
+from ..errors import ConfigError
 from ..io.checked_json import LARGEST_OFFSET, integer, number, optional_text, required, shown
 
 _MAGIC = b"NBPS"
@@ -91,6 +92,9 @@ class PartitionState:
                         starts=_starts(required(header, "starts")),
                         label_field=optional_text(header.get("label_field"), "label_field"))
             return state, encoder
+        except NewerFormatError as error:  # the service's own state, of a newer version: not to be passed over
+            raise ConfigError(f"{error} A newer nbstream wrote this group's states: serve it with that version, "
+                              "or use a new --group.") from None
         except (ValueError, RecursionError, struct.error) as error:  # SnapshotError and FeatureError are ValueErrors
             raise UnreadableState(source, str(error)[:300]) from None
 

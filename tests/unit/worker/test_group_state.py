@@ -219,3 +219,14 @@ def test_partition_numbers_are_plain_ascii_digits_within_kafkas_range():
     assert {partition_of(name) for name in ("partition-²", "partition-٣", "partition-01", "partition--1",
                                             "partition-+1", "partition- 1", "partition-2147483648",
                                             "partition-" + "9" * 5_000, "partition-", "base", "partition1")} == {None}
+
+
+def test_a_state_of_a_newer_format_version_stops_the_service_instead_of_being_passed_over():
+    """Its digest matches: the service wrote it, a newer version of it. Passing it over would start
+    the partition afresh and lose what it learned."""
+    payload = bytearray(partition_payload(5, 2))
+    model_at = bytes(payload).index(b"NBSNAP\x00")
+    payload[model_at + len(b"NBSNAP\x00")] = 99  # the snapshot's format version
+    states = group(FakeFollower(write_records(state_name(0), bytes(payload)).records))
+    with pytest.raises(ConfigError, match="snapshot format version 99; .* A newer nbstream wrote this group's"):
+        states.assign([0], {0: 5}, wait_s=0, strict=True)
