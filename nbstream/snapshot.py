@@ -331,8 +331,9 @@ def _verified(data: bytes, source: object) -> tuple[object, memoryview]:
         raise SnapshotError(f"{source}: not an nbstream snapshot (bad magic or too short).")
     version = data[len(_MAGIC)]
     if version not in _READABLE_VERSIONS:
-        raise (NewerFormatError if version > max(_READABLE_VERSIONS) else SnapshotError)(f"{source}: snapshot format version {version}; this nbstream reads "
-                            f"versions {', '.join(map(str, _READABLE_VERSIONS))}.")
+        unreadable = NewerFormatError if version > max(_READABLE_VERSIONS) else SnapshotError
+        raise unreadable(f"{source}: snapshot format version {version}; this nbstream reads "
+                         f"versions {', '.join(map(str, _READABLE_VERSIONS))}.")
     body, checksum = data[:-32], data[-32:]
     if hashlib.sha256(body).digest() != checksum:
         raise SnapshotError(f"{source}: checksum mismatch: the file is truncated or was altered.")
