@@ -125,15 +125,11 @@ class TransactionalProducer(Producer):
         self.open = False
 
     def send(self, topic, value, key=None, headers=None, partition=None) -> None:
-        if not self.open:
-            self.inner.begin_transaction()
-            self.open = True
+        self.begin_transaction()
         self.inner.send(topic, value, key, headers, partition)
 
     def send_many(self, topic, values, keys) -> None:
-        if not self.open:
-            self.inner.begin_transaction()
-            self.open = True
+        self.begin_transaction()
         self.inner.send_many(topic, values, keys)
 
     def flush(self, timeout_s: float) -> None:
