@@ -62,11 +62,16 @@ def _object(pairs: list[tuple[str, object]]) -> dict:
     return found
 
 
+_KEY_ENDINGS = (b'":', b" :", b"\t:", b"\n:", b"\r:")  # what the colon after a key follows
+
+
 def _may_repeat_a_key(value: bytes, message: dict) -> bool:
-    """Each key of the text is followed by a colon: when the colons are exactly as many as the keys
-    of the objects reached through objects, no key was dropped. A colon inside a string, or an
-    object inside a list, only makes the answer a maybe."""
-    colons = value.count(b":")
+    """Each key of the text ends with a quote, maybe white space, and a colon: the colons right after
+    a quote or white space are at least as many as the keys written. When they are exactly as many as
+    the keys of the objects reached through objects, no key was dropped. Such a colon inside a
+    string, or an object inside a list, only makes the answer a maybe (a colon inside a string
+    after anything else, as in "10:30", is not counted at all)."""
+    colons = sum(value.count(ending) for ending in _KEY_ENDINGS)
     if colons == len(message):
         return False
     keys, objects = 0, [message]
