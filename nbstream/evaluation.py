@@ -36,14 +36,24 @@ class ConfusionCounts:
 
     def add(self, y_true: AnyArray, proba: FloatArray) -> None:
         """y_true: (n,) labels; proba: (n, n_model_classes) predicted probabilities."""
-        true = self._rows_of(y_true.tolist())
+        true = self._rows_of_array(np.asarray(y_true))
         predicted = np.argmax(proba, axis=1)
-        np.add.at(self._rows, (true, predicted), 1)
+        n_columns = self._n_model_classes
+        cells = np.bincount(true * n_columns + predicted, minlength=len(self._rows) * n_columns)
+        self._rows += cells.reshape(len(self._rows), n_columns)
         known = true < self._n_model_classes
         p_true = np.zeros(len(true))
         p_true[known] = proba[np.flatnonzero(known), true[known]]
         self.log_loss_sum -= np.log(np.clip(p_true, _EPS, 1.0)).sum()
         self.n += len(true)
+
+    def _rows_of_array(self, labels: AnyArray) -> IntArray:
+        """_rows_of for an array of labels, looking up its distinct labels only."""
+        distinct, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+        order = np.argsort(first)  # new labels get rows in order of first appearance, as in _rows_of
+        rows = np.empty(len(distinct), dtype=np.int64)
+        rows[order] = self._rows_of(distinct[order].tolist())
+        return rows[inverse.reshape(-1)]
 
     def _rows_of(self, labels: list[Any]) -> IntArray:
         """The row of each label, shape (len(labels),); labels not seen before get new rows."""
