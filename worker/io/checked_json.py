@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-LARGEST_OFFSET = (1 << 63) - 1  # Kafka offsets are int64
+INT64_MAX = (1 << 63) - 1  # Kafka's offsets and counts are int64
+INT32_MAX = (1 << 31) - 1  # Java's int: Kafka's partition numbers, and the numbers of most client settings
 
 
 def required(data: dict, key: str) -> object:

@@ -22,12 +22,10 @@ from nbstream.snapshot import NewerFormatError, dumps, loads
 
 from ..config import LONGEST_NGRAMS
 from ..errors import ConfigError
-from ..io.checked_json import LARGEST_OFFSET, integer, number, optional_text, required, shown
+from ..io.checked_json import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
 
 _MAGIC = b"NBPS"
 RECENT_HALF_LIFE = 1_000  # judged examples: the recent accuracy forgets at this pace
-LARGEST_PARTITION = (1 << 31) - 1  # Kafka's partition numbers are int32
-LARGEST_COUNT = (1 << 63) - 1
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
 _ONE_COLUMN_KINDS = ("vector", "text")
 _PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
@@ -83,8 +81,8 @@ class PartitionState:
             encoder = _encoder(required(header, "features"))
             model = _model(model_bytes, required(header, "fitted"), fresh_model, encoder)
             stored_offset = required(header, "next_offset")
-            next_offset = None if stored_offset is None else integer(stored_offset, "next_offset", 0, LARGEST_OFFSET)
-            judged = integer(required(header, "judged"), "judged", 0, LARGEST_COUNT)
+            next_offset = None if stored_offset is None else integer(stored_offset, "next_offset", 0, INT64_MAX)
+            judged = integer(required(header, "judged"), "judged", 0, INT64_MAX)
             state = cls(model=model, next_offset=next_offset, judged=judged,
                         correct=integer(required(header, "correct"), "correct", 0, judged),
                         recent_judged=number(required(header, "recent_judged"), "recent_judged"),
@@ -113,7 +111,7 @@ def partition_number(text: str) -> int | None:
     if not _PARTITION.fullmatch(text):
         return None
     number = int(text)
-    return number if number <= LARGEST_PARTITION else None
+    return number if number <= INT32_MAX else None
 
 
 def _header_and_model(payload: bytes) -> tuple[dict, bytes]:
@@ -151,8 +149,8 @@ def _starts(value: object) -> dict[int, int]:
     for key, offset in value.items():
         partition = partition_number(key)
         if partition is None:
-            raise ValueError(f"starts names partition {shown(key)}; partitions are 0 to {LARGEST_PARTITION:,}")
-        starts[partition] = integer(offset, f"starts[{key}]", 0, LARGEST_OFFSET)
+            raise ValueError(f"starts names partition {shown(key)}; partitions are 0 to {INT32_MAX:,}")
+        starts[partition] = integer(offset, f"starts[{key}]", 0, INT64_MAX)
     return starts
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ...redaction import keep_secret
+from ..checked_json import INT32_MAX, shown
 from ..files import not_a_regular_file, read_small_text
 
 CLIENTS = ("kafka-python", "confluent")
@@ -116,17 +117,16 @@ def _check_certificates(path: str) -> None:
         raise ConfigError(f"--ssl-cafile {path}: not a file of PEM certificates ({reason}).") from None
 
 
-JAVA_INT_MAX = 2**31 - 1
 # Integer properties, with the least and the most value each may have: Kafka's own bounds, or
 # tighter ones where a value the client accepts breaks the service.
 NUMBERS = {
-    "request.timeout.ms": (1, JAVA_INT_MAX),  # 0 or less: every request times out at once
-    "metadata.max.age.ms": (0, JAVA_INT_MAX), "reconnect.backoff.ms": (0, JAVA_INT_MAX),
-    "reconnect.backoff.max.ms": (0, JAVA_INT_MAX), "connections.max.idle.ms": (0, JAVA_INT_MAX),
-    "retry.backoff.ms": (0, JAVA_INT_MAX), "socket.timeout.ms": (0, JAVA_INT_MAX),
-    "socket.connection.setup.timeout.ms": (0, JAVA_INT_MAX), "statistics.interval.ms": (0, JAVA_INT_MAX),
-    "fetch.min.bytes": (0, JAVA_INT_MAX),
-    "receive.buffer.bytes": (-1, JAVA_INT_MAX), "send.buffer.bytes": (-1, JAVA_INT_MAX),  # -1: the OS default
+    "request.timeout.ms": (1, INT32_MAX),  # 0 or less: every request times out at once
+    "metadata.max.age.ms": (0, INT32_MAX), "reconnect.backoff.ms": (0, INT32_MAX),
+    "reconnect.backoff.max.ms": (0, INT32_MAX), "connections.max.idle.ms": (0, INT32_MAX),
+    "retry.backoff.ms": (0, INT32_MAX), "socket.timeout.ms": (0, INT32_MAX),
+    "socket.connection.setup.timeout.ms": (0, INT32_MAX), "statistics.interval.ms": (0, INT32_MAX),
+    "fetch.min.bytes": (0, INT32_MAX),
+    "receive.buffer.bytes": (-1, INT32_MAX), "send.buffer.bytes": (-1, INT32_MAX),  # -1: the OS default
     # librdkafka waits this long on a fetch when it closes a consumer, and for each fetch of an
     # empty partition while the state is read: a stop took 54 s with 300000.
     "fetch.wait.max.ms": (0, 5_000),
@@ -148,19 +148,14 @@ def _check_property(name: str, value: str) -> None:
     if name in NUMBERS:
         least, most = NUMBERS[name]
         if not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
-            raise ConfigError(f"--kafka-config: {name}={_shown(value)} is not a whole number.")
+            raise ConfigError(f"--kafka-config: {name}={shown(value)} is not a whole number.")
         if not least <= int(value) <= most:
-            raise ConfigError(f"--kafka-config: {name}={_shown(value)} is out of range ({least:,} to {most:,}).")
+            raise ConfigError(f"--kafka-config: {name}={shown(value)} is out of range ({least:,} to {most:,}).")
     elif name in NAMES:
         if not value.isascii() or not value.isprintable():
-            raise ConfigError(f"--kafka-config: {name}={_shown(value)} must be printable ASCII.")
+            raise ConfigError(f"--kafka-config: {name}={shown(value)} must be printable ASCII.")
         if len(value) > NAMES[name]:
             raise ConfigError(f"--kafka-config: {name} has {len(value):,} characters; at most {NAMES[name]:,}.")
-
-
-def _shown(value: str, limit: int = 40) -> str:
-    """A value as an error line quotes it: in repr, and cut short."""
-    return repr(value) if len(value) <= limit else f"{value[:limit]!r}..."
 
 
 _JAAS = re.compile(r"""(username|password)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
