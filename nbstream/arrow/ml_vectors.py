@@ -12,7 +12,7 @@ import pyarrow as pa
 from ..ndarrays import AnyArray, BoolArray, Features, IntArray
 from ..validation import LARGEST_VALUE
 from .arrays import is_list_type
-from .problems import RowProblems
+from .problems import RowProblems, flag_values
 
 _FIELDS = {"type": pa.types.is_int8, "size": pa.types.is_int32, "indices": pa.types.is_list,
            "values": pa.types.is_list}
@@ -61,15 +61,21 @@ def ml_vectors(column: pa.StructArray, width: int, name: str, counts_only: bool,
 
     n = len(column)
     widths = vector_widths(column)
-    problems.flag(widths != width, name, np.char.add(np.char.add("vector has ", widths.astype(str)),
-                                                     f" values; expected {width}"))
+    wrong = widths != width
+    if wrong.any():
+        problems.flag(wrong, name, np.char.add(np.char.add("vector has ", widths.astype(str)),
+                                               f" values; expected {width}"))
     fields = _fields(column)
     kinds = fields["type"].fill_null(_DENSE).to_numpy(zero_copy_only=False)
     value_offsets, values = _flat(fields["values"])
+    sparse = kinds == _SPARSE
+    if not sparse.any() and not problems.bad.any():  # every vector dense, of the width: the values in order
+        dense: AnyArray = values.astype(np.float64, copy=False).reshape(n, width)
+        flag_values(dense, name, counts_only, problems)
+        return dense
     lengths = np.diff(value_offsets)
     row_of_value = np.repeat(np.arange(n), lengths)
     columns = np.arange(len(values)) - value_offsets[:-1][row_of_value]  # a dense value's position
-    sparse = kinds == _SPARSE
     if sparse.any():
         index_offsets, indices = _flat(fields["indices"])
         in_sparse = sparse[row_of_value]

@@ -9,25 +9,10 @@ import pyarrow as pa
 
 from ..ndarrays import AnyArray, Features
 from ..state import is_int
-from ..validation import LARGEST_VALUE
 from .arrays import is_list_type, is_numeric_type, numpy_values
 from .ml_vectors import is_ml_vector_type, ml_vectors, vector_widths
-from .problems import FeatureError, RowProblems
+from .problems import FeatureError, RowProblems, flag_values
 from .spec import FeatureEncoder, FeatureSpec
-
-
-def _flag_values(X: AnyArray, column: str, counts_only: bool, problems: RowProblems) -> None:
-    """Flag rows with a NaN or infinite value, a value beyond LARGEST_VALUE, or (for count
-    models) a negative value; each row is judged by its largest and smallest value only (a NaN
-    makes both NaN), two fast reductions where an elementwise test of each rule took four passes."""
-    if X.dtype.kind not in "if" or X.shape[1] == 0 or (X.dtype.kind == "i" and not counts_only):
-        return
-    high, low = X.max(axis=1), X.min(axis=1)
-    if X.dtype.kind == "f":
-        problems.flag(~(np.isfinite(high) & np.isfinite(low)), column, "NaN or infinite value")
-        problems.flag((high > LARGEST_VALUE) | (low < -LARGEST_VALUE), column, f"value beyond ±{LARGEST_VALUE:g}")
-    if counts_only:
-        problems.flag(low < 0, column, "negative value (this model needs counts)")
 
 
 class VectorEncoder(FeatureEncoder):
@@ -93,7 +78,7 @@ class VectorEncoder(FeatureEncoder):
             X = np.zeros((n, width), dtype=flat.dtype)
             good = ~problems.bad
             X[good] = flat[offsets[:-1][good, None] + np.arange(width)]
-        _flag_values(X, name, counts_only, problems)
+        flag_values(X, name, counts_only, problems)
         return X
 
 
@@ -124,5 +109,5 @@ class NumericColumnsEncoder(FeatureEncoder):
     def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> AnyArray:
         X = np.column_stack([numpy_values(batch.column(name)) for name in self.columns])
         for i, name in enumerate(self.columns):
-            _flag_values(X[:, i:i + 1], name, counts_only, problems)
+            flag_values(X[:, i:i + 1], name, counts_only, problems)
         return X

@@ -138,13 +138,12 @@ def test_every_code_point_is_tokenized_as_the_regex_tokenizer_does():
                          min_size=3, max_size=3), min_size=1, max_size=8),
        st.booleans())
 def test_each_row_gets_the_first_rule_it_breaks(rows, counts_only):
-    from nbstream.arrow.numeric import _flag_values
-    from nbstream.arrow.problems import RowProblems
+    from nbstream.arrow.problems import RowProblems, flag_values
     from nbstream.validation import LARGEST_VALUE
 
     X = np.array(rows)
     problems = RowProblems(len(X))
-    _flag_values(X, "features", counts_only, problems)
+    flag_values(X, "features", counts_only, problems)
     for row, message in zip(X, problems.message, strict=True):
         if not np.isfinite(row).all():
             assert message == "NaN or infinite value"

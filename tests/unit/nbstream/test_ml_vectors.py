@@ -8,6 +8,7 @@ import pytest
 
 from nbstream.arrow import FeatureSpec
 from nbstream.arrow.ml_vectors import DENSE_UP_TO, is_ml_vector_type
+from nbstream.validation import LARGEST_VALUE
 
 VECTOR = pa.struct([("type", pa.int8()), ("size", pa.int32()), ("indices", pa.list_(pa.int32())),
                     ("values", pa.list_(pa.float64()))])
@@ -62,3 +63,11 @@ def test_a_sliced_column_reads_its_own_rows(offset):
     expected = np.array([[9, 9], [4, 0], [1, 2], [0, 5]])[offset:]
     assert not problems.any()
     np.testing.assert_array_equal(X, expected)
+
+
+def test_dense_vectors_of_the_width_are_judged_by_the_rules_of_list_columns():
+    rows = [dense([1, 2]), dense([np.inf, 1]), dense([3, -1]), dense([1e308, 0])]
+    X, problems, _ = encode(rows)
+    assert list(problems) == [(1, "v", "NaN or infinite value"), (2, "v", "negative value (this model needs counts)"),
+                              (3, "v", f"value beyond ±{LARGEST_VALUE:g}")]
+    np.testing.assert_array_equal(X[0], [1, 2])
