@@ -45,6 +45,13 @@ class Polled:
         return Polled(self.topic, values, [self.keys[m] for m in message_of.tolist()], self.partitions[message_of],
                       self.offsets[message_of], self.timestamps[message_of], rows)
 
+    def only(self, keep: np.ndarray) -> Polled:
+        """The messages where ``keep`` (a bool mask of length len(self)) is true."""
+        rows = np.flatnonzero(keep)
+        return Polled(self.topic, [self.values[i] for i in rows.tolist()], [self.keys[i] for i in rows.tolist()],
+                      self.partitions[rows], self.offsets[rows], self.timestamps[rows],
+                      None if self.rows is None else self.rows[rows])
+
     @classmethod
     def of(cls, topic: str, records: list) -> Polled:
         """From Record-like objects (kafka-python's ConsumerRecord, or Record)."""

@@ -48,7 +48,13 @@ class PrequentialLoop:
 
     def process(self, polled: Polled) -> None:
         started = time.perf_counter()
-        self._process(polled)
+        owned = np.isin(polled.partitions, list(self.group.owned))
+        if not owned.all():
+            # A rebalance inside the poll that fetched them revoked their partitions (after this
+            # replica committed them): their new owner reads them from the committed offset.
+            polled = polled.only(owned)
+        if len(polled):
+            self._process(polled)
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
 
     def _process(self, polled: Polled) -> None:

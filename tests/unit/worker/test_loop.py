@@ -107,3 +107,14 @@ def test_categorical_codes_are_learned_per_partition_and_aligned_in_the_global_m
     assert owned[0].encoder.categories == [{"red": 0}] and owned[1].encoder.categories == [{"blue": 0}]
     loop.group.global_model.rebuild(loop.group.states())
     assert loop.group.global_model.model.predict([[loop.group.global_model.encoder.categories[0]["blue"]]]) == ["y"]
+
+
+def test_messages_of_a_partition_revoked_during_their_poll_are_left_to_its_new_owner():
+    """kafka-python may return records fetched before a rebalance that, inside the same poll,
+    moved their partition away: processing them would learn into a state this replica gave up."""
+    loop, sink = make_loop(partitions=(1,))
+    polled = records([{"features": [3, 0], "label": "a"}, {"features": [0, 3], "label": "b"}])
+    polled.partitions[:] = [0, 1]
+    loop.process(polled)
+    assert [p["partition"] for p in sink.predictions] == [1] and sink.rejected == []
+    assert 0 not in loop.group.owned and loop.group.owned[1].model.n_examples_seen_ == 1
