@@ -55,6 +55,7 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
     _keeps_float_dtype: ClassVar[bool] = False  # float attributes in the input's float dtype (GaussianNB)
     _statistics_type: type[StatsT]
     half_life: float | None
+    layout_params: ClassVar[frozenset[str]] = frozenset()  # parameters of how statistics are held, not of the model
 
     n_features_in_: int
     n_examples_seen_: int
@@ -72,6 +73,14 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
     def _new_statistics(self, n_features: int) -> StatsT:
         return self._statistics_type.empty(n_features)
 
+    def _statistics_from(self, arrays: dict[str, AnyArray]) -> StatsT:
+        """Statistics made of exported arrays (``Statistics.from_arrays``: ValueError when they do not fit)."""
+        return self._statistics_type.from_arrays(arrays)
+
+    def _merge_statistics(self, other: StatsT, rows: IndexArray) -> None:
+        """Add another model's statistics; rows, shape (n_other_classes,): where its classes sit here."""
+        self._stats.merge(other, rows)
+
     def _prepare(self, X: Features) -> Features:
         """Turn validated input into what the statistics and tables consume."""
         return X
@@ -84,7 +93,9 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         """log P(x, c) up to a constant, shape (n_samples, n_classes)."""
         raise NotImplementedError
 
-    _refreshes_features: ClassVar[bool] = False  # whether _refresh_features is supplied
+    def _refreshes_by_feature(self) -> bool:
+        """Whether ``_refresh_features`` can bring the present tables up to date."""
+        return False
 
     def _refresh_features(self, tables: TablesT, features: IndexArray) -> None:
         """Bring ``tables`` up to date in place after a batch that touched only ``features``
@@ -166,7 +177,7 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         self._stats.grow(len(class_set))
         self._stats.update(X, rows, self._forget(X.shape[0], weights))
         self.n_examples_seen_ += X.shape[0]
-        if self._cache.tables is not None and self._refreshes_features and is_sparse(X) \
+        if self._cache.tables is not None and self._refreshes_by_feature() and is_sparse(X) \
                 and self.half_life is None and n_classes == len(class_set):
             self._note_touched(X.indices)  # a text batch touches few of 2^20 features
         else:
@@ -212,9 +223,11 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         return decay if weights is None else weights * decay
 
     def differing_params(self, other: NaiveBayes[Any, Any]) -> list[str]:
-        """Names of the parameters whose values differ from another model's of the same kind."""
+        """Names of the parameters whose values differ from another model's of the same kind
+        (those of ``layout_params`` aside: how the statistics are held changes no number)."""
         theirs = other.get_params()
-        return [name for name, value in self.get_params().items() if not _same_param(value, theirs.get(name))]
+        return [name for name, value in self.get_params().items()
+                if name not in self.layout_params and not _same_param(value, theirs.get(name))]
 
     def merge(self, other: NaiveBayes[Any, Any]) -> Self:
         """Add another model's statistics into this one and return this one.
@@ -240,7 +253,7 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         class_set = self._class_set()
         rows = class_set.rows_for(theirs.classes)
         self._stats.grow(len(class_set))
-        self._stats.merge(self._statistics_type.from_arrays(theirs.statistics), rows)
+        self._merge_statistics(self._statistics_from(theirs.statistics), rows)
         self.n_examples_seen_ += theirs.examples_seen
         self._cache.invalidate()
         return self
@@ -288,7 +301,7 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         if not is_natural(n_features) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
         take = copied if copy else taken_over
-        statistics = model._statistics_type.from_arrays({name: take(a) for name, a in state.statistics.items()})
+        statistics = model._statistics_from({name: take(a) for name, a in state.statistics.items()})
         statistics.check(len(class_set), n_features)
         model._check_shapes(n_features, len(class_set) if class_set.fixed else None)
         if not is_natural(state.examples_seen):

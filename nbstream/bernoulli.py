@@ -8,9 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
+from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_for_rows
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray
+from .pairs import PairCounts
+from .stats import DiscreteCounts
 from .validation import is_sparse
 
 
@@ -24,7 +26,20 @@ class BernoulliTables(DiscreteTables):
     bias: FloatArray
 
 
-class BernoulliNB(FeatureCountsNB[BernoulliTables]):
+@dataclass
+class BernoulliPairTables(DiscreteTables):
+    """The tables of sparse counts. A pair never seen has the weight ``unseen`` of its class, so a
+    row's score is its product with pair_weight over the pairs it has + sum(x) unseen + bias:
+    pair_weight : (n_pairs,) log p - log(1 - p) of each pair seen, less its class's unseen weight;
+    unseen : (n_classes,) log p - log(1 - p) of a pair never seen;
+    bias : (n_classes,) the log prior + the sum of log(1 - p) over all features."""
+
+    pair_weight: FloatArray
+    unseen: FloatArray
+    bias: FloatArray
+
+
+class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
     """Naive Bayes for binary features, streaming; scikit-learn's parameters and numbers.
 
     Parameters
@@ -36,9 +51,14 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables]):
     class_prior : array of shape (n_classes,) or None   fixed priors
     half_life : float or None, default None   forget: an example's weight halves every
         half_life newer examples
+    counts : "auto", "dense" or "sparse", default "auto"   how the counts are held: a dense
+        (n_classes, n_features) table, or only the (class, feature) pairs seen; "auto" is sparse
+        from 2**16 features on. Predictions are the same either way.
 
     Fitted attributes: classes_ (n_classes,), class_count_ (n_classes,),
-    feature_count_ (n_classes, n_features), feature_log_prob_ (n_classes, n_features),
+    feature_count_ (n_classes, n_features): an ndarray, or a scipy.sparse.csr_array for sparse counts;
+    feature_log_prob_ (n_classes, n_features) an ndarray (for sparse counts computed when read:
+    n_classes x n_features x 8 bytes); sparse_counts_,
     class_log_prior_ (n_classes,), n_features_in_, n_examples_seen_.
 
     >>> model = BernoulliNB().partial_fit([[1, 0], [1, 1], [0, 1]], ["a", "a", "b"])
@@ -56,13 +76,14 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables]):
 
     def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,
                  binarize: float | None = 0.0, fit_prior: bool = True, class_prior: npt.ArrayLike | None = None,
-                 half_life: float | None = None):
+                 half_life: float | None = None, counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.binarize = binarize
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.half_life = half_life
+        self.counts = counts
 
     def check_params(self) -> None:
         super().check_params()
@@ -74,8 +95,9 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables]):
 
     @property
     def feature_log_prob_(self) -> FloatArray:
-        """log P(feature = 1 | class), shape (n_classes, n_features)."""
-        return self._fresh_tables().feature_log_prob_
+        """log P(feature = 1 | class), shape (n_classes, n_features) (computed now for sparse counts)."""
+        tables: BernoulliTables = self._dense_tables()
+        return tables.feature_log_prob_
 
     def _prepare(self, X: Features) -> Features:
         """Binarize: dense input becomes a bool array; CSR keeps its sparsity."""
@@ -94,8 +116,7 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables]):
             return X > X.dtype.type(threshold)
         return X > self.binarize
 
-    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> BernoulliTables:
-        counts = self._stats
+    def _smooth_dense(self, counts: DiscreteCounts, alpha: Alpha, class_log_prior: FloatArray) -> BernoulliTables:
         # A per-feature alpha smooths each feature's Bernoulli towards 1/2 with its own weight
         # (scikit-learn's own BernoulliNB fails on array alpha).
         log_p = np.log(counts.feature_count + alpha) - np.log(counts.class_count[:, None] + alpha * 2)
@@ -105,6 +126,25 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables]):
                                weights=weights_for_rows(log_p - log_not_p),
                                bias=class_log_prior + log_not_p.sum(axis=1))
 
+    def _smooth_pairs(self, counts: PairCounts, alpha: float, class_log_prior: FloatArray) -> BernoulliPairTables:
+        classes, _, pair_counts = counts.cells()
+        log_class_total = np.log(counts.class_count + alpha * 2)
+        log_p = np.log(pair_counts + alpha) - log_class_total[classes]
+        log_not_p = np.log(1 - np.exp(log_p))  # as _smooth_dense computes it, for the same numbers
+        unseen_log_p = np.log(alpha) - log_class_total
+        unseen_log_not_p = np.log(1 - np.exp(unseen_log_p))
+        unseen = unseen_log_p - unseen_log_not_p
+        # sum_f log(1 - p) = n_features log(1 - p_unseen) + the difference at the pairs seen
+        seen_not_p = np.bincount(classes, weights=log_not_p - unseen_log_not_p[classes], minlength=len(unseen))
+        return BernoulliPairTables(class_log_prior_=class_log_prior, pair_weight=log_p - log_not_p - unseen[classes],
+                                   unseen=unseen,
+                                   bias=class_log_prior + self.n_features_in_ * unseen_log_not_p + seen_not_p)
+
     def _joint_log_likelihood(self, X: Features) -> FloatArray:
         tables = self._fresh_tables()
+        if isinstance(tables, BernoulliPairTables):
+            scores = self._pairs().index().pair_sums(X, tables.pair_weight, len(tables.bias))
+            scores += row_sums(X)[:, None] * tables.unseen
+            scores += tables.bias
+            return scores
         return linear_scores(X, tables.weights, tables.bias)

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
+from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_for_rows
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray
+from .pairs import PairCounts
+from .stats import DiscreteCounts
 
 
 @dataclass
@@ -24,7 +26,24 @@ class ComplementTables(DiscreteTables):
     bias: FloatArray
 
 
-class ComplementNB(FeatureCountsNB[ComplementTables]):
+@dataclass
+class ComplementPairTables(DiscreteTables):
+    """The tables of sparse counts (see ``ComplementNB._smooth_pairs``). A row's score is
+    scale * (its product with seen_weight - its product with pair_weight + sum(x) unseen) + bias:
+    seen_weight : (n_seen,) log(feature_all + alpha) - log(alpha) of each feature with pairs;
+    pair_weight : (n_pairs,) log(feature_all + alpha) - log(complement count) of each pair seen;
+    unseen : (n_classes,) log(alpha) - log(each class's complement total);
+    scale : (n_classes,) -1, or with norm 1 / (the sum of the class's log weights);
+    bias : (n_classes,)."""
+
+    seen_weight: FloatArray
+    pair_weight: FloatArray
+    unseen: FloatArray
+    scale: FloatArray
+    bias: FloatArray
+
+
+class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
     """Complement Naive Bayes, streaming; scikit-learn's parameters and numbers.
 
     Each class is scored by how unlike the *other* classes' counts a row is.
@@ -37,6 +56,7 @@ class ComplementNB(FeatureCountsNB[ComplementTables]):
     class_prior : array of shape (n_classes,) or None
     norm : bool, default False        second normalisation of the weights
     half_life : float or None, default None
+    counts : "auto", "dense" or "sparse", default "auto"   as MultinomialNB's
 
     Fitted attributes as MultinomialNB plus feature_all_ (n_features,).
 
@@ -50,35 +70,75 @@ class ComplementNB(FeatureCountsNB[ComplementTables]):
     norm: bool
 
     def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
-                 class_prior: npt.ArrayLike | None = None, norm: bool = False, half_life: float | None = None):
+                 class_prior: npt.ArrayLike | None = None, norm: bool = False, half_life: float | None = None,
+                 counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.norm = norm
         self.half_life = half_life
+        self.counts = counts
 
     @property
     def feature_all_(self) -> FloatArray:
         """Weighted sum of each feature over all classes, shape (n_features,)."""
-        return self._fresh_tables().feature_all_
+        tables: ComplementTables = self._dense_tables()
+        return tables.feature_all_
 
     @property
     def feature_log_prob_(self) -> FloatArray:
-        """The complement weights of each class and feature, shape (n_classes, n_features)."""
-        return self._fresh_tables().feature_log_prob_
+        """The complement weights of each class and feature, shape (n_classes, n_features)
+        (computed now for sparse counts)."""
+        tables: ComplementTables = self._dense_tables()
+        return tables.feature_log_prob_
 
-    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> ComplementTables:
-        feature_count = self._stats.feature_count
+    def _smooth_dense(self, counts: DiscreteCounts, alpha: Alpha, class_log_prior: FloatArray) -> ComplementTables:
+        feature_count = counts.feature_count
         feature_all = feature_count.sum(axis=0)
         complement = feature_all + alpha - feature_count
         logged = np.log(complement / complement.sum(axis=1, keepdims=True))
         log_weights = logged / logged.sum(axis=1, keepdims=True) if self.norm else -logged
-        # A single class has no complement: its prior is the only information.
-        bias = class_log_prior if len(class_log_prior) == 1 else np.zeros_like(class_log_prior)
         return ComplementTables(class_log_prior_=class_log_prior, feature_all_=feature_all,
-                                feature_log_prob_=log_weights, weights=weights_for_rows(log_weights), bias=bias)
+                                feature_log_prob_=log_weights, weights=weights_for_rows(log_weights),
+                                bias=self._bias(class_log_prior))
+
+    def _smooth_pairs(self, counts: PairCounts, alpha: float, class_log_prior: FloatArray) -> ComplementPairTables:
+        """With A_f the count of feature f over all classes and N_cf the pair's, the complement count
+        is A_f + alpha - N_cf: A_f + alpha for a pair never seen, alpha for a feature never seen. So
+        sum_f x_f log(complement_cf) = sum(x) log(alpha) + x . seen_weight - x . pair_weight, and the
+        weights are log(complement_cf) - log(the class's complement total), negated or normalised."""
+        index, (_, _, pair_counts) = counts.index(), counts.cells()
+        n_features, log_alpha = self.n_features_in_, np.log(alpha)
+        feature_all = np.bincount(index.features_of_pairs, weights=pair_counts, minlength=len(index.seen))
+        seen_weight = np.log(feature_all + alpha) - log_alpha
+        pair_weight = np.log(feature_all + alpha)[index.features_of_pairs] - np.log(
+            feature_all[index.features_of_pairs] + alpha - pair_counts)
+        log_complement_total = np.log(feature_all.sum() + n_features * alpha - counts.class_feature_totals())
+        unseen = log_alpha - log_complement_total
+        if self.norm:  # sum_f log weight_cf = sum_f log(complement_cf) - n_features log(complement total)
+            n_classes = len(unseen)
+            log_weight_sums = n_features * unseen + seen_weight.sum() - np.bincount(
+                index.classes, weights=pair_weight, minlength=n_classes)
+            scale = 1 / log_weight_sums
+        else:
+            scale = np.full(len(unseen), -1.0)
+        return ComplementPairTables(class_log_prior_=class_log_prior, seen_weight=seen_weight, pair_weight=pair_weight,
+                                    unseen=unseen, scale=scale, bias=self._bias(class_log_prior))
+
+    @staticmethod
+    def _bias(class_log_prior: FloatArray) -> FloatArray:
+        """A single class has no complement: its prior is the only information."""
+        return class_log_prior if len(class_log_prior) == 1 else np.zeros_like(class_log_prior)
 
     def _joint_log_likelihood(self, X: Features) -> FloatArray:
         tables = self._fresh_tables()
+        if isinstance(tables, ComplementPairTables):
+            index = self._pairs().index()
+            scores = -index.pair_sums(X, tables.pair_weight, len(tables.bias))
+            scores += (index.feature_sums(X, tables.seen_weight))[:, None]
+            scores += row_sums(X)[:, None] * tables.unseen
+            scores *= tables.scale
+            scores += tables.bias
+            return scores
         return linear_scores(X, tables.weights, tables.bias)

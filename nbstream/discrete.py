@@ -5,13 +5,14 @@ from __future__ import annotations
 import numbers
 import warnings
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from .base import NaiveBayes, StatsT
-from .ndarrays import FloatArray
+from .ndarrays import AnyArray, Features, FloatArray, IndexArray
+from .pairs import PairCounts
 from .stats import DiscreteCounts
 from .tables import Tables
 
@@ -119,16 +120,110 @@ class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
         raise NotImplementedError
 
 
-class FeatureCountsNB(DiscreteNB[DiscreteCounts, DiscreteTablesT]):
-    """Base of the models that learn per-class sums of each feature: Bernoulli, multinomial, complement."""
+COUNTS_LAYOUTS = ("auto", "dense", "sparse")
+SPARSE_FROM_FEATURES = 1 << 16  # counts="auto" keeps sparse counts from this many features on (hashed text)
+
+
+class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
+    """Base of the models that learn per-class sums of each feature: Bernoulli, multinomial, complement.
+
+    Their counts are held dense, a (n_classes, n_features) table, or sparse, the (class, feature)
+    pairs seen (``nbstream.pairs``): the ``counts`` parameter, "auto" choosing sparse from
+    ``SPARSE_FROM_FEATURES`` features on. The layout is chosen when the model starts learning
+    and changes no number. Subclasses supply ``_smooth_dense(counts, alpha, class_log_prior)``
+    and ``_smooth_pairs(counts, alpha, class_log_prior)``.
+    """
 
     _statistics_type = DiscreteCounts
+    layout_params = frozenset({"counts"})
+    counts: str
+
+    def check_params(self) -> None:
+        super().check_params()
+        if self.counts not in COUNTS_LAYOUTS:
+            raise ValueError(f"counts must be one of {', '.join(COUNTS_LAYOUTS)}; got {self.counts!r}.")
+        if self.counts == "sparse" and not self._alpha_allows_pairs():
+            raise ValueError(f"counts='sparse' needs one alpha > 0 for all features; got alpha={self.alpha!r} "
+                             f"(force_alpha={self.force_alpha}). Use counts='dense'.")
+
+    def _alpha_allows_pairs(self) -> bool:
+        """Sparse counts give every pair never seen one smoothed value per class: a single alpha, not 0."""
+        return isinstance(self.alpha, numbers.Real) and (float(self.alpha) > 0 or not self.force_alpha)
+
+    def _new_statistics(self, n_features: int) -> DiscreteCounts | PairCounts:
+        sparse = self.counts == "sparse" or (self.counts == "auto" and n_features >= SPARSE_FROM_FEATURES
+                                            and self._alpha_allows_pairs())
+        return PairCounts.empty(n_features) if sparse else DiscreteCounts.empty(n_features)
+
+    def _statistics_from(self, arrays: dict[str, AnyArray]) -> DiscreteCounts | PairCounts:
+        layout = PairCounts if set(arrays) == set(PairCounts.names) else DiscreteCounts
+        return layout.from_arrays(arrays)
+
+    def _merge_statistics(self, other: DiscreteCounts | PairCounts, rows: IndexArray) -> None:
+        """Add another's counts, in this model's layout whatever theirs."""
+        if isinstance(self._stats, PairCounts):
+            pairs = other if isinstance(other, PairCounts) else PairCounts.from_dense(other.class_count,
+                                                                                     other.feature_count)
+            self._stats.merge(pairs, rows)
+        else:
+            self._stats.merge(self._as_dense(other), rows)
+
+    def _pairs(self) -> PairCounts:
+        """The counts of a model whose tables say they are sparse."""
+        assert isinstance(self._stats, PairCounts)
+        return self._stats
+
+    def _as_dense(self, counts: DiscreteCounts | PairCounts) -> DiscreteCounts:
+        if isinstance(counts, DiscreteCounts):
+            return counts
+        return DiscreteCounts(counts.class_count.copy(), counts.to_dense(self.n_features_in_))
 
     @property
-    def feature_count_(self) -> FloatArray:
-        """Weighted sum of each feature in each class, shape (n_classes, n_features)."""
+    def sparse_counts_(self) -> bool:
+        """Whether the counts are held sparse (see ``counts``)."""
         self._require_fitted()
-        return self._stats.feature_count
+        return isinstance(self._stats, PairCounts)
+
+    @property
+    def feature_count_(self) -> Any:
+        """Weighted sum of each feature in each class, shape (n_classes, n_features): an ndarray, or
+        for sparse counts a ``scipy.sparse.csr_array`` of the pairs seen."""
+        self._require_fitted()
+        counts = self._stats
+        if isinstance(counts, DiscreteCounts):
+            return counts.feature_count
+        import scipy.sparse  # sparse counts come from text, which comes as CSR: scipy is there
+
+        classes, features, values = counts.cells()
+        table = scipy.sparse.coo_array((values, (classes, features)), shape=(len(counts.class_count),
+                                                                            self.n_features_in_))
+        return table.tocsr()
+
+    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> DiscreteTablesT:
+        if isinstance(self._stats, PairCounts):
+            return self._smooth_pairs(self._stats, float(alpha), class_log_prior)
+        return self._smooth_dense(self._stats, alpha, class_log_prior)
+
+    def _smooth_dense(self, counts: DiscreteCounts, alpha: Alpha, class_log_prior: FloatArray) -> DiscreteTablesT:
+        """The dense tables of dense counts."""
+        raise NotImplementedError
+
+    def _smooth_pairs(self, counts: PairCounts, alpha: float, class_log_prior: FloatArray) -> DiscreteTablesT:
+        """The tables of sparse counts."""
+        raise NotImplementedError
+
+    def _dense_tables(self) -> Any:
+        """The dense tables: the model's own, or for sparse counts computed now, as large as
+        n_classes x n_features (for the fitted attributes that are such tables)."""
+        tables = self._fresh_tables()
+        if isinstance(self._stats, DiscreteCounts):
+            return tables
+        return self._smooth_dense(self._as_dense(self._stats), self._checked_alpha(), tables.class_log_prior_)
+
+
+def row_sums(X: Features) -> FloatArray:
+    """The sum of each row, shape (n_samples,), float64."""
+    return np.asarray(X.sum(axis=1, dtype=np.float64)).reshape(-1)
 
 
 def weights_for_rows(log_weights: FloatArray) -> FloatArray:

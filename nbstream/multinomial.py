@@ -8,9 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .discrete import Alpha, DiscreteTables, FeatureCountsNB
+from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray, IndexArray
+from .pairs import PairCounts
+from .stats import DiscreteCounts
 from .validation import is_sparse
 
 
@@ -26,7 +28,20 @@ class MultinomialTables(DiscreteTables):
     bias: FloatArray
 
 
-class MultinomialNB(FeatureCountsNB[MultinomialTables]):
+@dataclass
+class MultinomialPairTables(DiscreteTables):
+    """The tables of sparse counts. A pair never seen has log(alpha) - log_total, so a row's score
+    is its product with pair_weight over the pairs it has + sum(x) unseen + bias:
+    pair_weight : (n_pairs,) log(count + alpha) - log(alpha) of each pair seen, in their order;
+    unseen : (n_classes,) log(alpha) minus the log of each class's smoothed total;
+    bias : (n_classes,) the log prior."""
+
+    pair_weight: FloatArray
+    unseen: FloatArray
+    bias: FloatArray
+
+
+class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
     """Naive Bayes for count features, streaming; scikit-learn's parameters and numbers.
 
     Parameters
@@ -36,6 +51,9 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables]):
     fit_prior : bool, default True
     class_prior : array of shape (n_classes,) or None
     half_life : float or None, default None   forgetting, in examples
+    counts : "auto", "dense" or "sparse", default "auto"   how the counts are held: a dense
+        (n_classes, n_features) table, or only the (class, feature) pairs seen; "auto" is sparse
+        from 2**16 features on. Predictions are the same either way.
 
     Fitted attributes as BernoulliNB. Features must be non-negative.
 
@@ -50,57 +68,69 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables]):
     requires_non_negative = True
 
     def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
-                 class_prior: npt.ArrayLike | None = None, half_life: float | None = None):
+                 class_prior: npt.ArrayLike | None = None, half_life: float | None = None, counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.half_life = half_life
+        self.counts = counts
 
-    _refreshes_features = True
+    def _refreshes_by_feature(self) -> bool:
+        return isinstance(self._stats, DiscreteCounts)
 
     @property
     def feature_log_prob_(self) -> FloatArray:
-        """log P(feature | class), shape (n_classes, n_features)."""
-        tables = self._fresh_tables()
+        """log P(feature | class), shape (n_classes, n_features) (computed now for sparse counts)."""
+        tables: MultinomialTables = self._dense_tables()
         log_prob: FloatArray = tables.log_smoothed.T - tables.log_total[:, None]
         return log_prob
 
-    def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> MultinomialTables:
-        n_classes, n_features = self._stats.feature_count.shape
+    def _smooth_dense(self, counts: DiscreteCounts, alpha: Alpha, class_log_prior: FloatArray) -> MultinomialTables:
+        n_classes, n_features = counts.feature_count.shape
         log_smoothed = np.empty((n_features, n_classes))
         totals = np.empty(n_classes)
-        for c, smoothed in self._smoothed_rows(alpha):
+        for c, smoothed in self._smoothed_rows(counts, alpha):
             np.log(smoothed, out=log_smoothed[:, c])
             totals[c] = smoothed.sum()
         return MultinomialTables(class_log_prior_=class_log_prior, log_smoothed=log_smoothed,
                                  log_total=np.log(totals), bias=class_log_prior)
 
-    def _refresh_features(self, tables: MultinomialTables, features: IndexArray) -> None:
+    def _smooth_pairs(self, counts: PairCounts, alpha: float, class_log_prior: FloatArray) -> MultinomialPairTables:
+        _, pair_counts = counts.pairs()
+        log_alpha = np.log(alpha)
+        totals = counts.class_feature_totals() + alpha * self.n_features_in_
+        return MultinomialPairTables(class_log_prior_=class_log_prior, bias=class_log_prior,
+                                     pair_weight=np.log(pair_counts + alpha) - log_alpha,
+                                     unseen=log_alpha - np.log(totals))
+
+    def _refresh_features(self, tables: MultinomialTables | MultinomialPairTables, features: IndexArray) -> None:
+        assert isinstance(tables, MultinomialTables) and isinstance(self._stats, DiscreteCounts)
         alpha = self._checked_alpha()
         counts = self._stats.feature_count[:, features].T
         counts += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[features, None]
         tables.log_smoothed[features] = np.log(counts)
-        tables.log_total = self._log_totals(alpha)
+        tables.log_total = np.log([smoothed.sum() for _, smoothed in self._smoothed_rows(self._stats, alpha)])
         tables.class_log_prior_ = tables.bias = self._class_log_prior()
 
-    def _log_totals(self, alpha: Alpha) -> FloatArray:
-        """log of each class's smoothed total, shape (n_classes,), summed as ``_smooth`` sums it."""
-        return np.log([smoothed.sum() for _, smoothed in self._smoothed_rows(alpha)])
-
-    def _smoothed_rows(self, alpha: Alpha) -> Iterator[tuple[int, FloatArray]]:
+    @staticmethod
+    def _smoothed_rows(counts: DiscreteCounts, alpha: Alpha) -> Iterator[tuple[int, FloatArray]]:
         """(class, counts + alpha of shape (n_features,)) for each class, in one reused row of
         scratch: a refresh needs no copy of the counts."""
-        counts = self._stats.feature_count
-        smoothed = np.empty(counts.shape[1])
-        for c, row in enumerate(counts):
+        smoothed = np.empty(counts.feature_count.shape[1])
+        for c, row in enumerate(counts.feature_count):
             np.add(row, alpha, out=smoothed)
             yield c, smoothed
 
     def _joint_log_likelihood(self, X: Features) -> FloatArray:
         tables = self._fresh_tables()
+        if isinstance(tables, MultinomialPairTables):
+            scores = self._pairs().index().pair_sums(X, tables.pair_weight, len(tables.bias))
+            scores += row_sums(X)[:, None] * tables.unseen
+            scores += tables.bias
+            return scores
         if not is_sparse(X):  # dense rows are long to sum: fold the totals into the weights instead
             return linear_scores(X, tables.log_smoothed - tables.log_total, tables.bias)
         scores = linear_scores(X, tables.log_smoothed, tables.bias)
-        scores -= np.asarray(X.sum(axis=1, dtype=np.float64)).reshape(-1, 1) * tables.log_total  # matrix or array
+        scores -= row_sums(X)[:, None] * tables.log_total
         return scores
