@@ -28,18 +28,21 @@ from .validation import is_sparse
 MAX_FEATURES = 1 << 31  # a feature index fits the upper half of a key, and int32 in a snapshot
 _CLASS_BITS = 32
 _CLASS_MASK = (1 << _CLASS_BITS) - 1
+_LARGEST_REPEATED = 16  # whole values up to this are summed by repeating their key (_summed_by_key)
 _PENDING_FLOOR = 1 << 20  # pending pairs are folded in once they outnumber this and the pairs kept
 
 
-def _nonzeros(X: Features) -> Iterator[tuple[int, IndexArray, IndexArray, FloatArray]]:
+def _nonzeros(X: Features) -> Iterator[tuple[int, IndexArray, AnyArray, FloatArray]]:
     """The nonzero cells of X in blocks of rows: (first row, their rows relative to it, their
     columns, their values as float64). CSR input is one block; dense input is cut into blocks
     of about 2**16 cells."""
     if is_sparse(X):
-        values = X.data.astype(np.float64, copy=False)
-        keep = values != 0
+        values, columns = X.data.astype(np.float64, copy=False), X.indices
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        yield 0, rows[keep], X.indices[keep].astype(np.intp, copy=False), values[keep]
+        if not values.all():  # explicit zeros: no pair
+            keep = values != 0
+            rows, columns, values = rows[keep], columns[keep], values[keep]
+        yield 0, rows, columns, values
         return
     for block in row_blocks(X.shape[0], X.shape[1]):
         rows, columns = np.nonzero(X[block])
@@ -78,10 +81,13 @@ class PairCounts(Statistics):
         (n_samples,), the sample weights (n_samples,) or None."""
         self.class_count += class_totals(rows, weights, len(self.class_count))
         for first, cell_rows, columns, values in _nonzeros(X):
-            sample = cell_rows + first
+            sample = cell_rows + first if first else cell_rows
             if weights is not None:
                 values = values * weights[sample]
-            self._append(columns.astype(np.int64) << _CLASS_BITS | rows[sample].astype(np.int64), values)
+            keys = columns.astype(np.int64)
+            keys <<= _CLASS_BITS
+            keys |= rows[sample]
+            self._append(keys, values)
 
     def _append(self, keys: IntArray, values: FloatArray) -> None:
         self._pending.append((keys, values))
@@ -97,8 +103,7 @@ class PairCounts(Statistics):
         keys = np.concatenate([keys for keys, _ in self._pending])
         values = np.concatenate([values for _, values in self._pending])
         self._pending, self._pending_size = [], 0
-        distinct, inverse = np.unique(keys, return_inverse=True)
-        sums = np.bincount(inverse, weights=values, minlength=len(distinct))
+        distinct, sums = _summed_by_key(keys, values)
         at = np.searchsorted(self._keys, distinct)
         known = at < len(self._keys)
         known[known] = self._keys[at[known]] == distinct[known]
@@ -203,6 +208,24 @@ class PairCounts(Statistics):
         if len(keys) and ((keys >> _CLASS_BITS)[-1] >= n_features or (keys & _CLASS_MASK).max() >= n_classes):
             raise ValueError(f"a pair names a feature or class beyond the model's {n_features} features and "
                              f"{n_classes} classes")
+
+
+def _summed_by_key(keys: IntArray, values: FloatArray) -> tuple[IntArray, FloatArray]:
+    """The distinct keys, increasing, and the sum of the values of each, both (n_distinct,).
+
+    Small whole-number values (word counts with unit weights, the common case) are summed by
+    sorting each key repeated as often as its value and counting runs: a sort of the keys
+    alone is several times faster than ordering the values with them."""
+    whole = len(values) and 1 <= values.min() and values.max() <= _LARGEST_REPEATED \
+        and (values == np.rint(values)).all()
+    if whole:
+        ordered = np.sort(np.repeat(keys, values.astype(np.intp)))
+    else:
+        order = np.argsort(keys)
+        ordered, values = keys[order], values[order]
+    first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else np.zeros(0, np.intp)
+    sums = np.diff(np.r_[first, len(ordered)]).astype(np.float64) if whole else np.add.reduceat(values, first)
+    return ordered[first], sums
 
 
 class PairIndex:
