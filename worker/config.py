@@ -130,6 +130,7 @@ class ScoreConfig:
 
 
 GUARANTEES = ("exactly-once", "at-least-once")
+OUTPUT_TIMESTAMPS = ("input", "now")  # a prediction's timestamp: its input's, or the time it is sent
 
 
 @dataclass
@@ -162,10 +163,13 @@ class ServeConfig:
     learn: bool = True
     init_model: Path | None = None
     max_classes: int = 1_000
+    output_timestamp: str = "input"
 
     def __post_init__(self):
         if self.guarantee not in GUARANTEES:
             raise ConfigError(f"--guarantee must be one of {', '.join(GUARANTEES)}; got {self.guarantee!r}.")
+        if self.output_timestamp not in OUTPUT_TIMESTAMPS:
+            raise ConfigError(f"--output-timestamp must be input or now; got {self.output_timestamp!r}.")
         if self.start not in ("earliest", "latest"):
             raise ConfigError(f"--start must be earliest or latest; got {self.start!r}.")
         if self.fields.format not in FORMATS:

@@ -96,7 +96,7 @@ model_parameters = option_group("model_parameters", dict, {
 
 
 # ---- Kafka connection (serve, produce, export) ----------------------------------------------
-BOOTSTRAP = typer.Option(None, "--bootstrap", envvar=env("BOOTSTRAP"),
+BOOTSTRAP = typer.Option(None, "--bootstrap", "--bootstrap-server", envvar=env("BOOTSTRAP"),
                          help="Kafka bootstrap servers HOST:PORT[,HOST:PORT...] (or bootstrap.servers in "
                               "--kafka-config).", rich_help_panel=KAFKA_PANEL)
 KAFKA_CLIENT = typer.Option("kafka-python", "--kafka-client", envvar=env("KAFKA_CLIENT"),
@@ -120,8 +120,9 @@ SSL_CERTFILE = typer.Option(None, "--ssl-certfile", envvar=env("SSL_CERTFILE"),
 SSL_KEYFILE = typer.Option(None, "--ssl-keyfile", envvar=env("SSL_KEYFILE"), help="PEM key of the client certificate.",
                            rich_help_panel=KAFKA_PANEL)
 KAFKA_CONFIG = typer.Option(None, "--kafka-config", envvar=env("KAFKA_CONFIG"),
-                            help="A Java-style client.properties file for any other client property.",
-                            rich_help_panel=KAFKA_PANEL)
+                            help="A client.properties file (key=value lines) for any other client property, in "
+                                 "librdkafka's or the Java clients' names; confluent takes every one, kafka-python "
+                                 "those it has an equivalent of.", rich_help_panel=KAFKA_PANEL)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,9 @@ def serve(
                                                    "transaction.max.timeout.ms)."),
     start: str = typer.Option("earliest", "--start", envvar=env("START"),
                               help="Where a partition without saved state starts: earliest or latest."),
+    output_timestamp: str = typer.Option("input", "--output-timestamp", envvar=env("OUTPUT_TIMESTAMP"),
+                                         help="A prediction's timestamp: input (its input message's, for "
+                                              "event-time processing downstream) or now (when it is sent)."),
     dead_letter_topic: str | None = typer.Option(None, "--dlq", envvar=env("DLQ"),
                                                     help="Dead-letter topic (default: INPUT.dlq)."),
     state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
@@ -141,7 +144,7 @@ def serve(
             transaction_timeout=transaction_timeout, start=start, keep_snapshots=keep_snapshots,
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
             session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
-            max_classes=max_classes)
+            max_classes=max_classes, output_timestamp=output_timestamp)
         run_serve(config)
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+Header = tuple[str, bytes | None]  # a Kafka record header: its name, and its value (None: a null value)
+
 
 @dataclass(slots=True)
 class Record:
@@ -15,8 +17,8 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
-    headers: list = field(default_factory=list)
-    timestamp: int = 0  # milliseconds since the epoch
+    headers: list[Header] = field(default_factory=list)
+    timestamp: int = 0  # milliseconds since the epoch (0 or less: none)
     row: int | None = None  # the row inside an Arrow batch message (-1: the whole message)
 
 
@@ -29,33 +31,44 @@ class Polled:
     keys: list  # bytes or None
     partitions: np.ndarray  # int64
     offsets: np.ndarray  # int64
-    timestamps: np.ndarray  # int64, milliseconds since the epoch (0: none)
+    timestamps: np.ndarray  # int64, milliseconds since the epoch (0 or less: none)
     rows: np.ndarray | None = None  # per row, its row inside an Arrow batch message (None: JSON messages)
+    headers: list | None = None  # per row, its message's headers (a list of Header, or None); None: no row has any
 
     def __len__(self) -> int:
         return len(self.values)
 
+    def headers_of(self, i: int) -> list[Header]:
+        """The headers of row i's message, as they came."""
+        return (self.headers[i] or []) if self.headers is not None else []
+
     def record(self, i: int) -> Record:
-        return Record(self.topic, int(self.partitions[i]), int(self.offsets[i]), self.keys[i], self.values[i], [],
-                      int(self.timestamps[i]), None if self.rows is None else int(self.rows[i]))
+        return Record(self.topic, int(self.partitions[i]), int(self.offsets[i]), self.keys[i], self.values[i],
+                      self.headers_of(i), int(self.timestamps[i]), None if self.rows is None else int(self.rows[i]))
 
     def expand(self, message_of: np.ndarray, rows: np.ndarray, values) -> Polled:
         """One row per example when messages hold many (Arrow batches): row i comes from message
         message_of[i], where it is row rows[i]; values[i] is what stands for it alone."""
-        return Polled(self.topic, values, [self.keys[m] for m in message_of.tolist()], self.partitions[message_of],
-                      self.offsets[message_of], self.timestamps[message_of], rows)
+        index = message_of.tolist()
+        return Polled(self.topic, values, [self.keys[m] for m in index], self.partitions[message_of],
+                      self.offsets[message_of], self.timestamps[message_of], rows,
+                      None if self.headers is None else [self.headers[m] for m in index])
 
     def only(self, keep: np.ndarray) -> Polled:
         """The messages where ``keep`` (a bool mask of length len(self)) is true."""
         rows = np.flatnonzero(keep)
-        return Polled(self.topic, [self.values[i] for i in rows.tolist()], [self.keys[i] for i in rows.tolist()],
+        index = rows.tolist()
+        return Polled(self.topic, [self.values[i] for i in index], [self.keys[i] for i in index],
                       self.partitions[rows], self.offsets[rows], self.timestamps[rows],
-                      None if self.rows is None else self.rows[rows])
+                      None if self.rows is None else self.rows[rows],
+                      None if self.headers is None else [self.headers[i] for i in index])
 
     @classmethod
     def of(cls, topic: str, records: list) -> Polled:
         """From Record-like objects (kafka-python's ConsumerRecord, or Record)."""
+        headers = [r.headers for r in records]
         return cls(topic, [r.value for r in records], [r.key for r in records],
                    np.fromiter((r.partition for r in records), np.int64, len(records)),
                    np.fromiter((r.offset for r in records), np.int64, len(records)),
-                   np.fromiter((r.timestamp for r in records), np.int64, len(records)))
+                   np.fromiter((r.timestamp for r in records), np.int64, len(records)),
+                   headers=headers if any(headers) else None)

@@ -124,13 +124,13 @@ class TransactionalProducer(Producer):
         self.inner = inner
         self.open = False
 
-    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
         self.begin_transaction()
-        self.inner.send(topic, value, key, headers, partition)
+        self.inner.send(topic, value, key, headers, partition, timestamp_ms)
 
-    def send_many(self, topic, values, keys) -> None:
+    def send_many(self, topic, values, keys, headers=None, timestamps_ms=None) -> None:
         self.begin_transaction()
-        self.inner.send_many(topic, values, keys)
+        self.inner.send_many(topic, values, keys, headers, timestamps_ms)
 
     def flush(self, timeout_s: float) -> None:
         self.inner.flush(timeout_s)

@@ -22,33 +22,20 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
 import nbstream
 
+from ..io.kafka.dead_letters import reason_of
+
 log = logging.getLogger(__name__)
 
-# The start of a dead letter's error, and the reason it is counted under.
-DEAD_LETTER_REASONS = (
-    ("empty message", "empty"), ("message of ", "too_large"), ("malformed JSON", "malformed"),
-    ("expected a JSON object", "malformed"), ("field ", "malformed"), ("features ", "malformed"),
-    ("list has ", "wrong_length"), ("non-numeric value", "wrong_type"), ("not a string", "wrong_type"),
-    ("null", "missing_value"), ("NaN", "not_finite"), ("negative value", "negative"), ("label", "label"),
-    ("prediction of ", "output_too_large"), ("the broker refused", "output_refused"),
-    ("duplicate key", "malformed"), ("not an Arrow IPC stream", "malformed"),
-    ("column names appear more than once", "malformed"),
-)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 # Of the process, like the process and GC collectors: the state topic is read where no
 # ServiceMetrics is at hand (and by `worker export`, which serves none).
 STATE_RECORDS_SKIPPED = Counter("nbstream_state_records_skipped", "State-topic records skipped: not written by "
                                 "the service, or unreadable (their partitions keep their last valid state)",
                                 registry=None)
-
-
-def reason_of(error: str) -> str:
-    """The reason label of a dead letter's error.
-
-    >>> reason_of("list has 3 values; expected 6"), reason_of("malformed JSON: ..."), reason_of("?")
-    ('wrong_length', 'malformed', 'other')
-    """
-    return next((reason for start, reason in DEAD_LETTER_REASONS if error.startswith(start)), "other")
+# Of the process too: the global model is merged where no ServiceMetrics is at hand.
+GLOBAL_MODEL_MERGE_SECONDS = Histogram("nbstream_global_model_merge_seconds", "Time to merge the partition states "
+                                       "into the global model (after partitions move, or another replica's state "
+                                       "arrives)", buckets=LATENCY_BUCKETS, registry=None)
 
 
 class BatchHistogram:
@@ -102,10 +89,37 @@ class PrequentialAccuracy:
         yield family
 
 
+class ConsumerLag:
+    """How far the group is behind on every partition of its input (see ``lag.py``), and in all.
+    Every replica reports the whole group's: a dashboard takes the largest across replicas, not the sum."""
+
+    def __init__(self, registry: CollectorRegistry):
+        self.measured: tuple[str, str, dict[int, int]] | None = None  # (topic, group, lag by partition)
+        registry.register(self)
+
+    def update(self, topic: str, group: str, lags: dict[int, int]) -> None:
+        self.measured = topic, group, dict(lags)  # one assignment: a scrape sees one measure whole
+
+    def collect(self):
+        each = GaugeMetricFamily("nbstream_consumer_lag", "Messages of an input partition the group has not "
+                                 "committed yet (every partition, owned by this replica or not)",
+                                 labels=["topic", "group", "partition"])
+        total = GaugeMetricFamily("nbstream_consumer_lag_sum", "Messages of the input the group has not committed "
+                                  "yet, all partitions", labels=["topic", "group"])
+        if self.measured is not None:
+            topic, group, lags = self.measured
+            for partition, lag in sorted(lags.items()):
+                each.add_metric([topic, group, str(partition)], lag)
+            total.add_metric([topic, group], sum(lags.values()))
+        yield each
+        yield total
+
+
 class ServiceMetrics:
     def __init__(self, kafka_client: str = ""):
         self.registry = registry = CollectorRegistry()
-        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR, STATE_RECORDS_SKIPPED):
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR, STATE_RECORDS_SKIPPED,
+                          GLOBAL_MODEL_MERGE_SECONDS):
             registry.register(collector)
         Gauge("nbstream_build_info", "Version of nbstream, Python and the Kafka client in use",
               ["version", "python", "kafka_client"], registry=registry).labels(
@@ -131,8 +145,7 @@ class ServiceMetrics:
         self.last_checkpoint = Gauge("nbstream_last_checkpoint_timestamp_seconds", "Time of the last commit that "
                                      "wrote state", registry=registry)
         self.assigned = Gauge("nbstream_assigned_partitions", "Input partitions this replica owns", registry=registry)
-        self.lag = Gauge("nbstream_consumer_lag", "Messages of an owned input partition not processed yet "
-                         "(checked every 5 s)", ["partition"], registry=registry)
+        self.lag = ConsumerLag(registry)
         self.restore_seconds = Gauge("nbstream_restore_seconds", "Time the last assignment took to restore partition "
                                      "states", registry=registry)
         self.state_read_bytes = Gauge("nbstream_state_read_bytes", "State-topic bytes read by this Kafka session",
@@ -156,10 +169,3 @@ class ServiceMetrics:
 
     def dead_lettered(self, error: str, count: int = 1) -> None:
         self.dead_letters.labels(reason_of(error)).inc(count)
-
-    def owned(self, lags: dict[int, int]) -> None:
-        """The owned partitions and how far behind each is."""
-        self.lag.clear()
-        for partition, lag in lags.items():
-            self.lag.labels(str(partition)).set(lag)
-        self.assigned.set(len(lags))

@@ -16,8 +16,7 @@ import pyarrow as pa
 from ..batch.progress import RowProgress
 from ..errors import ConfigError
 from ..io.arrow_messages import write_stream
-from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure
-from ..io.kafka.sink import record_bytes
+from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure, record_bytes
 from ..io.parquet.source import count_rows, expand_paths, read_batches
 
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed

@@ -27,6 +27,7 @@ from .commit import ServeCheckpoint, TransactionalProducer
 from .counts import UncommittedCounts
 from .global_model import GlobalModel
 from .group_state import GroupState, StateFollower
+from .lag import GroupLag
 from .loop import PrequentialLoop
 from .observability import ServiceMetrics
 from .partition_state import PartitionState
@@ -53,6 +54,7 @@ class Session:
                  base: PartitionState | None = None, store: SnapshotStore | None = None):
         self.config, self.metrics, self.store = config, metrics, store
         self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
+        self.lag: GroupLag | None = None  # measures the group's lag, with --metrics-port
         try:
             self._open(client, fresh, encoder, transactional_id, refusals, base)
         except BaseException:
@@ -83,7 +85,8 @@ class Session:
         self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
                               Destination(config.dlq, limits[config.dlq]), refusals, COMMIT_STEP_SECONDS,
-                              on_dead_letter=self.counts.dead_lettered)
+                              on_dead_letter=self.counts.dead_lettered,
+                              input_timestamps=config.output_timestamp == "input")
         self.consumer = client.consumer(config.input, config.group, instance_id=config.instance_id,
                                         session_timeout_s=config.session_timeout, start=config.start,
                                         read_committed=True)
@@ -99,6 +102,9 @@ class Session:
                                     refusals=refusals, max_classes=config.max_classes, counts=self.counts)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
         self._probed = time.monotonic()
+        if config.metrics_port is not None:  # measured only to be shown
+            self.lag = GroupLag(client, config.input, config.group, config.start, metrics)
+            self.lag.start()
 
     def _ensure_topics(self, client: KafkaClient) -> dict[str, int]:
         """Create the output, dead-letter and state topics when missing; each one's record size limit."""
@@ -195,8 +201,8 @@ class Session:
                                               "offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
     def _heartbeat(self, busy: bool) -> None:
-        """Liveness and readiness; every PROBE_SECONDS, ask the broker how far behind the owned partitions
-        are (which also tells whether it answers) and whether the group's states are all read."""
+        """Liveness and readiness; every PROBE_SECONDS, ask the broker where the owned partitions end
+        (only to hear it answer) and whether the group's states are all read."""
         metrics = self.metrics
         metrics.heartbeat = now = time.monotonic()
         # between probes: what the last one found; before the first: yes (opening the session just talked to it)
@@ -205,13 +211,12 @@ class Session:
             self._probed = now
             try:
                 owned = sorted(self.group.owned)
+                metrics.assigned.set(len(owned))
                 # while records flow, the ends the fetches report: asking the broker would stall the loop
                 if owned:
-                    ends = self.consumer.end_offsets(owned, cached=busy)
-                    metrics.owned({p: max(0, ends[p] - (self.group.owned[p].next_offset or 0)) for p in owned})
+                    self.consumer.end_offsets(owned, cached=busy)
                 else:
-                    self.consumer.committed([0])  # only to hear the broker answer
-                    metrics.owned({})
+                    self.consumer.committed([0])
                 if self.follower.reader.caught_up(cached=busy):
                     metrics.caught_up_at = time.time()
                 answers = True
@@ -227,6 +232,8 @@ class Session:
     def close(self) -> None:
         """Leave the group and close the clients, committing nothing more; an open transaction is aborted."""
         self.closing = True
+        if self.lag is not None:
+            self.lag.stop()
         producer: Producer | None = getattr(self, "producer", None)
         consumer: Consumer | None = getattr(self, "consumer", None)
         follower: StateFollower | None = getattr(self, "follower", None)

@@ -64,9 +64,9 @@ class FakeKafka(KafkaClient):
         return self.topics[name]
 
     def append(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int = 0,
-               headers: list | None = None) -> None:
+               headers: list | None = None, timestamp_ms: int | None = None) -> None:
         log = self.topics[topic].log[partition]
-        log.append(Record(topic, partition, len(log), key, value, headers or []))
+        log.append(Record(topic, partition, len(log), key, value, headers or [], timestamp_ms or 0))
 
     def ask(self) -> None:
         """A request to the broker."""
@@ -106,6 +106,19 @@ class FakeAdmin(Admin):
         self.kafka.journal.append(f"admin.create_topic {name}")
         if name not in self.kafka.topics:
             self.kafka.create(name, partitions, config)
+
+    def end_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        self.kafka.ask()
+        return {partition: self.kafka.topics[topic].end(partition) for partition in partitions}
+
+    def start_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        self.kafka.ask()
+        return dict.fromkeys(partitions, 0)
+
+    def group_offsets(self, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
+        self.kafka.ask()
+        offsets = self.kafka.group_offsets.get(group, {})
+        return {partition: offsets.get(partition) for partition in partitions}
 
     def close(self) -> None:
         self.kafka.journal.append("admin.close")
@@ -235,19 +248,19 @@ class FakeProducer(Producer):
     def __init__(self, kafka: FakeKafka, transactional_id: str | None):
         self.kafka, self.transactional_id = kafka, transactional_id
         self.in_transaction = False
-        self.pending: list[tuple] = []  # (topic, value, key, headers, partition) sent in the open transaction
+        self.pending: list[tuple] = []  # (topic, value, key, partition, headers, timestamp) in the open transaction
         self.offsets: list[tuple[str, dict[int, int]]] = []  # (group, offsets) sent in the open transaction
 
     def _log(self, entry: str) -> None:
         self.kafka.journal.append(f"producer.{entry}")
 
-    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
         self._log(f"send {topic}")
         if self.transactional_id is None:
-            self.kafka.append(topic, value, key, partition or 0, headers)
+            self.kafka.append(topic, value, key, partition or 0, headers, timestamp_ms)
             return
         assert self.in_transaction, f"a record for {topic} sent outside a transaction"
-        self.pending.append((topic, value, key, partition or 0, headers))
+        self.pending.append((topic, value, key, partition or 0, headers, timestamp_ms))
 
     def flush(self, timeout_s: float) -> None:
         self._log("flush")
@@ -269,8 +282,8 @@ class FakeProducer(Producer):
     def commit_transaction(self, timeout_s: float) -> None:
         self._log("commit_transaction")
         assert self.in_transaction, "a commit without a transaction"
-        for topic, value, key, partition, headers in self.pending:
-            self.kafka.append(topic, value, key, partition, headers)
+        for topic, value, key, partition, headers, timestamp_ms in self.pending:
+            self.kafka.append(topic, value, key, partition, headers, timestamp_ms)
         for group, offsets in self.offsets:
             self.kafka.group_offsets.setdefault(group, {}).update(offsets)
         self._end()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from worker.io.kafka.client import Reader
 from worker.io.records import Polled, Record
@@ -18,6 +18,7 @@ class FakeRecord:
     topic: str = "in"
     key: bytes | None = None
     timestamp: int = 0  # milliseconds; 0: none (left out of latency)
+    headers: list = field(default_factory=list)
 
 
 def records(messages: list, first_offset: int = 0) -> Polled:

@@ -11,9 +11,8 @@ from nbstream.arrow import FeatureSpec
 from worker.io.arrow_ipc_size import decompressed_size
 from worker.io.arrow_messages import decode_arrow, encode_predictions, prediction_origin, read_stream, write_stream
 from worker.io.fields import LABEL_COLUMN, MessageFields
-from worker.io.kafka.sink import origin_headers
+from worker.io.kafka.dead_letters import error_headers, reason_of
 from worker.io.records import Polled
-from worker.service.observability import reason_of
 
 
 def _stream(**columns) -> bytes:
@@ -72,7 +71,7 @@ def test_bad_rows_are_problems_of_their_own_and_dead_letter_alone_with_their_row
     record = rows.record(1)
     assert (record.offset, record.row) == (10, 1)
     assert read_stream(record.value).to_pydict() == {"features": [None], "label": [2]}
-    assert ("source.row", b"1") in origin_headers(record, "null value", "features")
+    assert ("source.row", b"1") in error_headers(record, "null value", "features")
 
 
 def test_labels_of_another_kind_than_the_models_are_problems_of_the_labeled_rows():

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from prometheus_client import generate_latest
 
-from worker.service.observability import ServiceMetrics, reason_of
+from worker.io.kafka.dead_letters import reason_of
+from worker.service.observability import ServiceMetrics
 from worker.service.partition_state import PartitionState
 
 
@@ -55,13 +56,16 @@ def test_accuracy_comes_from_the_partition_states_and_is_absent_before_any_judge
 
 def test_standard_collectors_build_info_lag_and_staleness():
     metrics = ServiceMetrics(kafka_client="confluent")
-    metrics.owned({0: 5, 3: 0})
+    metrics.assigned.set(2)
+    metrics.lag.update("in", "g", {0: 5, 1: 7, 3: 0})
     metrics.caught_up_at = time.time() - 12
     text = exposition(metrics)
     assert "process_resident_memory_bytes" in text and "python_info" in text
     assert "python_gc_objects_collected_total" in text
     assert 'kafka_client="confluent"' in text and "nbstream_build_info{" in text
-    assert 'nbstream_consumer_lag{partition="0"} 5.0' in text and "nbstream_assigned_partitions 2.0" in text
+    assert 'nbstream_consumer_lag{group="g",partition="0",topic="in"} 5.0' in text
+    assert 'nbstream_consumer_lag{group="g",partition="3",topic="in"} 0.0' in text
+    assert 'nbstream_consumer_lag_sum{group="g",topic="in"} 12.0' in text and "nbstream_assigned_partitions 2.0" in text
     staleness = float(next(line.split()[1] for line in text.splitlines()
                            if line.startswith("nbstream_global_model_staleness_seconds ")))
     assert 11 < staleness < 20

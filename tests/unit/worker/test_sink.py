@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from nbstream.arrow import RowProblems
-from worker.io.kafka.client import DeliveryFailed, Failure
-from worker.io.kafka.sink import Destination, KafkaSink, Refusals, cut_to_fit, record_bytes
+from worker.io.kafka.client import DeliveryFailed, Failure, record_bytes
+from worker.io.kafka.dead_letters import cut_to_fit
+from worker.io.kafka.sink import Destination, KafkaSink, Refusals
+from worker.io.records import Polled, Record
 
 from .fakes import records
 
@@ -20,12 +22,12 @@ class BatchRefusingProducer:
     def __init__(self, limit: int):
         self.limit, self.batch, self.delivered, self.flushes = limit, [], [], 0
 
-    def send(self, topic, value, key=None, headers=None, partition=None):
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None):
         self.batch.append((topic, value, headers, key))
 
-    def send_many(self, topic, values, keys):
-        for value, key in zip(values, keys, strict=True):
-            self.send(topic, value, key)
+    def send_many(self, topic, values, keys, headers=None, timestamps_ms=None):
+        for i, (value, key) in enumerate(zip(values, keys, strict=True)):
+            self.send(topic, value, key, None if headers is None else headers[i])
 
     def flush(self, timeout_s):
         self.flushes += 1
@@ -98,3 +100,86 @@ def test_a_dead_letter_is_cut_to_its_topic_limit_key_too_when_the_key_alone_is_t
         assert int(named["key.truncated.from"]) == key_bytes and cut_value == b""
     if key_bytes + value_bytes < 1_500:
         assert (cut_key, cut_value) == (key, value)
+
+
+class RecordingProducer:
+    """Keeps every record sent, with its headers and timestamp."""
+
+    def __init__(self):
+        self.sent: list[dict] = []
+
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None):
+        self.sent.append({"topic": topic, "value": value, "key": key, "headers": headers or [],
+                          "timestamp": timestamp_ms})
+
+    def send_many(self, topic, values, keys, headers=None, timestamps_ms=None):
+        for i, (value, key) in enumerate(zip(values, keys, strict=True)):
+            self.send(topic, value, key, None if headers is None else headers[i], None,
+                      None if timestamps_ms is None else timestamps_ms[i])
+
+    def flush(self, timeout_s):
+        pass
+
+
+def traced(values: list, headers: list, timestamps: list) -> Polled:
+    """A poll of these values with these headers and timestamps, at offsets 0, 1, ..."""
+    return Polled.of("in", [Record("in", 0, i, str(i).encode(), value, head, stamp)
+                            for i, (value, head, stamp) in enumerate(zip(values, headers, timestamps, strict=True))])
+
+
+TRACE = [("traceparent", b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), ("empty", None)]
+
+
+@pytest.mark.parametrize("input_timestamps", [True, False], ids=["input", "now"])
+def test_a_prediction_carries_its_inputs_headers_and_by_default_its_timestamp(input_timestamps):
+    producer = RecordingProducer()
+    out = KafkaSink(producer, Destination("out", 1 << 20), Destination("dlq", 1 << 20), Refusals(),
+                    input_timestamps=input_timestamps)
+    polled = traced([b"{}", b"{}", b"{}"], [TRACE, [], None], [1_700_000_000_123, 1_700_000_000_456, 0])
+    out.send_predictions(polled, [0, 1, 2], [b"p0", b"p1", b"p2"])
+    assert [record["headers"] for record in producer.sent] == [TRACE, [], []]
+    expected = [1_700_000_000_123, 1_700_000_000_456, None] if input_timestamps else [None] * 3
+    assert [record["timestamp"] for record in producer.sent] == expected
+
+
+def test_a_prediction_too_large_with_its_inputs_headers_is_a_dead_letter():
+    producer = RecordingProducer()
+    out = KafkaSink(producer, Destination("out", 1_000), Destination("dlq", 1 << 20), Refusals())
+    polled = traced([b"{}", b"{}"], [[("big", b"h" * 800)], []], [1, 2])
+    assert out.send_predictions(polled, [0, 1], [b"p" * 100, b"p" * 100]) == [0]
+    dead, prediction = producer.sent
+    assert dead["topic"] == "dlq" and prediction == {"topic": "out", "value": b"p" * 100, "key": b"1",
+                                                     "headers": [], "timestamp": 2}
+    assert dict(dead["headers"])["error"].startswith(b"prediction of 1170 bytes exceeds the limit of 1000")
+
+
+def test_a_dead_letter_is_its_input_with_its_headers_first_then_ours_and_its_timestamp():
+    producer = RecordingProducer()
+    out = KafkaSink(producer, Destination("out", 1 << 20), Destination("dlq", 1 << 20), Refusals())
+    polled = traced([b"{oops"], [TRACE + [("error", b"an older one")]], [1_700_000_000_123])
+    problems = RowProblems(1)
+    problems.flag(np.array([True]), "message", "malformed JSON: unexpected character")
+    out.reject(polled, problems)
+    ((dead,),) = [producer.sent]
+    assert (dead["topic"], dead["value"], dead["key"], dead["timestamp"]) == ("dlq", b"{oops", b"0", 1_700_000_000_123)
+    names = [name for name, _ in dead["headers"]]
+    assert dead["headers"][:3] == TRACE + [("error", b"an older one")]  # the input's, as they came
+    assert names[3:] == ["error", "error.field", "source.topic", "source.partition", "source.offset",
+                         "__connect.errors.topic", "__connect.errors.partition", "__connect.errors.offset",
+                         "__connect.errors.exception.class.name", "__connect.errors.exception.message"]
+    ours = dict(dead["headers"])  # the last of a name wins: ours
+    assert ours["error"] == ours["__connect.errors.exception.message"] == b"malformed JSON: unexpected character"
+    assert ours["__connect.errors.exception.class.name"] == b"nbstream.malformed"
+    assert (ours["__connect.errors.topic"], ours["__connect.errors.partition"], ours["__connect.errors.offset"]) \
+        == (b"in", b"0", b"0")
+
+
+def test_the_dead_letter_of_an_input_whose_output_was_refused_is_stamped_when_sent():
+    """The broker may have refused the output for its timestamp (message.timestamp.before.max.ms)."""
+    producer = RecordingProducer()
+    refusals = Refusals(poisoned={("in", 0, 0): "the broker refused the output: INVALID_TIMESTAMP"})
+    out = KafkaSink(producer, Destination("out", 1 << 20), Destination("dlq", 1 << 20), refusals)
+    out.dead_letter(traced([b"{}"], [TRACE], [1_000]).record(0), refusals.poisoned[("in", 0, 0)], "output")
+    ((dead,),) = [producer.sent]
+    assert dead["timestamp"] is None and dead["headers"][:2] == TRACE
+    assert dict(dead["headers"])["__connect.errors.exception.class.name"] == b"nbstream.output_refused"

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import UserError
-from ..records import Polled
+from ..records import Header, Polled
 from .settings import KafkaSettings
 
 
@@ -68,6 +68,13 @@ def refuses_access(cause: str | None) -> bool:
 
 PARTITION_FETCH_BYTES = 16 << 20  # per partition and fetch: Arrow batch messages are often near 1 MiB each
 RECORD_BATCH_OVERHEAD = 256  # bytes a record batch may add to its records (header, lengths, attributes)
+HEADER_OVERHEAD = 10  # bytes a record header adds to its name and value (their two lengths, as varints)
+
+
+def record_bytes(key: bytes | None, value: bytes | None, headers: list[Header]) -> int:
+    """What a record costs of its topic's limit when it travels alone in a batch."""
+    return (RECORD_BATCH_OVERHEAD + len(key or b"") + len(value or b"")
+            + sum(HEADER_OVERHEAD + len(name.encode()) + len(data or b"") for name, data in headers))
 
 # on_assigned(partitions) returns where each partition starts: an offset, "earliest" or "latest".
 Start = int | str
@@ -146,14 +153,19 @@ class Producer(ABC):
     """Sends records; delivery is checked by ``flush``. Transactional when made with a transactional id."""
 
     @abstractmethod
-    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list | None = None,
-             partition: int | None = None) -> None:
-        """Queue a record. A failure to deliver it is reported, with the record, by the next ``flush``."""
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
+             partition: int | None = None, timestamp_ms: int | None = None) -> None:
+        """Queue a record. A failure to deliver it is reported, with the record, by the next ``flush``.
 
-    def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None]) -> None:
-        """Queue one record per value, keyed alike (as ``send`` each, faster where the client allows)."""
-        for value, key in zip(values, keys, strict=True):
-            self.send(topic, value, key)
+        timestamp_ms : the record's timestamp, milliseconds since the epoch (None: the time of sending)."""
+
+    def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None], headers: list | None = None,
+                  timestamps_ms: list[int | None] | None = None) -> None:
+        """Queue one record per value, keyed alike, with headers[i] (a list of Header, or None) and
+        timestamps_ms[i] when given (as ``send`` each, faster where the client allows)."""
+        for i, (value, key) in enumerate(zip(values, keys, strict=True)):
+            self.send(topic, value, key, None if headers is None else headers[i], None,
+                      None if timestamps_ms is None else timestamps_ms[i])
 
     @abstractmethod
     def flush(self, timeout_s: float) -> None:
@@ -191,6 +203,19 @@ class Admin(ABC):
     @abstractmethod
     def topic(self, name: str) -> TopicInfo | None:
         """The topic's partition count and record size limit; None when it does not exist."""
+
+    @abstractmethod
+    def end_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        """Each partition's end as read_committed consumers see it: its last stable offset (the
+        records of transactions still open are not counted)."""
+
+    @abstractmethod
+    def start_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        """Each partition's first offset (records before it were deleted)."""
+
+    @abstractmethod
+    def group_offsets(self, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
+        """The group's committed next offset of each partition (None: never committed)."""
 
     @abstractmethod
     def create_topic(self, name: str, partitions: int, config: dict[str, str]) -> None:

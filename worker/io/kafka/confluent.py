@@ -8,10 +8,11 @@ import logging
 import operator
 import time
 import uuid
+from itertools import repeat
 
 import confluent_kafka as ck
 import numpy as np
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from ...errors import ConfigError
 from ..records import Polled, Record
@@ -37,7 +38,8 @@ _E = ck.KafkaError
 _ACCESS = {_E._AUTHENTICATION, _E._SSL, _E.SASL_AUTHENTICATION_FAILED, _E.TOPIC_AUTHORIZATION_FAILED,
            _E.GROUP_AUTHORIZATION_FAILED, _E.CLUSTER_AUTHORIZATION_FAILED, _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
            _E.UNSUPPORTED_SASL_MECHANISM}
-_REJECTED = {_E.MSG_SIZE_TOO_LARGE, _E.INVALID_RECORD, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_MSG_SIZE, _E.INVALID_MSG}
+_REJECTED = {_E.MSG_SIZE_TOO_LARGE, _E.INVALID_RECORD, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_MSG_SIZE, _E.INVALID_MSG,
+             _E.INVALID_TIMESTAMP}
 _library_log = logging.getLogger("kafka.librdkafka")
 _SECOND = operator.itemgetter(1)  # of a (timestamp type, timestamp) pair
 
@@ -108,16 +110,16 @@ class _Reporting:
 
 
 def connection(settings: KafkaSettings) -> dict:
-    """librdkafka properties for reaching the cluster (extra properties pass through by name)."""
+    """librdkafka properties for reaching the cluster (the --kafka-config properties pass through as written)."""
     conf = {"bootstrap.servers": settings.bootstrap, "security.protocol": settings.security_protocol.lower()}
     if settings.uses_ssl:
         conf.update({key: value for key, value in (("ssl.ca.location", settings.ssl_cafile),
                                                    ("ssl.certificate.location", settings.ssl_certfile),
                                                    ("ssl.key.location", settings.ssl_keyfile)) if value})
-    sasl = settings.sasl()
-    if sasl is not None:
-        mechanism, username, password = sasl
-        conf.update({"sasl.mechanism": mechanism, "sasl.username": username, "sasl.password": password})
+    conf.update({key: value for key, value in (("sasl.mechanism", settings.sasl_mechanism),
+                                               ("sasl.username", settings.sasl_username),
+                                               ("sasl.password", settings.sasl_password and
+                                                settings.sasl_password.reveal())) if value})
     conf.update(settings.properties)
     return conf
 
@@ -174,10 +176,12 @@ class _Consumer(_Reporting, Consumer):
                     _library_log.debug("consumer: %s", describe(error))
             messages = [m for m, error in zip(messages, errors, strict=True) if error is None]
         n = len(messages)  # each column in one pass of C calls: a Python loop per message costs more
+        headers = list(map(ck.Message.headers, messages))
         return Polled(self.topic, list(map(ck.Message.value, messages)), list(map(ck.Message.key, messages)),
                       np.fromiter(map(ck.Message.partition, messages), np.int64, n),
                       np.fromiter(map(ck.Message.offset, messages), np.int64, n),
-                      np.fromiter(map(_SECOND, map(ck.Message.timestamp, messages)), np.int64, n))
+                      np.fromiter(map(_SECOND, map(ck.Message.timestamp, messages)), np.int64, n),
+                      headers=headers if any(headers) else None)
 
     def assignment(self) -> set[int]:
         return {tp.partition for tp in self._consumer.assignment() if tp.topic == self.topic}
@@ -276,14 +280,15 @@ class _Producer(_Reporting, Producer):
             self._failures.append(Failure(message.topic(), message.key(), message.value(), message.headers() or [],
                                           describe(error), error.code() in _REJECTED))
 
-    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
         produce = self._producer.produce
+        stamp = timestamp_ms or 0  # librdkafka's "the time of sending"
         while True:
             try:
                 if partition is None:
-                    produce(topic, value, key, headers=headers)
+                    produce(topic, value, key, headers=headers, timestamp=stamp)
                 else:
-                    produce(topic, value, key, partition, headers=headers)
+                    produce(topic, value, key, partition, headers=headers, timestamp=stamp)
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 self._producer.poll(0.1)
@@ -297,13 +302,21 @@ class _Producer(_Reporting, Producer):
         if self._queued % 1_000 == 0:
             self._producer.poll(0)  # serve delivery callbacks as we go
 
-    def send_many(self, topic, values, keys) -> None:
+    def send_many(self, topic, values, keys, headers=None, timestamps_ms=None) -> None:
         produce = self._producer.produce
-        for value, key in zip(values, keys, strict=True):
-            try:
-                produce(topic, value, key)
-            except (BufferError, ck.KafkaException):
-                self.send(topic, value, key)  # waits for room, or records the refusal
+        stamps = repeat(0) if timestamps_ms is None else (stamp or 0 for stamp in timestamps_ms)
+        if headers is None:
+            for value, key, stamp in zip(values, keys, stamps, strict=False):
+                try:
+                    produce(topic, value, key, timestamp=stamp)
+                except (BufferError, ck.KafkaException):
+                    self.send(topic, value, key, None, None, stamp)  # waits for room, or records the refusal
+        else:
+            for value, key, stamp, head in zip(values, keys, stamps, headers, strict=False):
+                try:
+                    produce(topic, value, key, timestamp=stamp, headers=head)
+                except (BufferError, ck.KafkaException):
+                    self.send(topic, value, key, head, None, stamp)
         self._producer.poll(0)  # serve delivery callbacks
 
     @translated
@@ -366,6 +379,27 @@ class _Admin(_Reporting, Admin):
         except ck.KafkaException as error:
             if error.args[0].code() != _E.TOPIC_ALREADY_EXISTS:
                 raise
+
+    @translated
+    def end_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return self._offsets(topic, partitions, OffsetSpec.latest())
+
+    @translated
+    def start_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return self._offsets(topic, partitions, OffsetSpec.earliest())
+
+    def _offsets(self, topic: str, partitions: list[int], spec: OffsetSpec) -> dict[int, int]:
+        futures = self._admin.list_offsets({ck.TopicPartition(topic, p): spec for p in partitions},
+                                           isolation_level=ck.IsolationLevel.READ_COMMITTED, request_timeout=10)
+        return {tp.partition: future.result(timeout=15).offset for tp, future in futures.items()}
+
+    @translated
+    def group_offsets(self, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
+        (future,) = self._admin.list_consumer_group_offsets(
+            [ck.ConsumerGroupTopicPartitions(group, [ck.TopicPartition(topic, p) for p in partitions])],
+            request_timeout=10).values()
+        found = {tp.partition: tp.offset for tp in future.result(timeout=15).topic_partitions}
+        return {p: found[p] if found.get(p, -1) >= 0 else None for p in partitions}
 
     def close(self) -> None:
         pass

@@ -6,15 +6,15 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Callable
 
 import kafka.errors as errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.protocol.consumer import IsolationLevel
 
 from ...errors import ConfigError
-from ..records import Polled
+from ..records import Header, Polled
 from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
 from .client import (
     LAPSED,
@@ -33,29 +33,13 @@ from .client import (
     TopicInfo,
     refuses_access,
 )
+from .kafka_python_properties import ADMIN, CONSUMER, PRODUCER, options_by_client
 from .settings import KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
            errors.IllegalSaslStateError)
 _REJECTED = (errors.MessageSizeTooLargeError, errors.RecordListTooLargeError, errors.InvalidRecordError,
-             errors.CorruptRecordError, errors.InvalidTopicError)
-
-
-def _buffer_bytes(value: str) -> int | None:
-    """A socket buffer size; -1, the OS default, is kafka-python's None."""
-    return None if int(value) == -1 else int(value)
-
-
-# Java-style client properties that kafka-python knows, by its own names.
-_PROPERTIES: dict[str, tuple[str, Callable[[str], object]]] = {
-    "client.id": ("client_id", str), "request.timeout.ms": ("request_timeout_ms", int),
-    "metadata.max.age.ms": ("metadata_max_age_ms", int), "reconnect.backoff.ms": ("reconnect_backoff_ms", int),
-    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int), "connections.max.idle.ms":
-    ("connections_max_idle_ms", int), "receive.buffer.bytes": ("receive_buffer_bytes", _buffer_bytes),
-    "send.buffer.bytes": ("send_buffer_bytes", _buffer_bytes), "ssl.key.password": ("ssl_password", str),
-    "ssl.endpoint.identification.algorithm": ("ssl_check_hostname", lambda value: value.strip().lower() == "https"),
-    "ssl.crl.location": ("ssl_crlfile", str), "ssl.cipher.suites": ("ssl_ciphers", str),
-}
+             errors.CorruptRecordError, errors.InvalidTopicError, errors.InvalidTimestampError)
 
 
 def describe(error: BaseException) -> str:
@@ -120,14 +104,11 @@ def translated(method):
 
 
 BOOTSTRAP_TIMEOUT_MS = 10_000  # a client that cannot reach any broker gives up after this
-_CONNECTION_KEYS = {"bootstrap_servers", "bootstrap_timeout_ms", "reconnect_backoff_max_ms", "security_protocol",
-                    "ssl_cafile", "ssl_certfile", "ssl_keyfile",
-                    "sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "client_id",
-                    *(option for option, _ in _PROPERTIES.values())}
 
 
 def connection(settings: KafkaSettings) -> dict:
-    """kafka-python keyword arguments for reaching the cluster."""
+    """kafka-python keyword arguments for reaching the cluster, common to its three clients (the
+    --kafka-config properties come on top, see ``kafka_python_properties.py``)."""
     options: dict = {"bootstrap_servers": settings.bootstrap.split(","),
                      "security_protocol": settings.security_protocol, "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS,
                      # several attempts within the bootstrap timeout, and so within a broker's restart
@@ -139,16 +120,14 @@ def connection(settings: KafkaSettings) -> dict:
     if sasl is not None:
         mechanism, username, password = sasl
         options.update(sasl_mechanism=mechanism, sasl_plain_username=username, sasl_plain_password=password)
-    for name, value in settings.properties.items():
-        if name not in _PROPERTIES:
-            raise ConfigError(f"--kafka-config: kafka-python has no equivalent of the property {name!r} "
-                              f"(it knows {', '.join(sorted(_PROPERTIES))}); try --kafka-client confluent.")
-        option, convert = _PROPERTIES[name]
-        try:
-            options[option] = convert(value)
-        except ValueError:
-            raise ConfigError(f"--kafka-config: {name}={value!r} is not a valid value.") from None
     return options
+
+
+def _sendable(headers: list[Header] | None) -> list[tuple[str, bytes]] | None:
+    """Headers as kafka-python writes them: it cannot write a null value, so one is written empty."""
+    if not headers:
+        return None
+    return [(name, b"" if value is None else value) for name, value in headers]
 
 
 def _log_failed_commit(offsets, response) -> None:
@@ -175,7 +154,8 @@ class _Listener(ConsumerRebalanceListener):
 
 class _Consumer(Consumer):
     @translated
-    def __init__(self, topic: str, **options):
+    def __init__(self, topic: str, admin: dict, **options):
+        """admin : the options of an admin client of the same cluster."""
         self.topic = topic
         self._group = options["group_id"]
         self._callback_error: BaseException | None = None
@@ -183,7 +163,7 @@ class _Consumer(Consumer):
         self._consumer = KafkaConsumer(**options)
         # Rebalance handlers run on the consumer's IO thread, where its own blocking calls are
         # refused; committed offsets are read through an admin client, which has a thread of its own.
-        self._admin = KafkaAdminClient(**{k: v for k, v in options.items() if k in _CONNECTION_KEYS})
+        self._admin = KafkaAdminClient(**admin)
 
     def _tp(self, partition: int) -> TopicPartition:
         return TopicPartition(self.topic, partition)
@@ -228,9 +208,7 @@ class _Consumer(Consumer):
 
     @translated
     def committed(self, partitions: list[int]) -> dict[int, int | None]:
-        found = self._admin.list_group_offsets({self._group: [self._tp(p) for p in partitions]}).get(self._group, {})
-        offsets = {tp.partition: meta.offset for tp, meta in found.items() if tp.topic == self.topic}
-        return {p: offsets[p] if offsets.get(p, -1) >= 0 else None for p in partitions}
+        return _committed(self._admin, self._group, self.topic, partitions)
 
     @translated
     def end_offsets(self, partitions: list[int], *, cached: bool = False) -> dict[int, int]:
@@ -317,9 +295,10 @@ class _Producer(Producer):
     def _failed(self, topic, key, value, headers, error) -> None:
         self._failures.append(Failure(topic, key, value, headers or [], describe(error), isinstance(error, _REJECTED)))
 
-    def send(self, topic, value, key=None, headers=None, partition=None) -> None:
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
         try:
-            future = self._producer.send(topic, value=value, key=key, headers=headers, partition=partition)
+            future = self._producer.send(topic, value=value, key=key, headers=_sendable(headers), partition=partition,
+                                         timestamp_ms=timestamp_ms)
         except _REJECTED as error:  # refused before sending (larger than max_request_size)
             self._failed(topic, key, value, headers, error)
             return
@@ -393,6 +372,23 @@ class _Admin(Admin):
         except errors.TopicAlreadyExistsError:
             pass
 
+    @translated
+    def end_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return self._offsets(topic, partitions, OffsetSpec.LATEST)
+
+    @translated
+    def start_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return self._offsets(topic, partitions, OffsetSpec.EARLIEST)
+
+    def _offsets(self, topic: str, partitions: list[int], spec) -> dict[int, int]:
+        found = self._admin.list_partition_offsets({TopicPartition(topic, p): spec for p in partitions},
+                                                   IsolationLevel.READ_COMMITTED)
+        return {tp.partition: answer.offset for tp, answer in found.items()}
+
+    @translated
+    def group_offsets(self, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
+        return _committed(self._admin, group, topic, partitions)
+
     def close(self) -> None:
         self._admin.close()
 
@@ -400,38 +396,45 @@ class _Admin(Admin):
 class KafkaPythonClient(KafkaClient):
     def __init__(self, settings: KafkaSettings):
         super().__init__(settings)
-        self._connection = connection(settings)
+        common, by_client = connection(settings), options_by_client(settings.properties)
+        self._options = {client: {**common, **options} for client, options in by_client.items()}
 
     def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
                  read_committed=True, fetch_max_bytes=64 << 20, client_id=None) -> Consumer:
         session_ms = int(session_timeout_s * 1000)
-        return _Consumer(topic, group_id=group, group_instance_id=instance_id, enable_auto_commit=False,
-                         auto_offset_reset=start, session_timeout_ms=session_ms,
+        named = {"client_id": client_id} if client_id else {}
+        options = {**self._options[CONSUMER], **named}
+        return _Consumer(topic, {**self._options[ADMIN], **named}, group_id=group, group_instance_id=instance_id,
+                         enable_auto_commit=False, auto_offset_reset=start, session_timeout_ms=session_ms,
                          heartbeat_interval_ms=max(1_000, session_ms // 4), fetch_max_bytes=fetch_max_bytes,
                          max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
-                         isolation_level="read_committed" if read_committed else "read_uncommitted",
-                         **self._with_client_id(client_id))
+                         isolation_level="read_committed" if read_committed else "read_uncommitted", **options)
 
     def reader(self, *, read_committed=True) -> Reader:
         return _Reader(isolation_level="read_committed" if read_committed else "read_uncommitted",
-                       fetch_max_bytes=64 << 20, max_partition_fetch_bytes=PARTITION_FETCH_BYTES, **self._connection)
+                       fetch_max_bytes=64 << 20, max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
+                       **self._options[CONSUMER])
 
     def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
                  batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
         options = dict(acks="all", linger_ms=linger_ms, batch_size=max(64, batch_bytes - RECORD_BATCH_OVERHEAD),
                        max_request_size=max_request_bytes,
                        delivery_timeout_ms=int(delivery_timeout_s * 1000), max_block_ms=10_000,
-                       compression_type=compression, **self._connection)
+                       compression_type=compression, **self._options[PRODUCER])
         if transactional_id:
             options.update(transactional_id=transactional_id, enable_idempotence=True,
                            transaction_timeout_ms=int(transaction_timeout_s * 1000))
         return _Producer(**options)
 
     def admin(self) -> Admin:
-        return _Admin(**self._connection)
+        return _Admin(**self._options[ADMIN])
 
-    def _with_client_id(self, client_id: str | None) -> dict:
-        return {**self._connection, **({"client_id": client_id} if client_id else {})}
+
+def _committed(admin: KafkaAdminClient, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
+    """The group's committed next offset of each partition (None: none committed)."""
+    found = admin.list_group_offsets({group: [TopicPartition(topic, p) for p in partitions]}).get(group, {})
+    offsets = {tp.partition: meta.offset for tp, meta in found.items() if tp.topic == topic}
+    return {p: offsets[p] if offsets.get(p, -1) >= 0 else None for p in partitions}
 
 
 def _reported_ends(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> dict | None:

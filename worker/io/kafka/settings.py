@@ -7,10 +7,20 @@ as Kafka's own tools take them; those whose name says they hold a secret (a key 
 token) are kept out of log lines too. The values of the properties listed in ``NUMBERS`` and
 ``NAMES`` are checked before connecting: a client given one out of range fails on every
 attempt, and would be retried forever.
+
+Property names are librdkafka's or the Java clients' (they share most): librdkafka's aliases
+``metadata.broker.list`` (for ``bootstrap.servers``) and ``sasl.mechanisms`` (for
+``sasl.mechanism``) are read as such. The confluent client gets every property as written; a SASL
+mechanism nbstream does not handle itself (GSSAPI, OAUTHBEARER) goes to librdkafka with the rest
+of the file, which librdkafka checks. kafka-python gets the properties it has an equivalent of
+(``kafka_python_properties.py``) and refuses the others by name. Properties the service sets
+itself (``SET_BY_NBSTREAM``: the group, offsets, transactions, batching) keep its values, on both
+clients, with a warning.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import ssl
 from dataclasses import dataclass, field
@@ -20,6 +30,8 @@ from ...errors import ConfigError
 from ...redaction import keep_secret
 from ..checked_json import INT32_MAX, shown
 from ..files import not_a_regular_file, read_small_text
+
+log = logging.getLogger(__name__)
 
 CLIENTS = ("kafka-python", "confluent")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -70,7 +82,9 @@ class KafkaSettings:
             raise ConfigError(f"--security-protocol must be one of {', '.join(SECURITY_PROTOCOLS)}; "
                               f"got {self.security_protocol!r}.")
         uses_sasl = self.security_protocol.startswith("SASL_")
-        if uses_sasl:
+        if uses_sasl and self.passes_sasl_through:
+            pass  # librdkafka checks the settings of its own mechanisms
+        elif uses_sasl:
             if self.sasl_mechanism not in SASL_MECHANISMS:
                 raise ConfigError(f"--security-protocol {self.security_protocol} needs --sasl-mechanism, one of "
                                   f"{', '.join(SASL_MECHANISMS)}; got {self.sasl_mechanism!r}.")
@@ -96,6 +110,11 @@ class KafkaSettings:
     def uses_ssl(self) -> bool:
         return self.security_protocol in ("SSL", "SASL_SSL")
 
+    @property
+    def passes_sasl_through(self) -> bool:
+        """Whether the SASL mechanism is one for librdkafka alone, given in ``properties``."""
+        return self.client == "confluent" and self.sasl_mechanism is None and PASSED_MECHANISM in self.properties
+
     def sasl(self) -> tuple[str, str, str] | None:
         """(mechanism, user name, password) under a SASL protocol (checked complete above), else None."""
         if not self.sasl_mechanism or not self.sasl_username or self.sasl_password is None:
@@ -104,7 +123,9 @@ class KafkaSettings:
 
     def describe(self) -> str:
         """Where and how it connects, for a log line (no secret)."""
-        who = f" as {self.sasl_username} ({self.sasl_mechanism})" if self.sasl_username else ""
+        mechanism = self.sasl_mechanism or self.properties.get(PASSED_MECHANISM)
+        who = f" as {self.sasl_username} ({mechanism})" if self.sasl_username else f" ({mechanism})" if mechanism \
+            else ""
         return f"{self.bootstrap} over {self.security_protocol}{who} with {self.client}"
 
 
@@ -129,7 +150,7 @@ NUMBERS = {
     "receive.buffer.bytes": (-1, INT32_MAX), "send.buffer.bytes": (-1, INT32_MAX),  # -1: the OS default
     # librdkafka waits this long on a fetch when it closes a consumer, and for each fetch of an
     # empty partition while the state is read: a stop took 54 s with 300000.
-    "fetch.wait.max.ms": (0, 5_000),
+    "fetch.wait.max.ms": (0, 5_000), "fetch.max.wait.ms": (0, 5_000),  # librdkafka's name, and Java's
 }
 # Names sent to the broker: printable ASCII (librdkafka refuses a member id made of anything
 # else, forever), and short (a Kafka string holds at most 32,767 bytes; the broker adds to it).
@@ -181,27 +202,82 @@ def read_properties(path: Path) -> dict[str, str]:
     return properties
 
 
+# The names librdkafka takes for one setting (its aliases), by the name nbstream uses.
+ALIASES = {"bootstrap.servers": ("bootstrap.servers", "metadata.broker.list"),
+           "sasl.mechanism": ("sasl.mechanism", "sasl.mechanisms")}
+PASSED_MECHANISM = "sasl.mechanisms"  # how a mechanism for librdkafka alone goes on (see passes_sasl_through)
+
+# Properties the service sets itself, with the option that sets them ("" where none does): the
+# file's value would break the guarantees, or fight the option.
+SET_BY_NBSTREAM = {
+    "group.id": "--group", "group.instance.id": "--instance-id", "auto.offset.reset": "--start",
+    "session.timeout.ms": "--session-timeout", "heartbeat.interval.ms": "--session-timeout",
+    "transaction.timeout.ms": "--transaction-timeout", "transactional.id": "--instance-id",
+    "max.poll.records": "--max-poll-records", "enable.auto.commit": "", "enable.auto.offset.store": "",
+    "isolation.level": "", "enable.idempotence": "", "acks": "", "request.required.acks": "",
+    "partition.assignment.strategy": "", "enable.partition.eof": "", "fetch.max.bytes": "",
+    "max.partition.fetch.bytes": "", "linger.ms": "", "queue.buffering.max.ms": "", "batch.size": "",
+    "message.max.bytes": "", "max.request.size": "", "compression.type": "", "compression.codec": "",
+    "message.timeout.ms": "", "delivery.timeout.ms": "", "queue.buffering.max.messages": "", "max.block.ms": "",
+}
+
+
+def _aliased(properties: dict[str, str], name: str) -> str | None:
+    """The value of the setting ``name``, given under any of its ALIASES (taken out of
+    ``properties``); ConfigError when two of them disagree."""
+    given = {alias: properties.pop(alias) for alias in ALIASES[name] if alias in properties}
+    if len(set(given.values())) > 1:
+        shown_values = " and ".join(f"{alias}={value}" for alias, value in given.items())
+        raise ConfigError(f"--kafka-config: {shown_values} name one setting twice, differently; keep one.")
+    return next(iter(given.values()), None)
+
+
+def _drop_set_by_nbstream(properties: dict[str, str]) -> None:
+    for name in [name for name in properties if name in SET_BY_NBSTREAM]:
+        log.warning("a --kafka-config property is set by nbstream itself: the file's value is not used",
+                    extra={"property": name, **({"option": SET_BY_NBSTREAM[name]} if SET_BY_NBSTREAM[name] else {})})
+        del properties[name]
+
+
+def _mechanism(given: str | None, client: str, properties: dict[str, str]) -> str | None:
+    """The SASL mechanism a --kafka-config file names, when nbstream handles it itself; one it does
+    not is left in ``properties`` for librdkafka (as PASSED_MECHANISM), or refused for kafka-python."""
+    if given is None or given.upper() in SASL_MECHANISMS:
+        return given.upper() if given else None
+    if client != "confluent":
+        raise ConfigError(f"--kafka-config: kafka-python has no equivalent of sasl.mechanisms={given} (it takes "
+                          f"{', '.join(SASL_MECHANISMS)}); --kafka-client confluent passes it to librdkafka.")
+    properties[PASSED_MECHANISM] = given
+    return None
+
+
 def settings_from(bootstrap: str | None, client: str, security_protocol: str | None, sasl_mechanism: str | None,
                   sasl_username: str | None, sasl_password: str | None, sasl_password_file: Path | None,
                   ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config: Path | None) -> KafkaSettings:
     """Settings from command-line options; a --kafka-config file fills what the options leave out."""
     properties = read_properties(kafka_config) if kafka_config else {}
+    _drop_set_by_nbstream(properties)
     jaas = dict((m.group(1), m.group(2) if m.group(2) is not None else m.group(3))
                 for m in _JAAS.finditer(properties.pop("sasl.jaas.config", "")))
-    bootstrap = bootstrap or properties.pop("bootstrap.servers", None)
+    # every setting the options give too is taken out of the file's properties: the option wins
+    in_file = {name: properties.pop(name, None) for name in ("security.protocol", "sasl.username", "sasl.password",
+                                                             "ssl.ca.location", "ssl.certificate.location",
+                                                             "ssl.key.location")}
+    file_bootstrap = _aliased(properties, "bootstrap.servers")
+    bootstrap = bootstrap or file_bootstrap
     if not bootstrap:
         raise ConfigError("give --bootstrap HOST:PORT (or bootstrap.servers in --kafka-config).")
-    properties.pop("bootstrap.servers", None)
+    file_mechanism = _aliased(properties, "sasl.mechanism")
+    mechanism = sasl_mechanism or _mechanism(file_mechanism, client, properties)
     if sasl_password_file is not None:
         sasl_password = read_small_text(sasl_password_file, "--sasl-password-file").rstrip("\r\n")
-    password = sasl_password or properties.pop("sasl.password", None) or jaas.get("password")
+    password = sasl_password or in_file["sasl.password"] or jaas.get("password")
     return KafkaSettings(
         bootstrap=bootstrap, client=client,
-        security_protocol=(security_protocol or properties.pop("security.protocol", "PLAINTEXT")).upper(),
-        sasl_mechanism=sasl_mechanism or properties.pop("sasl.mechanism", None),
-        sasl_username=sasl_username or properties.pop("sasl.username", None) or jaas.get("username"),
+        security_protocol=(security_protocol or in_file["security.protocol"] or "PLAINTEXT").upper(),
+        sasl_mechanism=mechanism, sasl_username=sasl_username or in_file["sasl.username"] or jaas.get("username"),
         sasl_password=Secret(password) if password else None,
-        ssl_cafile=str(ssl_cafile) if ssl_cafile else properties.pop("ssl.ca.location", None),
-        ssl_certfile=str(ssl_certfile) if ssl_certfile else properties.pop("ssl.certificate.location", None),
-        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else properties.pop("ssl.key.location", None),
+        ssl_cafile=str(ssl_cafile) if ssl_cafile else in_file["ssl.ca.location"],
+        ssl_certfile=str(ssl_certfile) if ssl_certfile else in_file["ssl.certificate.location"],
+        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else in_file["ssl.key.location"],
         properties=properties)

@@ -1,5 +1,10 @@
 """Predictions and dead letters to Kafka topics, through one producer, with every delivery checked.
 
+A prediction carries the headers of the message it answers (W3C ``traceparent``, correlation
+ids) and, unless told otherwise, its timestamp, so that event-time windows and joins downstream
+see the input's time; a dead letter is its input as it came, with headers saying why
+(``dead_letters.py``).
+
 Each record is measured against its topic's size limit before it is sent, so the broker is
 never asked to take what it must refuse: a prediction too large for the output topic sends
 its input to the dead-letter topic instead, with that reason; a dead letter too large for the
@@ -23,10 +28,9 @@ import orjson
 from nbstream.arrow import RowProblems
 
 from ..arrow_messages import prediction_origin
-from ..records import Polled
-from .client import RECORD_BATCH_OVERHEAD, DeliveryFailed, Failure, Producer
-
-MAX_ERROR_CHARACTERS = 1_000
+from ..records import Polled, Record
+from .client import DeliveryFailed, Failure, Producer, record_bytes
+from .dead_letters import dead_letter_record
 
 
 @dataclass(frozen=True)
@@ -46,38 +50,9 @@ def input_key(record) -> tuple:
     return record.topic, record.partition, record.offset
 
 
-def record_bytes(key: bytes | None, value: bytes | None, headers: list) -> int:
-    """What a record costs of its topic's limit when it travels alone in a batch."""
-    return (RECORD_BATCH_OVERHEAD + len(key or b"") + len(value or b"")
-            + sum(len(name) + len(data) for name, data in headers))
-
-
-def cut_to_fit(key: bytes | None, value: bytes | None, headers: list, limit: int) -> tuple[bytes | None, bytes | None]:
-    """(key, value) of a dead letter cut so the record fits ``limit`` bytes: the value first, the key
-    too when it alone is too large; each cut adds a header with the original size."""
-    room = limit - record_bytes(None, None, headers) - 64  # 64: the headers a cut adds
-    if key is not None and len(key) > room:
-        headers.append(("key.truncated.from", str(len(key)).encode()))
-        key = key[:max(0, room)]
-    room -= len(key or b"")
-    if value is not None and len(value) > room:
-        headers.append(("value.truncated.from", str(len(value)).encode()))
-        value = value[:max(0, room)]
-    return key, value
-
-
-def origin_headers(record, error: str, field: str) -> list[tuple[str, bytes]]:
-    """Kafka Connect style: the error and where the message came from (and the row, for a row
-    of an Arrow batch message)."""
-    if len(error) > MAX_ERROR_CHARACTERS:  # errors quote the offending value, which may be huge
-        error = error[:MAX_ERROR_CHARACTERS] + f"... ({len(error):,} characters)"
-    headers = [("error", error.encode("utf-8", "replace")), ("error.field", field.encode("utf-8", "replace")),
-               ("source.topic", record.topic.encode()), ("source.partition", str(record.partition).encode()),
-               ("source.offset", str(record.offset).encode())]
-    row = getattr(record, "row", None)
-    if row is not None and row >= 0:
-        headers.append(("source.row", str(row).encode()))
-    return headers
+def _timestamp(milliseconds: int) -> int | None:
+    """A record timestamp to send on: None (the time of sending) for an input that had none."""
+    return milliseconds if milliseconds > 0 else None
 
 
 class KafkaSink:
@@ -88,57 +63,77 @@ class KafkaSink:
     """
 
     def __init__(self, producer: Producer, predictions: Destination, dead_letters: Destination,
-                 refusals: Refusals, flush_timeout_s: float = 60.0, on_dead_letter=None):
-        """on_dead_letter(error) : told of every dead letter sent (for counting)."""
+                 refusals: Refusals, flush_timeout_s: float = 60.0, on_dead_letter=None,
+                 input_timestamps: bool = True):
+        """on_dead_letter(error) : told of every dead letter sent (for counting);
+        input_timestamps : a prediction takes its input's timestamp (False: the time it is sent)."""
         self.producer = producer
         self.on_dead_letter = on_dead_letter
         self.predictions, self.dead_letters = predictions, dead_letters
         self.refusals = refusals
         self.flush_timeout_s = flush_timeout_s
+        self.input_timestamps = input_timestamps
         self.count = 0
 
     def send_predictions(self, polled: Polled, rows: list[int], values: list[bytes]) -> list[int]:
-        """values[j] is the prediction of message rows[j] of the poll, keyed like it; returns the j
-        whose prediction was too large for the output topic (its input went to the dead-letter topic)."""
-        topic, room = self.predictions.topic, self.predictions.max_record_bytes - RECORD_BATCH_OVERHEAD
-        keys, send, suspects = polled.keys, self.producer.send, self.refusals.suspects
+        """values[j] is the prediction of message rows[j] of the poll, keyed like it and with its
+        headers; returns the j whose prediction was too large for the output topic (its input went
+        to the dead-letter topic)."""
+        topic, limit = self.predictions.topic, self.predictions.max_record_bytes
+        keys, suspects = polled.keys, self.refusals.suspects
         row_keys = [keys[row] for row in rows]
-        if not suspects and values and max(map(len, values)) + max(map(len, filter(None, row_keys)), default=0) <= room:
-            self.producer.send_many(topic, values, row_keys)  # the usual case: every record fits
+        headers = None if polled.headers is None else [polled.headers[row] for row in rows]
+        stamps = self._timestamps(polled, rows)
+        if not suspects and values and record_bytes(max(filter(None, row_keys), key=len, default=None),
+                                                    max(values, key=len), _largest(headers)) <= limit:
+            self.producer.send_many(topic, values, row_keys, headers, stamps)  # the usual case: every record fits
             return []
         diverted = []
         for j, (row, value) in enumerate(zip(rows, values, strict=True)):
-            key = keys[row]
-            if len(value) + len(key or b"") > room:
+            key, head = keys[row], polled.headers_of(row)
+            stamp = None if stamps is None else stamps[j]
+            if record_bytes(key, value, head) > limit:
                 diverted.append(j)
-                self.dead_letter(polled.record(row), f"prediction of {record_bytes(key, value, [])} bytes exceeds "
-                                 f"the limit of {self.predictions.max_record_bytes} of topic {topic}", "prediction")
+                self.dead_letter(polled.record(row), f"prediction of {record_bytes(key, value, head)} bytes "
+                                 f"exceeds the limit of {limit} of topic {topic}", "prediction")
             elif suspects and (polled.topic, int(polled.partitions[row]), int(polled.offsets[row])) in suspects:
-                self._alone(polled.record(row), topic, key, value, [])
+                self._alone(polled.record(row), topic, key, value, head, stamp)
             else:
-                send(topic, value, key)
+                self.producer.send(topic, value, key, head or None, None, stamp)
         return diverted
+
+    def _timestamps(self, polled: Polled, rows: list[int]) -> list[int | None] | None:
+        """The timestamps of the predictions of messages ``rows``: their inputs' (None: the time of sending)."""
+        if not self.input_timestamps:
+            return None
+        stamps = polled.timestamps[rows]
+        if (stamps > 0).all():
+            return stamps.tolist()
+        return [_timestamp(stamp) for stamp in stamps.tolist()]
 
     def reject(self, polled: Polled, problems: RowProblems) -> None:
         """Each bad message, unchanged, to the dead-letter topic with the error and its origin in headers."""
         for row, column, message in problems:
             self.dead_letter(polled.record(row), message, column)
 
-    def dead_letter(self, record, error: str, field: str) -> None:
-        headers = origin_headers(record, error, field)
-        key, value = cut_to_fit(record.key, record.value, headers, self.dead_letters.max_record_bytes)
+    def dead_letter(self, record: Record, error: str, field: str) -> None:
+        """``record`` to the dead-letter topic, with its timestamp; an input whose output the broker
+        refused is stamped with the time of sending instead (the refusal may have been of its timestamp)."""
+        key, value, headers = dead_letter_record(record, error, field, self.dead_letters.max_record_bytes)
+        stamp = None if input_key(record) in self.refusals.poisoned else _timestamp(record.timestamp)
         if self.refusals.suspects and input_key(record) in self.refusals.suspects:
-            self._alone(record, self.dead_letters.topic, key, value, headers)
+            self._alone(record, self.dead_letters.topic, key, value, headers, stamp)
         else:
-            self.producer.send(self.dead_letters.topic, value, key=key, headers=headers)
+            self.producer.send(self.dead_letters.topic, value, key, headers, None, stamp)
         self.count += 1
         if self.on_dead_letter is not None:
             self.on_dead_letter(error)
 
-    def _alone(self, record, topic: str, key: bytes | None, value: bytes | None, headers: list) -> None:
+    def _alone(self, record: Record, topic: str, key: bytes | None, value: bytes | None, headers: list,
+               timestamp_ms: int | None) -> None:
         """The output of a suspect input ``record`` in a batch of its own: a refusal now is this record's."""
         self.flush()
-        self.producer.send(topic, value, key=key, headers=headers or None)
+        self.producer.send(topic, value, key, headers or None, None, timestamp_ms)
         try:
             self.producer.flush(self.flush_timeout_s)
         except DeliveryFailed as failed:
@@ -157,9 +152,10 @@ class KafkaSink:
 
     def origin_of(self, failure: Failure) -> tuple | None:
         """The input message (topic, partition, offset) an undelivered output came from: a dead
-        letter names it in its headers, a prediction in its JSON (or Arrow) columns."""
+        letter names it in its headers (ours come last, after the input's), a prediction in its JSON
+        (or Arrow) columns."""
         if failure.topic == self.dead_letters.topic:
-            headers = {name: value for name, value in failure.headers}
+            headers = dict(failure.headers)
             try:
                 return (headers["source.topic"].decode(), int(headers["source.partition"]),
                         int(headers["source.offset"]))
@@ -172,3 +168,10 @@ class KafkaSink:
             return prediction["topic"], prediction["partition"], prediction["offset"]
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return prediction_origin(failure.value)
+
+
+def _largest(headers: list | None) -> list:
+    """The headers of the most bytes among ``headers`` (each a list of headers, or None)."""
+    if headers is None:
+        return []
+    return max((head or [] for head in headers), key=lambda head: record_bytes(None, None, head), default=[])
