@@ -56,6 +56,10 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
     class_prior : array of shape (n_classes,) or None
     norm : bool, default False        second normalisation of the weights
     half_life : float or None, default None
+    window : int or None, default None   learn only the most recent examples: the model is exactly
+        that of the last window - ceil(window / window_buckets) + 1 to window examples, kept in
+        window_buckets buckets (memory: window_buckets + 1 times the statistics). Not with half_life.
+    window_buckets : int, default 10   how many buckets the window is kept in (1 to window)
     counts : "auto", "dense" or "sparse", default "auto"   as MultinomialNB's
 
     Fitted attributes as MultinomialNB plus feature_all_ (n_features,).
@@ -71,13 +75,15 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
 
     def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
                  class_prior: npt.ArrayLike | None = None, norm: bool = False, half_life: float | None = None,
-                 counts: str = "auto"):
+                 window: int | None = None, window_buckets: int = 10, counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.norm = norm
         self.half_life = half_life
+        self.window = window
+        self.window_buckets = window_buckets
         self.counts = counts
 
     @property
@@ -112,9 +118,9 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         n_features, log_alpha = self.n_features_in_, np.log(alpha)
         feature_all = np.bincount(index.features_of_pairs, weights=pair_counts, minlength=len(index.seen))
         seen_weight = np.log(feature_all + alpha) - log_alpha
-        pair_weight = np.log(feature_all + alpha)[index.features_of_pairs] - np.log(
-            feature_all[index.features_of_pairs] + alpha - pair_counts)
-        log_complement_total = np.log(feature_all.sum() + n_features * alpha - counts.class_feature_totals())
+        others = feature_all[index.features_of_pairs] - pair_counts  # the other classes' counts: no alpha lost
+        pair_weight = np.log(feature_all + alpha)[index.features_of_pairs] - np.log(others + alpha)
+        log_complement_total = np.log(_others_totals(counts.class_feature_totals()) + n_features * alpha)
         unseen = log_alpha - log_complement_total
         if self.norm:  # sum_f log weight_cf = sum_f log(complement_cf) - n_features log(complement total)
             n_classes = len(unseen)
@@ -142,3 +148,13 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
             scores += tables.bias
             return scores
         return linear_scores(X, tables.weights, tables.bias)
+
+
+def _others_totals(totals: FloatArray) -> FloatArray:
+    """For each class, the sum of the other classes' totals, shape (n_classes,): the sum of its
+    complement counts less the smoothing. Added up from both sides rather than subtracted from the
+    whole, so a class holding nearly every count loses no digits."""
+    before = np.r_[0.0, np.cumsum(totals)[:-1]]
+    after = np.r_[np.cumsum(totals[::-1])[:-1][::-1], 0.0]
+    others: FloatArray = before + after
+    return others

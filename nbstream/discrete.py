@@ -142,9 +142,15 @@ class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
         super().check_params()
         if self.counts not in COUNTS_LAYOUTS:
             raise ValueError(f"counts must be one of {', '.join(COUNTS_LAYOUTS)}; got {self.counts!r}.")
-        if self.counts == "sparse" and not self._alpha_allows_pairs():
+        if self._alpha_allows_pairs():
+            return
+        if self.counts == "sparse":
             raise ValueError(f"counts='sparse' needs one alpha > 0 for all features; got alpha={self.alpha!r} "
                              f"(force_alpha={self.force_alpha}). Use counts='dense'.")
+        if isinstance(getattr(self, "_stats", None), PairCounts):
+            raise ValueError(f"this model holds sparse counts, which need one alpha > 0 for all features; got "
+                             f"alpha={self.alpha!r} (force_alpha={self.force_alpha}). Fit a model with "
+                             "counts='dense' for this alpha.")
 
     def _alpha_allows_pairs(self) -> bool:
         """Sparse counts give every pair never seen one smoothed value per class: a single alpha, not 0."""

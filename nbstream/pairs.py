@@ -107,6 +107,8 @@ class PairCounts(Statistics):
         at = np.searchsorted(self._keys, distinct)
         known = at < len(self._keys)
         known[known] = self._keys[at[known]] == distinct[known]
+        if not self._counts.flags.writeable:  # taken over from a read-only buffer (a memory-mapped copy)
+            self._counts = self._counts.copy()
         self._counts[at[known]] += sums[known]
         if not known.all():
             new = ~known
@@ -121,8 +123,8 @@ class PairCounts(Statistics):
     def scale(self, factor: float) -> None:
         """Multiply every weight by ``factor`` (forgetting); a pair's count decays but stays."""
         self._fold()
-        self.class_count *= factor
-        self._counts *= factor
+        self.class_count = self.class_count * factor
+        self._counts = self._counts * factor
 
     def merge(self, other: PairCounts, rows: IndexArray) -> None:
         """Add another's counts; rows, shape (n_other_classes,): where its classes sit here."""
@@ -199,6 +201,8 @@ class PairCounts(Statistics):
 
     def check(self, n_classes: int, n_features: int) -> None:
         """Raise ValueError unless these are counts of that shape a model could have learned."""
+        if n_features > MAX_FEATURES:
+            raise ValueError(f"sparse counts hold at most {MAX_FEATURES} features; the model claims {n_features}")
         class_count, (keys, counts) = self.class_count, self.pairs()
         for name, array, shape in (("class_count", class_count, (n_classes,)), ("pair_count", counts, keys.shape)):
             if array.shape != shape or array.dtype != np.float64:

@@ -32,6 +32,7 @@ class ModelOptions:
     var_smoothing: float | None = None
     min_categories: int | None = None
     half_life: float | None = None
+    counts: str | None = None
 
     def __post_init__(self):
         """Any letter case; an unknown kind is refused here, with the closest name suggested.

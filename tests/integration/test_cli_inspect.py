@@ -41,3 +41,33 @@ def test_inspect_shows_the_feature_spec_and_source_position(tmp_path):
     assert "label column:   label" in result.output
     assert "source:         1 Parquet file(s), complete" in result.output
     assert "examples seen:  4,459" in result.output
+
+
+def test_a_hashed_text_model_keeps_sparse_counts_and_says_so_and_dense_ones_predict_the_same(tmp_path):
+    from tests.helpers.paths import SMS
+
+    outputs = {}
+    for counts in ("auto", "dense"):
+        model = tmp_path / f"{counts}.nbs"
+        assert invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--counts", counts,
+                      "--out", model, "--no-progress").exit_code == 0
+        outputs[counts] = invoke("inspect", model).output
+        predictions = tmp_path / f"{counts}.parquet"
+        assert invoke("predict", model, SMS / "test.parquet", "--out", predictions, "--no-progress").exit_code == 0
+        outputs[counts + " predictions"] = predictions.read_bytes()
+    assert "counts:         sparse, " in outputs["auto"] and "(class, feature) pairs seen" in outputs["auto"]
+    assert "counts:" not in outputs["dense"]
+    import pyarrow.parquet as pq
+
+    auto, dense = (pq.read_table(tmp_path / f"{c}.parquet") for c in ("auto", "dense"))
+    assert auto.column("prediction").to_pylist() == dense.column("prediction").to_pylist()
+
+
+def test_an_unknown_counts_layout_is_one_line_naming_the_choices(tmp_path):
+    from tests.helpers.paths import SMS
+
+    result = invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--counts", "bogus",
+                    "--out", tmp_path / "m.nbs")
+    assert result.exit_code == 2
+    assert "counts must be one of auto, dense, sparse; got 'bogus'" in result.output
+    assert "Traceback" not in result.output

@@ -208,6 +208,8 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
     typer.echo(f"created:        {header['created_at']}")
     typer.echo(f"examples seen:  {header['examples_seen']:,}")
     typer.echo(f"parameters:     {model!r}")
+    if getattr(model, "sparse_counts_", False):
+        typer.echo(f"counts:         sparse, {model.feature_count_.nnz:,} (class, feature) pairs seen")
     if meta is None:
         typer.echo(f"features:       {header['n_features']}")
         extra = header["meta"]

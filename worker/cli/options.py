@@ -81,17 +81,23 @@ MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_C
 MAX_CLASSES = typer.Option(1_000, "--max-classes", min=1, envvar=env("MAX_CLASSES"),
                            help="Most classes the model may hold: a label that would add one more is a bad "
                                 "row (train: an error, or set aside with --skip-invalid; serve: a dead "
-                                "letter). Each class costs 8 to 24 bytes per feature (16 MiB for a multinomial "
-                                "model of 2^20 hashed features).")
+                                "letter). With sparse counts (hashed text) a class costs 16 bytes per (class, "
+                                "feature) pair its examples bring, and about 20 bytes in every prediction (each "
+                                "carries every class's probability); with dense counts 8 to 24 bytes per feature.")
 HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
                          help="Forget: an example's weight halves every N newer examples.", rich_help_panel=MODEL_PANEL)
+COUNTS = typer.Option(None, "--counts", envvar=env("COUNTS"),
+                      help="Bernoulli, multinomial, complement: hold the counts as a dense table of classes x "
+                           "features, or sparse, only the (class, feature) pairs seen; auto (default): sparse "
+                           "from 2^16 features on (hashed text). Predictions are the same.",
+                      rich_help_panel=MODEL_PANEL)
 
 
 model_parameters = option_group("model_parameters", dict, {
     "alpha": (float | None, ALPHA), "binarize": (float | None, BINARIZE),
     "fit_prior": (bool | None, FIT_PRIOR), "norm": (bool | None, NORM),
     "var_smoothing": (float | None, VAR_SMOOTHING), "min_categories": (int | None, MIN_CATEGORIES),
-    "half_life": (float | None, HALF_LIFE)})
+    "half_life": (float | None, HALF_LIFE), "counts": (str | None, COUNTS)})
 """Gives a command the model parameters, received as one dict ``model_parameters`` (ModelOptions' fields)."""
 
 

@@ -166,15 +166,20 @@ def test_any_chunking_of_any_stream_gives_the_numbers_of_the_dense_table_and_of_
     assert_same_numbers(sparse, dense, scikit_learn_model(family, params, X, y, weights), X)
 
 
-def test_a_complement_of_almost_no_smoothing_matches_the_dense_table_where_counts_cancel():
+def test_a_complement_of_almost_no_smoothing_is_exact_where_the_dense_table_loses_digits():
     """Class c holds every count of feature 1: its complement counts are 1e-10 for both features,
-    and its log weights log(1/2). The dense table computes (1 + 1e-10) - 1 for feature 1 and so
-    scores row 2 for c 0.69314713919 (scikit-learn the same): sparse counts must score it so."""
+    so it scores row 2 log(2) exactly. The dense table (and scikit-learn) computes (1 + 1e-10) - 1
+    for feature 1 and loses seven digits of it; sparse counts add the other classes' totals
+    instead of subtracting from the whole, and keep them. Elsewhere both layouts agree."""
     X, y = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 1.0]]), np.array(["a", "b", "c"])
     params = {"alpha": 0.0, "force_alpha": False}
-    sparse = nbstream.ComplementNB(counts="sparse", **params).fit(X, y)
-    dense = nbstream.ComplementNB(counts="dense", **params).fit(X, y)
-    assert_same_numbers(sparse, dense, scikit_learn_model(nbstream.ComplementNB, params, X, y), X)
+    sparse = nbstream.ComplementNB(counts="sparse", **params).fit(X, y).predict_joint_log_proba(X)
+    dense = nbstream.ComplementNB(counts="dense", **params).fit(X, y).predict_joint_log_proba(X)
+    reference_scores = scikit_learn_model(nbstream.ComplementNB, params, X, y).predict_joint_log_proba(X)
+    assert sparse[2, 2] == pytest.approx(np.log(2), rel=0, abs=1e-12)
+    assert abs(dense[2, 2] - np.log(2)) > 1e-9  # what the dense sum loses
+    np.testing.assert_allclose(dense, reference_scores, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sparse, dense, rtol=0, atol=1e-7)
 
 
 def test_predictions_between_batches_follow_every_batch():
