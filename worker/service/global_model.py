@@ -26,6 +26,7 @@ from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
 
 from ..io.messages import NUMBER, STRING
+from .observability import GLOBAL_MODEL_MERGE_SECONDS
 from .partition_state import PartitionState
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,8 @@ class GlobalModel:
         if self._alias:
             self.model = states[0].model
         else:
-            self.model, self.encoder = merge_states(self._fresh(), self.encoder, states)
+            with GLOBAL_MODEL_MERGE_SECONDS.time():
+                self.model, self.encoder = merge_states(self._fresh(), self.encoder, states)
         self._stale = False
 
     def invalidate(self) -> None:
