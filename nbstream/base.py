@@ -1,5 +1,5 @@
-"""What every streaming Naive Bayes model shares: learning, forgetting, merging, predicting,
-and its learned state as plain values (``ModelState``).
+"""What every streaming Naive Bayes model shares: learning, forgetting, sliding windows,
+merging, predicting, and its learned state as plain values (``ModelState``).
 
 A model supplies four things: the kind of its statistics (``_statistics_type``), how a
 batch is made ready (``_prepare``), how the statistics become smoothed tables (``_refresh``)
@@ -10,7 +10,9 @@ is here, once.
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar, Generic, Self, TypeVar
+import numbers
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, Self, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,8 +44,11 @@ from .validation import (
     feature_names_of,
     is_sparse,
 )
+from .window import StatisticsWindow
 
 StatsT = TypeVar("StatsT", bound=Statistics)
+# What a model holds: all its statistics, or with ``window`` the buckets of the recent ones.
+Held: TypeAlias = "StatsT | StatisticsWindow[StatsT]"
 
 
 class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
@@ -55,13 +60,15 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
     _keeps_float_dtype: ClassVar[bool] = False  # float attributes in the input's float dtype (GaussianNB)
     _statistics_type: type[StatsT]
     half_life: float | None
+    window: int | None
+    window_buckets: int
     layout_params: ClassVar[frozenset[str]] = frozenset()  # parameters of how statistics are held, not of the model
 
     n_features_in_: int
     n_examples_seen_: int
     feature_names_in_: AnyArray
     _classes: ClassSet | None = None  # None until the model has learned
-    _stats: StatsT
+    _held: Held[StatsT]
     _cache: TableCache[TablesT]
     _float_dtype: np.dtype[Any]
 
@@ -113,6 +120,14 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
     def check_params(self) -> None:
         """Raise ValueError naming the first parameter whose value is invalid."""
         check_positive(self.half_life, "half_life", allow_none=True)
+        window, buckets = self.window, self.window_buckets
+        if not _is_integer(buckets) or buckets < 1:
+            raise ValueError(f"window_buckets must be an integer >= 1; got {buckets!r}.")
+        if window is not None and (not _is_integer(window) or window < buckets):
+            raise ValueError(f"window must be None or an integer >= window_buckets ({buckets}); got {window!r}.")
+        if window is not None and self.half_life is not None:
+            raise ValueError(f"half_life and window cannot be used together (half_life={self.half_life!r}, "
+                             f"window={window!r}): a model either forgets gradually or keeps a window.")
 
     # ---- learning ----------------------------------------------------------------------
     def partial_fit(self, X: Features, y: npt.ArrayLike, classes: npt.ArrayLike | None = None,
@@ -164,8 +179,9 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
             self._check_shapes(X.shape[1], len(class_set) if class_set.fixed else None)
             rows = class_set.index(labels)  # an unknown label fails here, before any state changes
             self._warn_before_learning()
-            self._start(class_set, X.shape[1], self._new_statistics(X.shape[1]), names, float_dtype)
+            self._start(class_set, X.shape[1], names, float_dtype)
         else:
+            self._checked_held()
             class_set = self._class_set()
             if listed is not None:
                 class_set.require_same(listed)
@@ -173,16 +189,29 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
             self._check_shapes(X.shape[1], len(class_set) if class_set.fixed else None)
             rows = class_set.index(labels)
             self._warn_before_learning()
-        n_classes = len(self._stats.class_count)
-        self._stats.grow(len(class_set))
-        self._stats.update(X, rows, self._forget(X.shape[0], weights))
+        self._add_batch(X, rows, weights, len(class_set))
         self.n_examples_seen_ += X.shape[0]
+        return self
+
+    def _add_batch(self, X: Features, rows: IndexArray, weights: FloatArray | None, n_classes: int) -> None:
+        """Add a validated, prepared batch to the statistics (to the window's newest buckets with
+        ``window``) and note what the tables must refresh.
+
+        rows : (n_samples,) the class row of each sample, of n_classes; weights : (n_samples,) or None"""
+        held = self._held
+        if isinstance(held, StatisticsWindow):
+            held.grow(n_classes)
+            held.update(X, rows, weights)
+            self._cache.invalidate()  # a bucket leaving the window changes every feature it had
+            return
+        grew = len(held.class_count) < n_classes
+        held.grow(n_classes)
+        held.update(X, rows, self._forget(X.shape[0], weights))
         if self._cache.tables is not None and self._refreshes_by_feature() and is_sparse(X) \
-                and self.half_life is None and n_classes == len(class_set):
+                and self.half_life is None and not grew:
             self._note_touched(X.indices)  # a text batch touches few of 2^20 features
         else:
             self._cache.invalidate()
-        return self
 
     def _float_dtype_of(self, X: Features) -> np.dtype[Any]:
         """The dtype of the float fitted attributes a first batch X gives (scikit-learn's rule)."""
@@ -195,11 +224,12 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         if self._cache.touched.mark(features) > self.n_features_in_ // 4:
             self._cache.invalidate()
 
-    def _start(self, class_set: ClassSet, n_features: int, statistics: StatsT, feature_names: AnyArray | None,
-               float_dtype: np.dtype[Any]) -> None:
-        """Begin again from these classes and statistics (of their shape: the caller checked)."""
+    def _start(self, class_set: ClassSet, n_features: int, feature_names: AnyArray | None,
+               float_dtype: np.dtype[Any], held: Held[StatsT] | None = None) -> None:
+        """Begin again from these classes and statistics (of their shape: the caller checked),
+        or from none learned when held is None."""
         self._classes = class_set
-        self._stats = statistics
+        self._held = self._nothing_held(n_features) if held is None else held
         self._float_dtype = float_dtype
         self.n_features_in_ = n_features
         self.n_examples_seen_ = 0
@@ -208,6 +238,61 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
             self.feature_names_in_ = feature_names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
+
+    # ---- what the model holds: all its statistics, or a window of them ----------------------
+    def _nothing_held(self, n_features: int) -> Held[StatsT]:
+        """Statistics of nothing learned, in a window when the parameters ask for one."""
+        if self.window is None:
+            return self._new_statistics(n_features)
+        return StatisticsWindow(self.window, self.window_buckets, self._new_statistics(n_features))
+
+    @property
+    def _stats(self) -> StatsT:
+        """The model's statistics: all it learned, or with ``window`` the merge of the window's
+        buckets (computed when read after a change)."""
+        held = self._held
+        return held.statistics() if isinstance(held, StatisticsWindow) else held
+
+    def _checked_held(self) -> Held[StatsT]:
+        """What the model holds, once checked to be what ``window`` and ``window_buckets`` say
+        (ValueError when set_params changed them since the model began learning)."""
+        held = self._held
+        now = None if self.window is None else (self.window, self.window_buckets)
+        began = (held.window, held.n_buckets) if isinstance(held, StatisticsWindow) else None
+        if now != began:
+            kept = "no window" if began is None else f"a window of {began[0]} examples in {began[1]} buckets"
+            raise ValueError(f"window and window_buckets cannot change once a model has learned (this one keeps "
+                             f"{kept}); fit starts afresh with new ones.")
+        return held
+
+    def _held_from(self, statistics: dict[str, AnyArray], n_classes: int, n_features: int,
+                   examples_seen: int) -> Held[StatsT]:
+        """What a model of these classes and features holds, made of exported arrays, once checked
+        (ValueError when they are not what such a model could have learned)."""
+        if self.window is None:
+            held = self._statistics_from(statistics)
+            held.check(n_classes, n_features)
+            return held
+        return StatisticsWindow.from_arrays(statistics, window=self.window, n_buckets=self.window_buckets,
+                                            blank=self._new_statistics(n_features), parse=self._statistics_from,
+                                            n_classes=n_classes, n_features=n_features, examples_seen=examples_seen)
+
+    def _change_statistics(self, change: Callable[[StatsT], None]) -> None:
+        """Apply ``change`` to the statistics in place: to every bucket of a window. It is applied
+        to the model's statistics (the merge of the buckets) first, so a change that raises for
+        any bucket raises for them, and nothing has changed."""
+        change(self._stats)
+        held = self._held
+        if isinstance(held, StatisticsWindow):
+            held.change_each(change)
+        self._invalidate_tables()
+
+    @property
+    def n_examples_in_window_(self) -> int:
+        """Examples the statistics hold: with ``window``, those of the window's buckets (a merged
+        model's window unites the windows of both); without, every example learned."""
+        held = self._held if self.is_fitted else None
+        return held.n_examples if isinstance(held, StatisticsWindow) else int(self.n_examples_seen_)
 
     def _forget(self, n_rows: int, weights: FloatArray | None) -> FloatArray | None:
         """Age the statistics by n_rows examples and weight the new rows by their age.
@@ -234,7 +319,9 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
 
         Both must be the same kind, with the same parameters and feature count. Models
         trained on parts of a stream merge into the model trained on the whole; classes
-        the other model knows and this (open) one does not are appended.
+        the other model knows and this (open) one does not are appended. With ``window``, the
+        windows are united bucket by bucket from the newest: the merged model holds the
+        examples of both windows.
         """
         if type(other) is not type(self):
             raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}.")
@@ -244,19 +331,34 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         if not other.is_fitted:
             return self
         theirs = other.export_state(tables=False, copy=False)
-        if not self.is_fitted:
+        their_window = None if self.window is None else self._held_from(
+            theirs.statistics, len(theirs.classes), theirs.n_features, theirs.examples_seen)
+        if self.is_fitted:
+            self._check_merge(theirs.n_features, their_window)
+        else:
             self._start(ClassSet(theirs.classes.copy(), fixed=not theirs.open_classes), theirs.n_features,
-                        self._new_statistics(theirs.n_features), theirs.feature_names, np.dtype(theirs.float_dtype))
-        elif theirs.n_features != self.n_features_in_:
-            raise ValueError(f"cannot merge: this model has {self.n_features_in_} features, "
-                             f"the other {theirs.n_features}.")
+                        theirs.feature_names, np.dtype(theirs.float_dtype))
         class_set = self._class_set()
         rows = class_set.rows_for(theirs.classes)
-        self._stats.grow(len(class_set))
-        self._merge_statistics(self._statistics_from(theirs.statistics), rows)
+        held = self._held
+        held.grow(len(class_set))
+        if isinstance(held, StatisticsWindow):
+            assert isinstance(their_window, StatisticsWindow)
+            held.merge(their_window, rows)
+        else:
+            self._merge_statistics(self._statistics_from(theirs.statistics), rows)
         self.n_examples_seen_ += theirs.examples_seen
         self._cache.invalidate()
         return self
+
+    def _check_merge(self, n_features: int, their_window: Held[StatsT] | None) -> None:
+        """Raise ValueError unless this fitted model can merge another's statistics: of n_features,
+        and with ``window`` its window."""
+        held = self._checked_held()
+        if n_features != self.n_features_in_:
+            raise ValueError(f"cannot merge: this model has {self.n_features_in_} features, the other {n_features}.")
+        if isinstance(held, StatisticsWindow) and isinstance(their_window, StatisticsWindow):
+            held.check_merge(their_window)
 
     # ---- the learned state as plain values ---------------------------------------------
     def export_state(self, *, tables: bool = True, copy: bool = True) -> ModelState:
@@ -267,13 +369,14 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
             it learns again (what a snapshot writer needs, without a copy)
         """
         class_set = self._class_set()
+        held = self._checked_held()
         share = copied if copy else read_only
         names = getattr(self, "feature_names_in_", None)
         return ModelState(
             kind=self.kind, params=self.get_params(), classes=share(class_set.labels),
             open_classes=not class_set.fixed, n_features=self.n_features_in_,
             examples_seen=int(self.n_examples_seen_),
-            statistics={name: share(array) for name, array in self._stats.arrays().items()},
+            statistics={name: share(array) for name, array in held.arrays().items()},
             tables={name: each_array(value, share) for name, value in self._fresh_tables().as_dict().items()}
             if tables else {},
             feature_names=None if names is None else share(names), float_dtype=self._float_dtype.name)
@@ -287,7 +390,8 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         Everything is checked before anything is allocated from the state's numbers: a
         ValueError names what does not fit (another kind, an invalid parameter, classes that
         are not distinct labels, statistics of other names, shapes or values than training
-        gives, tables that overflow, stored tables other than those the statistics give).
+        gives, a window of more buckets or examples than its parameters allow, tables that
+        overflow, stored tables other than those the statistics give).
 
         copy : copy the arrays; False: the model takes them over (nothing else may change them)
         """
@@ -300,14 +404,14 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         n_features = state.n_features
         if not is_natural(n_features) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer; got {n_features!r}")
-        take = copied if copy else taken_over
-        statistics = model._statistics_from({name: take(a) for name, a in state.statistics.items()})
-        statistics.check(len(class_set), n_features)
-        model._check_shapes(n_features, len(class_set) if class_set.fixed else None)
         if not is_natural(state.examples_seen):
             raise ValueError(f"examples_seen must be a non-negative integer; got {state.examples_seen!r}")
-        model._start(class_set, n_features, statistics, checked_feature_names(state.feature_names, n_features),
-                     model._checked_float_dtype(state.float_dtype))
+        take = copied if copy else taken_over
+        held = model._held_from({name: take(a) for name, a in state.statistics.items()}, len(class_set),
+                                n_features, state.examples_seen)
+        model._check_shapes(n_features, len(class_set) if class_set.fixed else None)
+        model._start(class_set, n_features, checked_feature_names(state.feature_names, n_features),
+                     model._checked_float_dtype(state.float_dtype), held)
         model.n_examples_seen_ = state.examples_seen
         tables = model._refresh_in_full()  # refuses parameters and statistics that overflow them
         if state.tables:
@@ -436,6 +540,11 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         changed = [f"{name}={value!r}" for name, value in self.get_params().items()
                    if not _same_param(value, defaults[name].default)]
         return f"{type(self).__name__}({', '.join(changed)})"
+
+
+def _is_integer(value: object) -> bool:
+    """An integer (Python's or numpy's), and not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _same_param(a: object, b: object) -> bool:

@@ -51,6 +51,10 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
     class_prior : array of shape (n_classes,) or None   fixed priors
     half_life : float or None, default None   forget: an example's weight halves every
         half_life newer examples
+    window : int or None, default None   learn only the most recent examples: the model is exactly
+        that of the last window - ceil(window / window_buckets) + 1 to window examples, kept in
+        window_buckets buckets (memory: window_buckets + 1 times the statistics). Not with half_life.
+    window_buckets : int, default 10   how many buckets the window is kept in (1 to window)
     counts : "auto", "dense" or "sparse", default "auto"   how the counts are held: a dense
         (n_classes, n_features) table, or only the (class, feature) pairs seen; "auto" is sparse
         from 2**16 features on. Predictions are the same either way.
@@ -59,7 +63,8 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
     feature_count_ (n_classes, n_features): an ndarray, or a scipy.sparse.csr_array for sparse counts;
     feature_log_prob_ (n_classes, n_features) an ndarray (for sparse counts computed when read:
     n_classes x n_features x 8 bytes); sparse_counts_,
-    class_log_prior_ (n_classes,), n_features_in_, n_examples_seen_.
+    class_log_prior_ (n_classes,), n_features_in_, n_examples_seen_ (all examples learned),
+    n_examples_in_window_ (those the statistics hold).
 
     >>> model = BernoulliNB().partial_fit([[1, 0], [1, 1], [0, 1]], ["a", "a", "b"])
     >>> model.class_count_.tolist(), model.feature_count_.tolist()
@@ -76,13 +81,16 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
 
     def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,
                  binarize: float | None = 0.0, fit_prior: bool = True, class_prior: npt.ArrayLike | None = None,
-                 half_life: float | None = None, counts: str = "auto"):
+                 half_life: float | None = None, window: int | None = None, window_buckets: int = 10,
+                 counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.binarize = binarize
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.half_life = half_life
+        self.window = window
+        self.window_buckets = window_buckets
         self.counts = counts
 
     def check_params(self) -> None:

@@ -38,6 +38,10 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
     min_categories : int, array of shape (n_features,) or None
         Minimum number of categories per feature (codes 0..min_categories-1).
     half_life : float or None, default None
+    window : int or None, default None   learn only the most recent examples: the model is exactly
+        that of the last window - ceil(window / window_buckets) + 1 to window examples, kept in
+        window_buckets buckets (memory: window_buckets + 1 times the statistics). Not with half_life.
+    window_buckets : int, default 10   how many buckets the window is kept in (1 to window)
 
     Fitted attributes: classes_, class_count_, category_count_ (list of n_features arrays
     of shape (n_classes, n_categories_i)), feature_log_prob_ (same shapes),
@@ -63,13 +67,15 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
 
     def __init__(self, *, alpha: float = 1.0, force_alpha: bool = True, fit_prior: bool = True,
                  class_prior: npt.ArrayLike | None = None, min_categories: int | npt.ArrayLike | None = None,
-                 half_life: float | None = None):
+                 half_life: float | None = None, window: int | None = None, window_buckets: int = 10):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.min_categories = min_categories
         self.half_life = half_life
+        self.window = window
+        self.window_buckets = window_buckets
 
     def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
         super()._check_shapes(n_features, n_classes)
@@ -111,8 +117,7 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
 
         new_codes : one array per feature of distinct non-negative codes."""
         self._require_fitted()
-        self._stats.recode(new_codes)
-        self._invalidate_tables()
+        self._change_statistics(lambda counts: counts.recode(new_codes))
         return self
 
     def _prepare(self, X: Features) -> Features:

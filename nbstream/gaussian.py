@@ -49,6 +49,10 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
         data seen so far (weighted by sample_weight; scikit-learn's ``fit`` ignores the
         weights here).
     half_life : float or None, default None   forgetting, in examples
+    window : int or None, default None   learn only the most recent examples: the model is exactly
+        that of the last window - ceil(window / window_buckets) + 1 to window examples, kept in
+        window_buckets buckets (memory: window_buckets + 1 times the statistics). Not with half_life.
+    window_buckets : int, default 10   how many buckets the window is kept in (1 to window)
 
     Fitted attributes: classes_, class_count_ (n_classes,), theta_ and var_
     (n_classes, n_features), class_prior_ (n_classes,), epsilon_, n_features_in_. As in
@@ -75,10 +79,12 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
     var_smoothing: float
 
     def __init__(self, *, priors: npt.ArrayLike | None = None, var_smoothing: float = 1e-9,
-                 half_life: float | None = None):
+                 half_life: float | None = None, window: int | None = None, window_buckets: int = 10):
         self.priors = priors
         self.var_smoothing = var_smoothing
         self.half_life = half_life
+        self.window = window
+        self.window_buckets = window_buckets
 
     @property
     def class_count_(self) -> FloatingArray:

@@ -51,6 +51,10 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
     fit_prior : bool, default True
     class_prior : array of shape (n_classes,) or None
     half_life : float or None, default None   forgetting, in examples
+    window : int or None, default None   learn only the most recent examples: the model is exactly
+        that of the last window - ceil(window / window_buckets) + 1 to window examples, kept in
+        window_buckets buckets (memory: window_buckets + 1 times the statistics). Not with half_life.
+    window_buckets : int, default 10   how many buckets the window is kept in (1 to window)
     counts : "auto", "dense" or "sparse", default "auto"   how the counts are held: a dense
         (n_classes, n_features) table, or only the (class, feature) pairs seen; "auto" is sparse
         from 2**16 features on. Predictions are the same either way.
@@ -68,12 +72,15 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
     requires_non_negative = True
 
     def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
-                 class_prior: npt.ArrayLike | None = None, half_life: float | None = None, counts: str = "auto"):
+                 class_prior: npt.ArrayLike | None = None, half_life: float | None = None,
+                 window: int | None = None, window_buckets: int = 10, counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.half_life = half_life
+        self.window = window
+        self.window_buckets = window_buckets
         self.counts = counts
 
     def _refreshes_by_feature(self) -> bool:

@@ -22,7 +22,9 @@ def _pad_rows(array: FloatArray, n_rows: int) -> FloatArray:
     """The array with zero rows added up to n_rows (itself when it has them: no copy per batch)."""
     if array.shape[0] >= n_rows:
         return array
-    return np.pad(array, [(0, n_rows - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
+    padded = np.zeros((n_rows, *array.shape[1:]), dtype=array.dtype)  # np.pad costs 30 us of Python a call
+    padded[: array.shape[0]] = array
+    return padded
 
 
 class Statistics(ABC):
@@ -225,9 +227,10 @@ class CategoryCounts(Statistics):
         return cls(np.zeros(0), [np.zeros((0, 0)) for _ in range(n_features)])
 
     def widen(self, widths: Iterable[int | np.integer[Any]]) -> None:
-        """Make room for categories 0..widths[i]-1 of each feature i (one width per feature)."""
+        """Make room for categories 0..widths[i]-1 of each feature i (one width per feature); a
+        table wide enough is kept as it is."""
         self.category_count = [
-            np.pad(table, [(0, 0), (0, max(0, int(width) - table.shape[1]))])
+            table if table.shape[1] >= width else _pad_columns(table, int(width))
             for table, width in zip(self.category_count, widths, strict=True)
         ]
 
@@ -312,6 +315,13 @@ class CategoryCounts(Statistics):
             raise ValueError(f"{len(self.category_count)} category tables for {n_features} features")
         for table in self.category_count:
             _check_table("category_count", table, (n_classes, table.shape[1]), non_negative=True)
+
+
+def _pad_columns(table: FloatArray, n_columns: int) -> FloatArray:
+    """The table (n_rows, k) with zero columns added up to n_columns > k."""
+    padded = np.zeros((table.shape[0], n_columns))
+    padded[:, : table.shape[1]] = table
+    return padded
 
 
 def _check_weights(class_count: FloatArray, n_classes: int) -> None:
