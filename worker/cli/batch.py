@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from nbstream.discrete import FeatureCountsNB
 from nbstream.snapshot import load_with_header
 
 from ..batch.spark import EngineOptions
@@ -208,7 +209,7 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
     typer.echo(f"created:        {header['created_at']}")
     typer.echo(f"examples seen:  {header['examples_seen']:,}")
     typer.echo(f"parameters:     {model!r}")
-    if getattr(model, "sparse_counts_", False):
+    if isinstance(model, FeatureCountsNB) and model.sparse_counts_:
         typer.echo(f"counts:         sparse, {model.feature_count_.nnz:,} (class, feature) pairs seen")
     if meta is None:
         typer.echo(f"features:       {header['n_features']}")
