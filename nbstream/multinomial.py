@@ -51,13 +51,8 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
     fit_prior : bool, default True
     class_prior : array of shape (n_classes,) or None
     half_life : float or None, default None   forgetting, in examples
-    window : int or None, default None   learn only the most recent examples: the model is exactly
-        that of the last window - ceil(window / window_buckets) + 1 to window examples, kept in
-        window_buckets buckets (memory: window_buckets + 1 times the statistics). Not with half_life.
-    window_buckets : int, default 10   how many buckets the window is kept in (1 to window)
-    counts : "auto", "dense" or "sparse", default "auto"   how the counts are held: a dense
-        (n_classes, n_features) table, or only the (class, feature) pairs seen; "auto" is sparse
-        from 2**16 features on. Predictions are the same either way.
+    window, window_buckets, counts : as BernoulliNB's (the last window of examples; the counts held
+        dense or as the (class, feature) pairs seen)
 
     Fitted attributes as BernoulliNB. Features must be non-negative.
 
