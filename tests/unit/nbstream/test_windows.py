@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -315,6 +316,28 @@ def test_a_windowed_snapshot_needs_no_new_format_version(rng):
     head, _ = split(raw)
     assert {"stats.window.examples", "stats.bucket0.class_count", "stats.bucket3.feature_count"} <= {
         e["name"] for e in head["arrays"]}
+
+
+@pytest.mark.parametrize("counts", ["dense", "sparse"])
+def test_a_window_holds_k_plus_1_statistics_however_long_the_stream(counts):
+    n_features, n_buckets = 40_000, 4
+    table = 3 * n_features * 8  # bytes of one dense (n_classes, n_features) table
+    X = scipy.sparse.random(2_000, n_features, density=5e-4, format="csr", random_state=3)
+    y = np.arange(2_000) % 3
+    model = nbstream.MultinomialNB(window=1_000, window_buckets=n_buckets, counts=counts)
+    held = []
+    tracemalloc.start()
+    for _ in range(3):  # the same rows again and again: the window never holds more
+        for start in range(0, 2_000, 250):
+            model.partial_fit(X[start:start + 250], y[start:start + 250])
+            model.predict(X[:5])
+        held.append(tracemalloc.get_traced_memory()[0])
+    tracemalloc.stop()
+    assert max(held) < held[0] * 1.1
+    if counts == "dense":  # K buckets, their merge, and the two tables a dense model predicts with
+        assert held[-1] < (n_buckets + 1 + 2) * table * 1.05
+    else:  # a bucket of 250 rows holds some 5,000 pairs, not a table
+        assert held[-1] < 2 * table
 
 
 # ---- merge ---------------------------------------------------------------------------------------
