@@ -14,8 +14,19 @@ Every contender is its own process, reading the same topics (one partition, --me
               consumer receives the prediction minus the input's timestamp: p50, p99.
   replicas    1 and 2 replicas on a 4-partition SMS topic, exactly-once and at-least-once.
   interval    exactly-once latency at --rate for commit intervals of 0.2, 1 and 5 seconds.
+  partitions  SMS text JSON sent round-robin over --partitions input partitions (1 to 96), served
+              exactly-once (confluent) by each of --replicas replica counts: every replica's
+              peak and current resident memory once the last prediction is read (VmHWM, VmRSS
+              of /proc/PID/status, the process alive), predictions/s (record timestamps, from
+              the end of the first polled batch to the end of the last), state bytes per
+              commit and the global model's merges (from /metrics). Then one replica is
+              started again on the group: its restore of every partition's state on
+              assignment, its first merge (a message to each partition) and its memory.
+              --worker-root runs the serve processes of another checkout (an older commit's
+              worktree, say: a metric it lacks shows as "-").
 
     python scripts/bench_kafka.py --data-dir ../shared/data [--bootstrap HOST:PORT] [--only throughput,latency]
+    python scripts/bench_kafka.py --only partitions [--partitions 1,8,24,48] [--replicas 1] [--worker-root PATH]
 Without --bootstrap a local broker is started with scripts/kafka_broker.py (and stopped).
 """
 
@@ -24,11 +35,13 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,17 +52,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.bench.contenders import CONFLUENT_READER, CONFLUENT_RELAY, KAFKA_PYTHON_READER, KAFKA_PYTHON_RELAY  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
+from scripts.kafka_broker import free_port  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
-SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval")
+SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
 SMS_MODEL = ["--text", "--model", "multinomial"]
+MIB = 1 << 20
+SESSION_TIMEOUT = 10.0  # worker serve's --session-timeout: a static member that stopped leaves the group then
 
 
 @contextmanager
@@ -118,7 +135,8 @@ def run_program(program: str, bootstrap: str, topic: str, expected: int) -> floa
 
 
 class Predictions(threading.Thread):
-    """Collects the predictions of an output topic: (input partition, offset) -> (record timestamp s, received s)."""
+    """Collects the predictions of an output topic: (input partition, offset) -> (record timestamp s, received s),
+    and in ``versions`` the model version each was made with (the examples the model had learned)."""
 
     def __init__(self, bootstrap: str, topic: str, committed_only: bool = False):
         super().__init__(daemon=True)
@@ -128,6 +146,7 @@ class Predictions(threading.Thread):
                                   "topic.metadata.refresh.interval.ms": 1000})
         self.consumer.subscribe([topic])
         self.seen: dict[tuple[int, int], tuple[float, float]] = {}
+        self.versions: dict[tuple[int, int], int] = {}
         self.stop = False
         self.start()
 
@@ -140,20 +159,22 @@ class Predictions(threading.Thread):
             for message in messages:
                 if message.error() is None:
                     received = time.time()
-                    for key in self._keys(message.value()):
+                    for key, version in self._keys(message.value()):
                         self.seen.setdefault(key, (message.timestamp()[1] / 1000, received))
+                        self.versions.setdefault(key, version)
         self.consumer.close()
 
     @staticmethod
     def _keys(value: bytes):
         if value[:1] == b"{":
             prediction = orjson.loads(value)
-            yield prediction["partition"], prediction["offset"]
+            yield (prediction["partition"], prediction["offset"]), prediction["model_version"]
         else:  # an Arrow IPC message of many rows
             table = read_stream(value)
-            for partition, offset, row in zip(table["partition"].to_pylist(), table["offset"].to_pylist(),
-                                              table["row"].to_pylist(), strict=True):
-                yield partition, offset * 1_000_000 + row
+            for partition, offset, row, version in zip(table["partition"].to_pylist(), table["offset"].to_pylist(),
+                                                       table["row"].to_pylist(), table["model_version"].to_pylist(),
+                                                       strict=True):
+                yield (partition, offset * 1_000_000 + row), version
 
     def wait(self, expected: int, timeout: float = 1800) -> None:
         deadline = time.monotonic() + timeout
@@ -166,12 +187,22 @@ class Predictions(threading.Thread):
 
 
 def start_serve(bootstrap: str, topic: str, run: str, client: str, extra: list, folder: Path,
-                name: str) -> subprocess.Popen:
-    """A replica of the group ``run``, writing to ``run``.out."""
+                name: str, root: Path = REPO) -> subprocess.Popen:
+    """A replica of the group ``run``, writing to ``run``.out, running the code of the checkout ``root``
+    (first on its path: the working directory, then PYTHONPATH). Its predictions are stamped when sent,
+    which times it (--output-timestamp now, given in the environment: a version without it ignores it)."""
     command = [sys.executable, "-m", "worker", "serve", "--bootstrap", bootstrap, "--input", topic,
                "--output", f"{run}.out", "--group", run, "--kafka-client", client, "--instance-id", name, *extra]
     return subprocess.Popen(command, stdout=open(folder / f"{name}.log", "ab"), stderr=subprocess.STDOUT,
-                            env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+                            cwd=root, env={**os.environ, "PYTHONPATH": str(root), "NBSTREAM_OUTPUT_TIMESTAMP": "now"})
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    """SIGTERM (a replica commits what it holds and leaves), then wait for each to end."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait(timeout=120)
 
 
 def serve_rate(bootstrap, topic, expected, client, extra, folder, replicas=1) -> float:
@@ -182,12 +213,21 @@ def serve_rate(bootstrap, topic, expected, client, extra, folder, replicas=1) ->
     try:
         predictions.wait(expected)
     finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=120)
+        stop(processes)
     stamps = np.array([stamp for stamp, _ in predictions.seen.values()])
     first = stamps.min()  # the rows predicted by then were done before the clock started
     return (expected - int((stamps == first).sum())) / (stamps.max() - first)
+
+
+def batch_rate(predictions: Predictions) -> float:
+    """Predictions per second from the end of the first polled batch's to the end of the last's, by
+    their record timestamps (the first batch is the predictions made with the first one's model version:
+    a batch of 10,000 is a large share of a short stream, and its start is not seen)."""
+    keys = list(predictions.seen)
+    stamps = np.array([predictions.seen[key][0] for key in keys])
+    versions = np.array([predictions.versions[key] for key in keys])
+    first = versions == versions[np.argmin(stamps)]
+    return int((~first).sum()) / (stamps.max() - stamps[first].max())
 
 
 def latency(bootstrap, client, values, rate, extra, folder) -> tuple[float, float]:
@@ -352,6 +392,122 @@ def replicas(bootstrap, n, folder) -> None:
     table(["guarantee", "1 replica", "2 replicas"], rows)
 
 
+class Replica:
+    """A `worker serve` process with its /metrics endpoint."""
+
+    def __init__(self, bootstrap: str, topic: str, run: str, folder: Path, name: str, root: Path):
+        self.port = free_port()
+        self.process = start_serve(bootstrap, topic, run, "confluent", [*SMS_MODEL, "--metrics-port", str(self.port)],
+                                   folder, name, root)
+
+    def memory(self) -> tuple[float, float]:
+        """(peak, current) resident MiB: VmHWM and VmRSS of /proc/PID/status."""
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines())
+        return tuple(int(fields[name].split()[0]) * 1024 / MIB for name in ("VmHWM", "VmRSS"))
+
+    def metrics(self) -> dict[str, float]:
+        """Every unlabeled sample of /metrics by name (nbstream_checkpoints_total, say); {} until it answers."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as reply:
+                text = reply.read().decode()
+        except OSError:
+            return {}
+        return {sample.name: sample.value for family in text_string_to_metric_families(text)
+                for sample in family.samples if not sample.labels}
+
+
+def wait_for(condition, what: str, timeout: float = 120, step: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not happen within {timeout:.0f} s")
+        time.sleep(step)
+
+
+def summed(replicas: list[Replica], name: str) -> float:
+    return sum(replica.metrics().get(name, 0.0) for replica in replicas)
+
+
+def merge_ms(samples: list[dict[str, float]]) -> str:
+    """The mean merge of the global model in ms and the number of merges, over some replicas' metrics;
+    "-" for code without the metric."""
+    if not all("nbstream_global_model_merge_seconds_count" in sample for sample in samples):
+        return "-"
+    count = sum(sample["nbstream_global_model_merge_seconds_count"] for sample in samples)
+    total = sum(sample["nbstream_global_model_merge_seconds_sum"] for sample in samples)
+    return f"{total / count * 1000:,.1f} ({count:.0f})" if count else "none"
+
+
+def shared(replicas: list[Replica], partitions: int) -> bool:
+    """Whether every replica has joined the group and the partitions are shared among as many as can own one."""
+    samples = [replica.metrics() for replica in replicas]
+    if not all(sample.get("nbstream_kafka_sessions_total", 0) >= 1 for sample in samples):
+        return False
+    owned = [sample.get("nbstream_assigned_partitions", 0) for sample in samples]
+    return sum(owned) == partitions and sum(count > 0 for count in owned) == min(len(replicas), partitions)
+
+
+def partitions_run(bootstrap, values, partitions, replicas, root, folder) -> list[str]:
+    """One row of the partitions table: ``replicas`` replicas, once they share the ``partitions``
+    partitions, serve ``values`` sent round-robin over them; then one replica restores them all."""
+    topic = create_topic(bootstrap, "bench-partitions", partitions)
+    run = f"{topic}-{uuid.uuid4().hex[:6]}"
+    predictions = Predictions(bootstrap, f"{run}.out")
+    serving = [Replica(bootstrap, topic, run, folder, f"{run}-{i}", root) for i in range(replicas)]
+    try:
+        wait_for(lambda: shared(serving, partitions), "the assignment")
+        send(bootstrap, topic, values, partitions=partitions)
+        predictions.wait(len(values))
+        memory = [replica.memory() for replica in serving]
+        wait_for(lambda: summed(serving, "nbstream_predictions_total") >= len(values), "the last commit")
+        samples = [replica.metrics() for replica in serving]
+    finally:
+        stop([replica.process for replica in serving])
+    rate = batch_rate(predictions)
+    commits = sum(sample["nbstream_checkpoints_total"] for sample in samples)
+    state_bytes = sum(sample["nbstream_state_written_bytes_total"] for sample in samples)
+    if replicas > 1:
+        time.sleep(SESSION_TIMEOUT + 1)  # the others' static memberships end: the group is empty
+    restart = restored(bootstrap, topic, run, values[:partitions], len(values), root, folder)
+    return [f"{partitions}", f"{replicas}", " / ".join(f"{peak:,.0f}" for peak, _ in memory),
+            " / ".join(f"{current:,.0f}" for _, current in memory), f"{rate:,.0f}",
+            f"{state_bytes / commits / 1024:,.0f} ({commits:.0f})", merge_ms(samples), *restart]
+
+
+def restored(bootstrap, topic, run, probes, sent, root, folder) -> list[str]:
+    """One replica started on the group ``run`` after its stream, in the place of its first one: the
+    seconds from its launch until it owns every partition, its nbstream_restore_seconds, its first merge
+    of their states (the ``probes``, one message for each partition, make it predict) and its peak and
+    current MiB then."""
+    predictions = Predictions(bootstrap, f"{run}.out")
+    launched = time.monotonic()
+    replica = Replica(bootstrap, topic, run, folder, f"{run}-0", root)  # the first replica's static membership
+    try:
+        wait_for(lambda: replica.metrics().get("nbstream_assigned_partitions") == len(probes), "the assignment",
+                 step=0.1)
+        assigned = time.monotonic() - launched
+        send(bootstrap, topic, probes, partitions=len(probes))
+        predictions.wait(sent + len(probes))
+        sample, (peak, current) = replica.metrics(), replica.memory()
+    finally:
+        stop([replica.process])
+    return [f"{assigned:.1f}", f"{sample['nbstream_restore_seconds']:.2f}", merge_ms([sample]),
+            f"{peak:,.0f} / {current:,.0f}"]
+
+
+def partitions(bootstrap, n, counts, replica_counts, root, folder) -> None:
+    values = sms_messages(n)
+    rows = [partitions_run(bootstrap, values, count, replicas, root, folder)
+            for replicas in replica_counts for count in counts]
+    print(f"Partitions: SMS text JSON, {n:,} messages round-robin over the input's partitions, `worker serve "
+          f"{' '.join(SMS_MODEL)}` (2^20 hashed features, 2 classes), exactly-once, confluent client, the code of "
+          f"{root}. Memory of each replica once the last prediction is read; merge: mean ms (merges); "
+          "restart: one replica started again on the group, restoring every partition:\n")
+    table(["partitions", "replicas", "peak RSS, MiB", "RSS, MiB", "predictions/s", "state KiB per commit (commits)",
+           "merge in the stream, ms", "restart: launch to owning all, s", "restart: restore, s", "restart: merge, ms",
+           "restart: peak / RSS, MiB"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
@@ -359,6 +515,10 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--rate", type=float, default=1_000.0, help="messages/s for the latency runs")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each latency run")
+    parser.add_argument("--partitions", default="1,8,24,48,96", help="input partition counts (partitions section)")
+    parser.add_argument("--replicas", default="1,3", help="replica counts (partitions section)")
+    parser.add_argument("--worker-root", type=Path, default=REPO,
+                        help="the checkout whose code the serve processes run (partitions section)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"some of {','.join(SECTIONS)}")
     args = parser.parse_args()
     sections = args.only.split(",")
@@ -374,6 +534,14 @@ def main() -> None:
             replicas(bootstrap, args.messages, folder)
         if "interval" in sections:
             intervals(bootstrap, args.seconds, args.rate, folder)
+        if "partitions" in sections:
+            partitions(bootstrap, args.messages, numbers(args.partitions),
+                       numbers(args.replicas), args.worker_root.resolve(), folder)
+
+
+def numbers(text: str) -> list[int]:
+    """1,8,24 -> [1, 8, 24]"""
+    return [int(part) for part in text.split(",")]
 
 
 if __name__ == "__main__":
