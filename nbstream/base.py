@@ -253,6 +253,13 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         held = self._held
         return held.statistics() if isinstance(held, StatisticsWindow) else held
 
+    def _statistics_layout(self) -> type[Statistics] | None:
+        """The type of the statistics held (None before any), without merging a window's buckets."""
+        held = getattr(self, "_held", None)
+        if held is None:
+            return None
+        return held.layout if isinstance(held, StatisticsWindow) else type(held)
+
     def _checked_held(self) -> Held[StatsT]:
         """What the model holds, once checked to be what ``window`` and ``window_buckets`` say
         (ValueError when set_params changed them since the model began learning)."""

@@ -147,7 +147,7 @@ class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
         if self.counts == "sparse":
             raise ValueError(f"counts='sparse' needs one alpha > 0 for all features; got alpha={self.alpha!r} "
                              f"(force_alpha={self.force_alpha}). Use counts='dense'.")
-        if isinstance(getattr(self, "_stats", None), PairCounts):
+        if self._statistics_layout() is PairCounts:
             raise ValueError(f"this model holds sparse counts, which need one alpha > 0 for all features; got "
                              f"alpha={self.alpha!r} (force_alpha={self.force_alpha}). Fit a model with "
                              "counts='dense' for this alpha.")

@@ -63,6 +63,11 @@ class StatisticsWindow(Generic[S]):
         self._n_classes = 0
         self._merged: S | None = None  # the merge of the buckets, until they change
 
+    @property
+    def layout(self) -> type[S]:
+        """The type of the buckets' statistics."""
+        return type(self._blank)
+
     def size(self, cycle: int) -> int:
         """Examples a bucket at this place of the cycle holds (0 <= cycle < n_buckets)."""
         size, remainder = divmod(self.window, self.n_buckets)

@@ -60,9 +60,9 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     FeatureError for a column that is missing or of a type that cannot be read, ValueError for
     invalid settings.
     """
-    if params.get("half_life") is not None:
-        raise ValueError("half_life weighs rows by their order in one stream; a DataFrame's partitions have "
-                         "none, so forgetting cannot be learned on Spark.")
+    if params.get("half_life") is not None or params.get("window") is not None:
+        raise ValueError("half_life and window follow the order of rows in one stream; a DataFrame's partitions "
+                         "have none, so forgetting and windows cannot be learned on Spark.")
     if rejects is not None and not skip_invalid:
         raise ValueError("rejects are written only with skip_invalid.")
     estimator = model_class(model)(**params)

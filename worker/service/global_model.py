@@ -68,7 +68,7 @@ class GlobalModel:
         self.encoder = encoder
         self.classes = classes
         self.model = fresh()
-        self.incremental = self.model.half_life is None
+        self.incremental = self.model.half_life is None and self.model.window is None  # both move per partition
         self._stale = False
         self._alias = False  # the model is the only state's own
 
