@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nbstream.arrow import RowProblems
-from worker.io.kafka.client import DeliveryFailed, Failure, record_bytes
+from worker.io.kafka.client import DeliveryFailed, Failure, KafkaFailure, record_bytes
 from worker.io.kafka.dead_letters import cut_to_fit
 from worker.io.kafka.sink import Destination, KafkaSink, Refusals
 from worker.io.records import Polled, Record
@@ -183,3 +183,37 @@ def test_the_dead_letter_of_an_input_whose_output_was_refused_is_stamped_when_se
     ((dead,),) = [producer.sent]
     assert dead["timestamp"] is None and dead["headers"][:2] == TRACE
     assert dict(dead["headers"])["__connect.errors.exception.class.name"] == b"nbstream.output_refused"
+
+
+class TransactionRefusingProducer(RecordingProducer):
+    """Refuses records stamped before ``oldest``, and then (as both clients do within a transaction)
+    every send, until a flush has reported the refusal."""
+
+    def __init__(self, oldest: int):
+        super().__init__()
+        self.oldest, self.refused = oldest, []
+
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None):
+        if self.refused:
+            raise KafkaFailure("Cannot perform send because at least one previous transactional request has failed")
+        if timestamp_ms is not None and timestamp_ms < self.oldest:
+            self.refused.append(Failure(topic, key, value, headers or [], "INVALID_TIMESTAMP", True))
+            return
+        super().send(topic, value, key, headers, partition, timestamp_ms)
+
+    def flush(self, timeout_s):
+        refused, self.refused = self.refused, []
+        if refused:
+            raise DeliveryFailed(refused)
+
+
+def test_a_send_refused_after_an_earlier_refusal_still_makes_that_records_input_a_suspect():
+    refusals = Refusals()
+    out = KafkaSink(TransactionRefusingProducer(oldest=1_000), Destination("out", 1 << 20),
+                    Destination("dlq", 1 << 20), refusals)
+    out.send_predictions(traced([b"{}"], [[]], [5]), [0], [prediction(0, 10)])  # refused, silently for now
+    problems = RowProblems(2)
+    problems.flag(np.array([False, True]), "message", "malformed JSON: x")
+    with pytest.raises(DeliveryFailed):  # the dead letter of offset 1 cannot be sent: the flush says why
+        out.reject(traced([b"{}", b"{oops"], [[], []], [5, 2_000]), problems)
+    assert refusals.suspects == {("in", 0, 0)}

@@ -274,21 +274,24 @@ class _Producer(_Reporting, Producer):
     def _serve(self) -> None:
         self._producer.poll(0.2)
 
-    def _delivered(self, error, message) -> None:
-        """The producer's one delivery callback; called for failures only (delivery.report.only.error)."""
+    def _delivered(self, error, message, headers=None) -> None:
+        """The producer's delivery callback; called for failures only (delivery.report.only.error).
+        headers : those the record was sent with (librdkafka's report does not give them back)."""
         if error is not None:
-            self._failures.append(Failure(message.topic(), message.key(), message.value(), message.headers() or [],
+            self._failures.append(Failure(message.topic(), message.key(), message.value(), headers or [],
                                           describe(error), error.code() in _REJECTED))
 
     def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
         produce = self._producer.produce
         stamp = timestamp_ms or 0  # librdkafka's "the time of sending"
+        # a record's headers say where a dead letter came from, should it be refused
+        reported = {"on_delivery": functools.partial(self._delivered, headers=headers)} if headers else {}
         while True:
             try:
                 if partition is None:
-                    produce(topic, value, key, headers=headers, timestamp=stamp)
+                    produce(topic, value, key, headers=headers, timestamp=stamp, **reported)
                 else:
-                    produce(topic, value, key, partition, headers=headers, timestamp=stamp)
+                    produce(topic, value, key, partition, headers=headers, timestamp=stamp, **reported)
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 self._producer.poll(0.1)

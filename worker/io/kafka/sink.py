@@ -29,7 +29,7 @@ from nbstream.arrow import RowProblems
 
 from ..arrow_messages import prediction_origin
 from ..records import Polled, Record
-from .client import DeliveryFailed, Failure, Producer, record_bytes
+from .client import DeliveryFailed, Failure, KafkaFailure, Producer, record_bytes
 from .dead_letters import dead_letter_record
 
 
@@ -86,7 +86,7 @@ class KafkaSink:
         stamps = self._timestamps(polled, rows)
         if not suspects and values and record_bytes(max(filter(None, row_keys), key=len, default=None),
                                                     max(values, key=len), _largest(headers)) <= limit:
-            self.producer.send_many(topic, values, row_keys, headers, stamps)  # the usual case: every record fits
+            self._send(self.producer.send_many, topic, values, row_keys, headers, stamps)  # the usual case: all fit
             return []
         diverted = []
         for j, (row, value) in enumerate(zip(rows, values, strict=True)):
@@ -99,7 +99,7 @@ class KafkaSink:
             elif suspects and (polled.topic, int(polled.partitions[row]), int(polled.offsets[row])) in suspects:
                 self._alone(polled.record(row), topic, key, value, head, stamp)
             else:
-                self.producer.send(topic, value, key, head or None, None, stamp)
+                self._send(self.producer.send, topic, value, key, head or None, None, stamp)
         return diverted
 
     def _timestamps(self, polled: Polled, rows: list[int]) -> list[int | None] | None:
@@ -124,7 +124,7 @@ class KafkaSink:
         if self.refusals.suspects and input_key(record) in self.refusals.suspects:
             self._alone(record, self.dead_letters.topic, key, value, headers, stamp)
         else:
-            self.producer.send(self.dead_letters.topic, value, key, headers, None, stamp)
+            self._send(self.producer.send, self.dead_letters.topic, value, key, headers, None, stamp)
         self.count += 1
         if self.on_dead_letter is not None:
             self.on_dead_letter(error)
@@ -133,13 +133,23 @@ class KafkaSink:
                timestamp_ms: int | None) -> None:
         """The output of a suspect input ``record`` in a batch of its own: a refusal now is this record's."""
         self.flush()
-        self.producer.send(topic, value, key, headers or None, None, timestamp_ms)
+        self._send(self.producer.send, topic, value, key, headers or None, None, timestamp_ms)
         try:
             self.producer.flush(self.flush_timeout_s)
         except DeliveryFailed as failed:
             if any(failure.rejected for failure in failed.failures):
                 self.refusals.poisoned[input_key(record)] = \
                     f"the broker refused the output: {failed.failures[0].error}"
+            raise
+
+    def _send(self, send, *record) -> None:
+        """``send(*record)``. Within a transaction, both clients refuse to send once a record sent
+        before was refused: the flush then says which it was, so that its input becomes a suspect
+        (a new session would meet the same refusal, and restart, forever)."""
+        try:
+            send(*record)
+        except KafkaFailure:
+            self.flush()  # raises DeliveryFailed when a record was refused
             raise
 
     def flush(self) -> None:
