@@ -307,15 +307,16 @@ class _Producer(_Reporting, Producer):
 
     def send_many(self, topic, values, keys, headers=None, timestamps_ms=None) -> None:
         produce = self._producer.produce
-        stamps = repeat(0) if timestamps_ms is None else (stamp or 0 for stamp in timestamps_ms)
-        if headers is None:
-            for value, key, stamp in zip(values, keys, stamps, strict=False):
+        if headers is None and timestamps_ms is None:  # no argument more than needed: this runs per prediction
+            for value, key in zip(values, keys, strict=True):
                 try:
-                    produce(topic, value, key, timestamp=stamp)
+                    produce(topic, value, key)
                 except (BufferError, ck.KafkaException):
-                    self.send(topic, value, key, None, None, stamp)  # waits for room, or records the refusal
+                    self.send(topic, value, key)  # waits for room, or records the refusal
         else:
-            for value, key, stamp, head in zip(values, keys, stamps, headers, strict=False):
+            stamps = repeat(0) if timestamps_ms is None else (stamp or 0 for stamp in timestamps_ms)
+            heads = repeat(None) if headers is None else headers
+            for value, key, stamp, head in zip(values, keys, stamps, heads, strict=False):
                 try:
                     produce(topic, value, key, timestamp=stamp, headers=head)
                 except (BufferError, ck.KafkaException):
