@@ -73,7 +73,7 @@ class KafkaSettings:
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
-    properties: dict[str, str] = field(default_factory=dict)  # Java-style names, e.g. "client.id"
+    properties: dict[str, str] = field(default_factory=dict)  # librdkafka's or Java's names, e.g. "client.id"
 
     def __post_init__(self):
         if self.client not in CLIENTS:
@@ -82,16 +82,14 @@ class KafkaSettings:
             raise ConfigError(f"--security-protocol must be one of {', '.join(SECURITY_PROTOCOLS)}; "
                               f"got {self.security_protocol!r}.")
         uses_sasl = self.security_protocol.startswith("SASL_")
-        if uses_sasl and self.passes_sasl_through:
-            pass  # librdkafka checks the settings of its own mechanisms
-        elif uses_sasl:
+        if uses_sasl and not self.passes_sasl_through:  # (librdkafka checks the settings of its own mechanisms)
             if self.sasl_mechanism not in SASL_MECHANISMS:
                 raise ConfigError(f"--security-protocol {self.security_protocol} needs --sasl-mechanism, one of "
                                   f"{', '.join(SASL_MECHANISMS)}; got {self.sasl_mechanism!r}.")
             if not self.sasl_username or self.sasl_password is None:
                 raise ConfigError(f"--security-protocol {self.security_protocol} needs --sasl-username and a "
                                   "password (NBSTREAM_SASL_PASSWORD or --sasl-password-file).")
-        elif self.sasl_mechanism or self.sasl_username:
+        elif not uses_sasl and (self.sasl_mechanism or self.sasl_username):
             raise ConfigError(f"--sasl-mechanism and --sasl-username need --security-protocol SASL_PLAINTEXT or "
                               f"SASL_SSL; got {self.security_protocol}.")
         for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
