@@ -17,6 +17,7 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec, Pipeline, PipelineLearner, load_pipeline
+from tests.helpers.arrays import dense
 from tests.helpers.cli import invoke
 from tests.helpers.paths import SMS
 
@@ -153,7 +154,7 @@ def test_a_spark_ml_vector_column_dense_or_sparse_is_a_features_column(spark):
     fitted = nbstream.spark.fit(df, label="label", features="features")
     local = local_pipeline(table, FeatureSpec.vector("pixels"), nbstream.MultinomialNB())
     assert fitted.classes_.tolist() == local.classes_.tolist()
-    np.testing.assert_array_equal(fitted.model.feature_count_, local.model.feature_count_)
+    np.testing.assert_array_equal(dense(fitted.model.feature_count_), dense(local.model.feature_count_))
     assert fitted.features.describe() == "list column 'features' of 12 numbers"
     evaluated = nbstream.spark.evaluate(fitted, df)
     assert evaluated["rows"] == 200 and evaluated["accuracy"] == pytest.approx(
@@ -187,7 +188,7 @@ def test_worker_train_on_spark_writes_the_local_snapshot(spark, sms_local, tmp_p
     assert result.exit_code == 0, result.output
     assert "learned 4,459 rows (0 rejected in all)" in result.output
     mine, theirs = load_pipeline(tmp_path / "spark.nbs"), load_pipeline(sms_local)
-    np.testing.assert_array_equal(mine.model.feature_count_, theirs.model.feature_count_)
+    np.testing.assert_array_equal(dense(mine.model.feature_count_), dense(theirs.model.feature_count_))
     assert mine.classes_.tolist() == theirs.classes_.tolist() and mine.label == "label"
     assert mine.meta["source"] == {"type": "files", "files": [str(SMS / "train.parquet")]}
     merged = invoke("merge", tmp_path / "spark.nbs", sms_local, "--out", tmp_path / "twice.nbs")
@@ -292,7 +293,7 @@ def test_mnist_written_by_spark_gives_the_textbook_bernoulli(spark, mnist_parque
                    "bernoulli", "--binarize", "127.5", "--out", tmp_path / "local.nbs", "--no-progress")
     assert local.exit_code == 0, local.output
     mine, theirs = nbstream.load(tmp_path / "spark.nbs"), nbstream.load(tmp_path / "local.nbs")
-    np.testing.assert_array_equal(mine.feature_count_[np.argsort(mine.classes_)],
-                                  theirs.feature_count_[np.argsort(theirs.classes_)])
+    np.testing.assert_array_equal(dense(mine.feature_count_)[np.argsort(mine.classes_)],
+                                  dense(theirs.feature_count_)[np.argsort(theirs.classes_)])
     report = spark_command("evaluate", tmp_path / "spark.nbs", mnist_parquet["test"], "--json")
     assert json.loads(report.output[report.output.index("{"):])["accuracy"] == pytest.approx(0.8427, abs=5e-5)
