@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_for_rows
+from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray
 from .pairs import PairCounts
@@ -151,8 +151,5 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
     def _joint_log_likelihood(self, X: Features) -> FloatArray:
         tables = self._fresh_tables()
         if isinstance(tables, BernoulliPairTables):
-            scores = self._pairs().index().pair_sums(X, tables.pair_weight, len(tables.bias))
-            scores += row_sums(X)[:, None] * tables.unseen
-            scores += tables.bias
-            return scores
+            return self._pair_scores(X, tables.pair_weight, tables.unseen, tables.bias)
         return linear_scores(X, tables.weights, tables.bias)

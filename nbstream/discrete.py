@@ -179,6 +179,14 @@ class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
         assert isinstance(self._stats, PairCounts)
         return self._stats
 
+    def _pair_scores(self, X: Features, pair_weight: FloatArray, unseen: FloatArray, bias: FloatArray) -> FloatArray:
+        """Scores of sparse counts whose pairs never seen weigh ``unseen`` per class: X's product with
+        pair_weight (n_pairs,) over the pairs it has + sum(x) unseen (n_classes,) + bias (n_classes,)."""
+        scores = self._pairs().index().pair_sums(X, pair_weight, len(bias))
+        scores += row_sums(X)[:, None] * unseen
+        scores += bias
+        return scores
+
     def _as_dense(self, counts: DiscreteCounts | PairCounts) -> DiscreteCounts:
         if isinstance(counts, DiscreteCounts):
             return counts

@@ -127,10 +127,7 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
     def _joint_log_likelihood(self, X: Features) -> FloatArray:
         tables = self._fresh_tables()
         if isinstance(tables, MultinomialPairTables):
-            scores = self._pairs().index().pair_sums(X, tables.pair_weight, len(tables.bias))
-            scores += row_sums(X)[:, None] * tables.unseen
-            scores += tables.bias
-            return scores
+            return self._pair_scores(X, tables.pair_weight, tables.unseen, tables.bias)
         if not is_sparse(X):  # dense rows are long to sum: fold the totals into the weights instead
             return linear_scores(X, tables.log_smoothed - tables.log_total, tables.bias)
         scores = linear_scores(X, tables.log_smoothed, tables.bias)
