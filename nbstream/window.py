@@ -107,6 +107,10 @@ class StatisticsWindow(Generic[S]):
             self._examples[-1] += stop - start
         self._merged = None
 
+    def openings(self, n_rows: int) -> list[int]:
+        """The rows of a batch of n_rows that would begin a new bucket (and may drop the oldest)."""
+        return [piece.start for piece in self._pieces(n_rows) if piece.opens]
+
     def _pieces(self, n_rows: int) -> list[_Piece]:
         """Where a batch of n_rows goes: what room the filling bucket has, then new buckets."""
         pieces = []
