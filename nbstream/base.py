@@ -301,6 +301,24 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         held = self._held if self.is_fitted else None
         return held.n_examples if isinstance(held, StatisticsWindow) else int(self.n_examples_seen_)
 
+    def keep_newest(self, n_examples: int) -> Self:
+        """Reset the window to its newest examples (after a drift, say): drop every bucket older
+        than the newest ``n_examples`` (an integer >= 0). The newest bucket always stays, so the
+        model keeps n_examples to n_examples plus one bucket (all it holds when that is fewer),
+        and is then a fresh fit on exactly the examples of the buckets kept; its classes keep
+        their places, and ``n_examples_seen_`` still counts every example learned. A model that
+        has learned nothing stays as it is; one without ``window`` is refused (ValueError)."""
+        if self.window is None:
+            raise ValueError(f"keep_newest needs a model with a window; this {type(self).__name__} has window=None.")
+        if not _is_integer(n_examples) or n_examples < 0:
+            raise ValueError(f"keep_newest takes an integer >= 0; got {n_examples!r}.")
+        if self.is_fitted:
+            held = self._checked_held()
+            assert isinstance(held, StatisticsWindow)  # as the window parameter says
+            held.keep_newest(int(n_examples))
+            self._cache.invalidate()
+        return self
+
     def _forget(self, n_rows: int, weights: FloatArray | None) -> FloatArray | None:
         """Age the statistics by n_rows examples and weight the new rows by their age.
 
@@ -534,21 +552,34 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         Parameters are those of ``partial_fit``. Returns a masked array of shape (n_samples,):
         the predicted labels; a row before which the model knew no class is masked.
         """
+        return self.predict_proba_then_learn(X, y, classes, sample_weight).labels
+
+    def predict_proba_then_learn(self, X: Features, y: npt.ArrayLike, classes: npt.ArrayLike | None = None,
+                                 sample_weight: npt.ArrayLike | None = None) -> PrequentialScores:
+        """``predict_then_learn`` with the probabilities: the column classes (those the model has
+        after learning the batch) and each row's probabilities (see ``predict_proba_prequential``)."""
         labels = check_labels(y, _n_rows(X))
         all_weights = check_sample_weight(sample_weight, len(labels))
-        if self.half_life is not None:
-            return self._one_row_at_a_time(X, labels, classes, all_weights)
         pieces = []
-        for rows in self._unchanging_runs(len(labels)):
+        runs = [slice(i, i + 1) for i in range(len(labels))] if self.half_life is not None \
+            else self._unchanging_runs(len(labels))
+        for rows in runs:  # with half_life, one row each: every row changes every statistic
             weights = None if all_weights is None else all_weights[rows]
-            scored = self.predict_proba_prequential(X[rows], labels[rows], classes=classes, sample_weight=weights)
+            pieces.append(self.predict_proba_prequential(X[rows], labels[rows], classes=classes,
+                                                         sample_weight=weights))
             self.partial_fit(X[rows], labels[rows], classes=classes if not self.is_fitted else None,
                              sample_weight=weights)
-            pieces.append(scored.labels)
         if not pieces:
-            return np.ma.masked_array(labels[:0], mask=np.zeros(0, dtype=bool))
-        return np.ma.masked_array(np.concatenate([piece.data for piece in pieces]),
-                                  mask=np.concatenate([np.ma.getmaskarray(piece) for piece in pieces]))
+            return PrequentialScores(self.classes_ if self.is_fitted else labels[:0], np.zeros((0, 0)))
+        columns = pieces[-1].classes  # every earlier piece's classes come first, in order
+        proba = np.zeros((len(labels), len(columns)))
+        start = 0
+        for piece in pieces:
+            proba[start:start + len(piece.proba), :piece.proba.shape[1]] = piece.proba
+            start += len(piece.proba)
+        scores = PrequentialScores(columns, proba)
+        proba[~scores.scored] = np.nan
+        return scores
 
     def predict_proba_prequential(self, X: Features, y: npt.ArrayLike, *, classes: npt.ArrayLike | None = None,
                                   sample_weight: npt.ArrayLike | None = None,
@@ -623,19 +654,6 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         ends = [start + 1 for start in held.openings(n_rows)]
         edges = [0] + [end for end in ends if 0 < end < n_rows] + [n_rows]
         return [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-
-    def _one_row_at_a_time(self, X: Features, labels: AnyArray, classes: npt.ArrayLike | None,
-                           sample_weight: FloatArray | None) -> np.ma.MaskedArray:
-        """predict_then_learn with forgetting: predict a row, learn it, then the next."""
-        predicted: list[Any] = []
-        for i in range(len(labels)):
-            predicted.append(self.predict(X[i:i + 1])[0] if self.is_fitted else None)
-            weight = None if sample_weight is None else sample_weight[i:i + 1]
-            self.partial_fit(X[i:i + 1], labels[i:i + 1], classes=classes if not self.is_fitted else None,
-                             sample_weight=weight)
-        mask = np.array([p is None for p in predicted], dtype=bool)
-        values = np.array([self.classes_[0] if p is None else p for p in predicted], dtype=self.classes_.dtype)
-        return np.ma.masked_array(values, mask=mask)
 
     # ---- scikit-learn estimator protocol ------------------------------------------------
     _estimator_type = "classifier"
