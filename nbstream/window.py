@@ -172,6 +172,20 @@ class StatisticsWindow(Generic[S]):
             change(bucket)
         self._merged = None
 
+    def keep_newest(self, n_examples: int) -> None:
+        """Drop every bucket older than the newest ``n_examples`` examples (those holding none of
+        them). The newest bucket always stays: the window keeps n_examples to n_examples plus one
+        bucket's examples, or all it holds when that is fewer."""
+        kept, newer = 0, 0  # buckets kept, from the newest, and the examples in them
+        for count in reversed(self._examples):
+            if kept and newer >= n_examples:
+                break
+            kept, newer = kept + 1, newer + count
+        dropped = len(self._buckets) - kept
+        if dropped:
+            del self._buckets[:dropped], self._examples[:dropped]
+            self._merged = None
+
     # ---- reading -----------------------------------------------------------------------------
     def statistics(self) -> S:
         """The merge of the buckets: the statistics of the examples in the window (computed once

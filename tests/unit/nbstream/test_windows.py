@@ -399,6 +399,88 @@ def test_windows_of_dense_and_sparse_counts_are_not_merged_and_nothing_changes(r
     assert nbstream.MultinomialNB(window=30, window_buckets=4, counts="dense").merge(sparse).sparse_counts_
 
 
+# ---- keep_newest ---------------------------------------------------------------------------------
+
+def buckets_in_window(window: int, n_buckets: int, n_seen: int) -> list[int]:
+    """The examples of each bucket a window holds after n_seen, oldest first, from the definition
+    (as ``examples_in_window``)."""
+    sizes, seen, j = [], 0, 0
+    while seen < n_seen:
+        size = min(window // n_buckets + (j % n_buckets < window % n_buckets), n_seen - seen)
+        sizes.append(size)
+        seen, j = seen + size, j + 1
+    return sizes[-n_buckets:]
+
+
+def examples_kept(sizes: list[int], n_examples: int) -> int:
+    """The examples of the buckets holding any of the newest n_examples (the newest bucket always)."""
+    kept = sizes[-1]
+    for size in reversed(sizes[:-1]):
+        if kept >= n_examples:
+            break
+        kept += size
+    return kept
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_keep_newest_leaves_a_fresh_fit_on_the_buckets_kept(case, rng):
+    family, params, csr = case
+    as_input = scipy.sparse.csr_matrix if csr else np.asarray
+    X, y, weights = data_for(family, rng, 137), rng.choice(["a", "b", "c"], 137), rng.integers(1, 9, 137) / 4
+    sizes = buckets_in_window(30, 4, 137)
+    for n_examples in (0, 1, sizes[-1], sizes[-1] + 1, 17, 29, 30, 1_000):
+        model = learned(family(window=30, window_buckets=4, **params), as_input(X), y, [5, 17, 60, 61, 100],
+                        weights)
+        model.predict(X[:3])  # the tables the model had must not outlive the buckets dropped
+        assert model.keep_newest(n_examples) is model
+        kept = examples_kept(sizes, n_examples)
+        assert model.n_examples_in_window_ == kept and model.n_examples_seen_ == 137
+        assert n_examples <= kept < n_examples + max(sizes) or kept == sum(sizes)
+        assert_same_model(model, fresh_on_last(model, X, y, kept, weights), X)
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.__name__)
+def test_a_window_kept_to_its_newest_learns_on_and_persists_as_any(family, rng, tmp_path):
+    model, X, y = windowed_model(family, rng)
+    model.keep_newest(0)
+    loaded = nbstream.loads(nbstream.dumps(model))[0]
+    assert loaded.n_examples_in_window_ == model.n_examples_in_window_ == buckets_in_window(30, 4, 137)[-1]
+    np.testing.assert_array_equal(loaded.predict_joint_log_proba(X), model.predict_joint_log_proba(X))
+    more_X, more_y = data_for(family, rng, 45), rng.choice(["a", "b"], 45)
+    for each in (model, loaded):
+        learned(each, more_X, more_y, [3, 20])
+    # the buckets kept leave the window as new ones fill it: then it holds new examples alone
+    assert model.n_examples_in_window_ == loaded.n_examples_in_window_ == examples_in_window(30, 4, 137 + 45)
+    assert_same_model(model, fresh_on_last(model, more_X, more_y, model.n_examples_in_window_), more_X)
+    np.testing.assert_array_equal(loaded.predict_joint_log_proba(X), model.predict_joint_log_proba(X))
+
+
+def test_keep_newest_on_a_merged_window_keeps_the_newest_buckets_of_both(rng):
+    first, X1, y1 = windowed_model(nbstream.GaussianNB, rng)
+    X2, y2 = data_for(nbstream.GaussianNB, rng, 50), rng.choice(["b", "d"], 50)
+    second = learned(nbstream.GaussianNB(window=30, window_buckets=4), X2, y2, [20])
+    newest1, newest2 = buckets_in_window(30, 4, 137)[-1], buckets_in_window(30, 4, 50)[-1]
+    merged = first.merge(second).keep_newest(1)
+    assert merged.n_examples_in_window_ == newest1 + newest2
+    X, y = np.vstack([X1[-newest1:], X2[-newest2:]]), np.r_[y1[-newest1:], y2[-newest2:]]
+    assert_same_model(merged, fresh_on_last(merged, X, y, len(y)), X)
+
+
+def test_keep_newest_needs_a_window_and_a_count(rng):
+    X, y = rng.integers(0, 3, (40, 4)), rng.integers(0, 2, 40)
+    with pytest.raises(ValueError, match="keep_newest needs a model with a window; .* window=None") as caught:
+        nbstream.MultinomialNB().fit(X, y).keep_newest(10)
+    assert "\n" not in str(caught.value)
+    windowed = nbstream.MultinomialNB(window=20, window_buckets=4).fit(X, y)
+    for bad in (-1, 2.0, True, "3", None):
+        with pytest.raises(ValueError, match="keep_newest takes an integer >= 0"):
+            windowed.keep_newest(bad)
+    assert windowed.n_examples_in_window_ == 20
+    assert windowed.keep_newest(np.int64(6)).n_examples_in_window_ == 10
+    unfitted = nbstream.MultinomialNB(window=20, window_buckets=4)
+    assert unfitted.keep_newest(5) is unfitted and not unfitted.is_fitted
+
+
 # ---- parameters ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("params, match", [
