@@ -36,6 +36,9 @@ STATE_RECORDS_SKIPPED = Counter("nbstream_state_records_skipped", "State-topic r
 GLOBAL_MODEL_MERGE_SECONDS = Histogram("nbstream_global_model_merge_seconds", "Time to merge the partition states "
                                        "into the global model (after partitions move, or another replica's state "
                                        "arrives)", buckets=LATENCY_BUCKETS, registry=None)
+# Of the process too: each partition's drift watch counts its own detections.
+DRIFT_DETECTED = Counter("nbstream_drift_detected", "Drifts detected in a partition's prequential errors "
+                         "(--drift-detector)", ["partition"], registry=None)
 
 
 class BatchHistogram:
@@ -119,7 +122,7 @@ class ServiceMetrics:
     def __init__(self, kafka_client: str = ""):
         self.registry = registry = CollectorRegistry()
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR, STATE_RECORDS_SKIPPED,
-                          GLOBAL_MODEL_MERGE_SECONDS):
+                          GLOBAL_MODEL_MERGE_SECONDS, DRIFT_DETECTED):
             registry.register(collector)
         Gauge("nbstream_build_info", "Version of nbstream, Python and the Kafka client in use",
               ["version", "python", "kafka_client"], registry=registry).labels(
