@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbstream
 from nbstream.arrow import FeatureSpec
+from nbstream.drift import DETECTORS
 
 from .errors import ConfigError
 from .io.fields import FORMATS, MessageFields
@@ -32,11 +33,15 @@ class ModelOptions:
     var_smoothing: float | None = None
     min_categories: int | None = None
     half_life: float | None = None
+    window: int | None = None
+    window_buckets: int | None = None
     counts: str | None = None
 
     def __post_init__(self):
         """Any letter case; an unknown kind is refused here, with the closest name suggested.
-        (None: the kind of the snapshot resumed.)"""
+        (None: the kind of the snapshot resumed.) Window options that contradict each other or
+        --half-life are refused here too."""
+        self._check_window()
         if self.kind is None:
             return
         kind = self.kind.strip().lower()
@@ -45,6 +50,15 @@ class ModelOptions:
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise ConfigError(f"unknown model {self.kind!r}{hint}; choose one of {', '.join(nbstream.MODEL_KINDS)}.")
         self.kind = kind
+
+    def _check_window(self) -> None:
+        if self.window is not None and self.half_life is not None:
+            raise ConfigError("--window and --half-life cannot be used together: a model either keeps a window of "
+                              "examples or forgets them gradually.")
+        if self.window_buckets is not None and self.window is None:
+            raise ConfigError("--window-buckets sets how finely --window moves; give --window too.")
+        if self.window is not None and self.window_buckets is not None and self.window_buckets > self.window:
+            raise ConfigError(f"--window-buckets ({self.window_buckets}) must be at most --window ({self.window}).")
 
     @property
     def chosen_kind(self) -> str:
@@ -55,8 +69,11 @@ class ModelOptions:
 
     def parameters(self) -> dict:
         """The parameters given, checked against what the kind accepts."""
-        accepted = nbstream.model_class(self.chosen_kind).param_names()
+        model_class = nbstream.model_class(self.chosen_kind)
+        accepted = model_class.param_names()
         given = {name: value for name, value in asdict(self).items() if name != "kind" and value is not None}
+        if self.window is not None and self.window_buckets is None:  # the default, or one example a bucket
+            given["window_buckets"] = min(self.window, model_class().window_buckets)
         unused = sorted(set(given) - set(accepted))
         if unused:
             options = ", ".join("--" + name.replace("_", "-") for name in unused)
@@ -132,6 +149,8 @@ class ScoreConfig:
 
 GUARANTEES = ("exactly-once", "at-least-once")
 OUTPUT_TIMESTAMPS = ("input", "now")  # a prediction's timestamp: its input's, or the time it is sent
+DRIFT_DETECTORS = (*DETECTORS, "none")  # what watches each partition's prequential errors
+ON_DRIFT = ("report", "reset-to-window")  # what a detected drift does beside its log line and counter
 
 
 @dataclass
@@ -165,6 +184,8 @@ class ServeConfig:
     init_model: Path | None = None
     max_classes: int = 1_000
     output_timestamp: str = "input"
+    drift_detector: str = "none"
+    on_drift: str = "report"
 
     def __post_init__(self):
         if self.guarantee not in GUARANTEES:
@@ -177,6 +198,19 @@ class ServeConfig:
             raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {self.fields.format!r}.")
         self._check_distinct_topics()
         self._check_distinct_fields()
+        self._check_drift()
+
+    def _check_drift(self) -> None:
+        if self.drift_detector not in DRIFT_DETECTORS:
+            raise ConfigError(f"--drift-detector must be one of {', '.join(DRIFT_DETECTORS)}; "
+                              f"got {self.drift_detector!r}.")
+        if self.on_drift not in ON_DRIFT:
+            raise ConfigError(f"--on-drift must be one of {', '.join(ON_DRIFT)}; got {self.on_drift!r}.")
+        if self.on_drift == "reset-to-window" and self.drift_detector == "none":
+            raise ConfigError("--on-drift reset-to-window needs a --drift-detector (adwin or page-hinkley).")
+        if self.on_drift == "reset-to-window" and self.model.window is None:
+            raise ConfigError("--on-drift reset-to-window needs --window: only a windowed model can drop its "
+                              "examples from before a drift.")
 
     def _check_distinct_topics(self) -> None:
         """Each topic has one role: an output that is also the input would be read back as input,

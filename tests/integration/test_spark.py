@@ -261,7 +261,7 @@ def test_a_bad_row_fails_predict_in_one_line_unless_skipped(spark, with_bad_rows
     assert pq.read_table(tmp_path / "p").column("error").to_pylist() == [None, "x: null value", None]
 
 
-@pytest.mark.parametrize(("option", "value"), [("--half-life", "10"), ("--checkpoint-every", "10"),
+@pytest.mark.parametrize(("option", "value"), [("--half-life", "10"), ("--window", "10"), ("--checkpoint-every", "10"),
                                                ("--resume", "base.nbs")])
 def test_options_that_mean_nothing_across_partitions_are_refused_in_one_line(option, value, with_bad_rows, tmp_path):
     result = invoke("train", with_bad_rows, "--label", "label", "--features", "x,y", "--out", tmp_path / "m.nbs",

@@ -3,7 +3,7 @@
 one-line errors.
 
 What cannot mean anything across unordered partitions is refused: forgetting (--half-life),
-checkpoints and restarts (--checkpoint-every, --resume).
+windows (--window), checkpoints and restarts (--checkpoint-every, --resume).
 """
 
 from __future__ import annotations
@@ -116,13 +116,14 @@ def train(config: TrainConfig, engine: EngineOptions) -> TrainSummary:
 
     from .train import TrainSummary
 
-    for option, given in (("--half-life", config.model.half_life is not None),
-                          ("--checkpoint-every", config.checkpoint_every is not None),
-                          ("--resume", config.resume is not None)):
+    unordered, one_run = "partitions have no order.", "a Spark job is not restarted part way."
+    for option, given, reason in (
+            ("--half-life", config.model.half_life is not None, f"forgetting weighs rows by their order; {unordered}"),
+            ("--window", config.model.window is not None, f"a window keeps the last rows learned; {unordered}"),
+            ("--checkpoint-every", config.checkpoint_every is not None, one_run),
+            ("--resume", config.resume is not None, one_run)):
         if given:
-            raise ConfigError(f"{option} cannot be used with --engine spark: "
-                              + ("forgetting weighs rows by their order in one stream, and partitions have none."
-                                 if option == "--half-life" else "a Spark job is not restarted part way."))
+            raise ConfigError(f"{option} cannot be used with --engine spark: {reason}")
     engine.check_sources(config.paths)
     kind = config.model.chosen_kind
     parameters = config.model.parameters()

@@ -86,6 +86,12 @@ MAX_CLASSES = typer.Option(1_000, "--max-classes", min=1, envvar=env("MAX_CLASSE
                                 "carries every class's probability); with dense counts 8 to 24 bytes per feature.")
 HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
                          help="Forget: an example's weight halves every N newer examples.", rich_help_panel=MODEL_PANEL)
+WINDOW = typer.Option(None, "--window", min=2, envvar=env("WINDOW"),
+                      help="Keep a sliding window: the model of exactly the last N examples (less at most a "
+                           "bucket).", rich_help_panel=MODEL_PANEL)
+WINDOW_BUCKETS = typer.Option(None, "--window-buckets", min=1, envvar=env("WINDOW_BUCKETS"),
+                              help="The window moves a bucket of N/K examples at a time, and costs K + 1 models' "
+                                   "memory (default: 10, or N when smaller).", rich_help_panel=MODEL_PANEL)
 COUNTS = typer.Option(None, "--counts", envvar=env("COUNTS"),
                       help="Bernoulli, multinomial, complement: hold the counts as a dense table of classes x "
                            "features, or sparse, only the (class, feature) pairs seen; auto (default): sparse "
@@ -97,7 +103,8 @@ model_parameters = option_group("model_parameters", dict, {
     "alpha": (float | None, ALPHA), "binarize": (float | None, BINARIZE),
     "fit_prior": (bool | None, FIT_PRIOR), "norm": (bool | None, NORM),
     "var_smoothing": (float | None, VAR_SMOOTHING), "min_categories": (int | None, MIN_CATEGORIES),
-    "half_life": (float | None, HALF_LIFE), "counts": (str | None, COUNTS)})
+    "half_life": (float | None, HALF_LIFE), "window": (int | None, WINDOW),
+    "window_buckets": (int | None, WINDOW_BUCKETS), "counts": (str | None, COUNTS)})
 """Gives a command the model parameters, received as one dict ``model_parameters`` (ModelOptions' fields)."""
 
 

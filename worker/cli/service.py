@@ -83,6 +83,12 @@ def serve(
     output_timestamp: str = typer.Option("input", "--output-timestamp", envvar=env("OUTPUT_TIMESTAMP"),
                                          help="A prediction's timestamp: input (its input message's, for "
                                               "event-time processing downstream) or now (when it is sent)."),
+    drift_detector: str = typer.Option("none", "--drift-detector", envvar=env("DRIFT_DETECTOR"),
+                                       help="Watch each partition's prequential errors for a drift with adwin "
+                                            "or page-hinkley (each one a WARNING line and counted), or none."),
+    on_drift: str = typer.Option("report", "--on-drift", envvar=env("ON_DRIFT"),
+                                 help="report a drift only, or reset-to-window: drop the partition's window "
+                                      "buckets from before the change (needs --window)."),
     dead_letter_topic: str | None = typer.Option(None, "--dlq", envvar=env("DLQ"),
                                                     help="Dead-letter topic (default: INPUT.dlq)."),
     state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
@@ -144,7 +150,8 @@ def serve(
             transaction_timeout=transaction_timeout, start=start, keep_snapshots=keep_snapshots,
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
             session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
-            max_classes=max_classes, output_timestamp=output_timestamp)
+            max_classes=max_classes, output_timestamp=output_timestamp, drift_detector=drift_detector,
+            on_drift=on_drift)
         run_serve(config)
 
 

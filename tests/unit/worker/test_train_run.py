@@ -22,7 +22,7 @@ from worker.snapshot_meta import SnapshotMeta, read_snapshot, write_snapshot
 
 DEFAULT_FEATURES = {"columns": ["x", "y"], "text": None, "hash_bits": 20, "ngrams": 1}
 NO_PARAMETERS = {"alpha": None, "binarize": None, "fit_prior": None, "norm": None, "var_smoothing": None,
-                 "min_categories": None, "half_life": None, "counts": None}
+                 "min_categories": None, "half_life": None, "window": None, "window_buckets": None, "counts": None}
 
 
 def parquet(path: Path, **columns) -> str:
