@@ -735,7 +735,8 @@ def _prequential_proba(jll: FloatArray, rows: IndexArray, declared: int, fitted:
     jll = np.where(known, jll, -np.inf)
     began = learned[0] if len(learned) else n_rows
     before_anything = np.arange(n_rows) <= began if not fitted else np.zeros(n_rows, dtype=bool)
-    proba = np.exp(log_normalize(jll))
+    with np.errstate(invalid="ignore"):  # a row with no class known yet is all -inf: NaN, as it should be
+        proba = np.exp(log_normalize(jll))
     proba[before_anything] = np.nan
     return proba
 

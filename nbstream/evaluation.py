@@ -47,6 +47,22 @@ class ConfusionCounts:
         self.log_loss_sum -= np.log(np.clip(p_true, _EPS, 1.0)).sum()
         self.n += len(true)
 
+    @property
+    def model_classes(self) -> list[Any]:
+        """The model's classes: the columns of the counts."""
+        return self.labels[:self._n_model_classes]
+
+    def with_model_classes(self, classes: AnyArray) -> ConfusionCounts:
+        """These counts for a model that has since learned more classes: ``classes`` begin with
+        this one's model classes, in order; the new ones add columns of zeros."""
+        if list(classes.tolist()[:self._n_model_classes]) != self.model_classes:
+            raise ValueError("the new classes must begin with the model's own, in order")
+        grown = ConfusionCounts(classes)
+        rows = grown._rows_of(self.labels)
+        grown._rows[rows[:, None], np.arange(self._n_model_classes)[None, :]] += self.counts
+        grown.log_loss_sum, grown.n = self.log_loss_sum, self.n
+        return grown
+
     def _rows_of_array(self, labels: AnyArray) -> IntArray:
         """_rows_of for an array of labels, looking up its distinct labels only."""
         distinct, first, inverse = np.unique(labels, return_index=True, return_inverse=True)

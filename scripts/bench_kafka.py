@@ -24,9 +24,12 @@ Every contender is its own process, reading the same topics (one partition, --me
               assignment, its first merge (a message to each partition) and its memory.
               --worker-root runs the serve processes of another checkout (an older commit's
               worktree, say: a metric it lacks shows as "-").
+  prequential `worker serve` of --baseline-root (another checkout) and of this one on the same MNIST
+              and SMS topics, JSON and Arrow, confluent client: rates and their ratio.
 
     python scripts/bench_kafka.py --data-dir ../shared/data [--bootstrap HOST:PORT] [--only throughput,latency]
     python scripts/bench_kafka.py --only partitions [--partitions 1,8,24,48] [--replicas 1] [--worker-root PATH]
+    python scripts/bench_kafka.py --only prequential --baseline-root PATH
 Without --bootstrap a local broker is started with scripts/kafka_broker.py (and stopped).
 """
 
@@ -62,7 +65,7 @@ from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 from scripts.kafka_broker import free_port  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
-SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions")
+SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
 SMS_MODEL = ["--text", "--model", "multinomial"]
 MIB = 1 << 20
@@ -205,11 +208,13 @@ def stop(processes: list[subprocess.Popen]) -> None:
         process.wait(timeout=120)
 
 
-def serve_rate(bootstrap, topic, expected, client, extra, folder, replicas=1) -> float:
-    """`worker serve`'s messages (or rows) per second, first prediction to last."""
+def serve_rate(bootstrap, topic, expected, client, extra, folder, replicas=1, root: Path = REPO) -> float:
+    """`worker serve`'s messages (or rows) per second, first prediction to last (``root``: the
+    checkout whose code it runs)."""
     run = f"{topic}-{uuid.uuid4().hex[:6]}"
     predictions = Predictions(bootstrap, f"{run}.out")
-    processes = [start_serve(bootstrap, topic, run, client, extra, folder, f"{run}-{i}") for i in range(replicas)]
+    processes = [start_serve(bootstrap, topic, run, client, extra, folder, f"{run}-{i}", root)
+                 for i in range(replicas)]
     try:
         predictions.wait(expected)
     finally:
@@ -287,6 +292,27 @@ def throughput(bootstrap, data_dir, n, folder) -> None:
     print(f"Throughput, messages/s ({n:,} messages per topic, one partition):\n")
     table(["topic", "kafka-python read + orjson", "kafka-python relay", "confluent read + orjson", "confluent relay",
            "worker serve, kafka-python", "worker serve, confluent"], rows)
+
+
+def prequential(bootstrap, data_dir, n, baseline: Path, folder) -> None:
+    """`worker serve` (confluent) of this checkout against the one at ``baseline``, on the same topics."""
+    rows = []
+    arrow = arrow_messages(data_dir, n)
+    for name, values, model in (("MNIST JSON (784 ints)", mnist_messages(data_dir, n), MNIST_MODEL),
+                                ("SMS text JSON", sms_messages(n), SMS_MODEL),
+                                ("MNIST Arrow, 1,000 rows per message", arrow["MNIST"], [*MNIST_MODEL, "--format",
+                                                                                          "arrow"]),
+                                ("SMS Arrow, 1,000 rows per message", arrow["SMS"], [*SMS_MODEL, "--format", "arrow"])):
+        topic = create_topic(bootstrap, "bench-prequential")
+        send(bootstrap, topic, values)
+        expected = len(values)
+        before = serve_rate(bootstrap, topic, expected, "confluent", model, folder, root=baseline)
+        after = serve_rate(bootstrap, topic, expected, "confluent", model, folder)
+        unit = "rows" if "Arrow" in name else "messages"
+        rows.append([name, f"{before:,.0f} {unit}/s", f"{after:,.0f} {unit}/s", f"{after / before:.2f}x"])
+    print(f"Test-then-train: `worker serve` (confluent, exactly-once) of {baseline} and of this checkout, "
+          f"{n:,} messages per topic, one partition:\n")
+    table(["topic", "baseline", "this checkout", "ratio"], rows)
 
 
 def arrow_messages(data_dir: Path, n: int, rows_per_message: int = 1_000) -> dict[str, list[bytes]]:
@@ -519,6 +545,8 @@ def main() -> None:
     parser.add_argument("--replicas", default="1,3", help="replica counts (partitions section)")
     parser.add_argument("--worker-root", type=Path, default=REPO,
                         help="the checkout whose code the serve processes run (partitions section)")
+    parser.add_argument("--baseline-root", type=Path,
+                        help="the checkout `worker serve` is compared with (prequential section)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"some of {','.join(SECTIONS)}")
     args = parser.parse_args()
     sections = args.only.split(",")
@@ -534,6 +562,8 @@ def main() -> None:
             replicas(bootstrap, args.messages, folder)
         if "interval" in sections:
             intervals(bootstrap, args.seconds, args.rate, folder)
+        if "prequential" in sections and args.baseline_root:
+            prequential(bootstrap, args.data_dir, args.messages, args.baseline_root.resolve(), folder)
         if "partitions" in sections:
             partitions(bootstrap, args.messages, numbers(args.partitions),
                        numbers(args.replicas), args.worker_root.resolve(), folder)

@@ -26,13 +26,18 @@ class Scored:
     """One batch with its predictions; rows with problems have none (``problems.bad``)."""
     batch: Batch
     problems: RowProblems
+    classes: np.ndarray  # (n_classes,) the classes of proba's columns
     proba: np.ndarray  # (n_good_rows, n_classes)
     labels: np.ndarray | None  # (n_good_rows,) when a label column was asked for
 
 
 def score_batches(config: ScoreConfig, model, features: FeatureEncoder, extra_columns: list[str],
-                  label: str | None = None, progress: bool | None = None) -> Iterator[Scored]:
-    """Predicted probabilities for every batch, and its labels when ``label`` is given."""
+                  label: str | None = None, progress: bool | None = None,
+                  prequential: bool = False) -> Iterator[Scored]:
+    """Predicted probabilities for every batch, and its labels when ``label`` is given.
+
+    prequential : test-then-train: each row is predicted by the model that learned every earlier
+        row (of the files in order), then learned (needs ``label``; ``model`` keeps learning)."""
     files = expand_paths(config.paths)
     columns = list(dict.fromkeys(features.columns + extra_columns + ([label] if label else [])))
 
@@ -48,10 +53,14 @@ def score_batches(config: ScoreConfig, model, features: FeatureEncoder, extra_co
             y = extract_labels(batch.data, label, problems) if label else None
             if problems.any() and not config.skip_invalid:
                 raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to score the other rows.")
-            good_X = problems.select_good(X)
-            proba = model.predict_proba(good_X) if good_X.shape[0] else np.zeros((0, len(model.classes_)))
+            good_X, good_y = problems.select_good(X), None if y is None else problems.select_good(y)
+            if prequential and good_y is not None and len(good_y):
+                classes, proba = model.predict_proba_then_learn(good_X, good_y)
+            else:
+                classes = model.classes_
+                proba = model.predict_proba(good_X) if good_X.shape[0] else np.zeros((0, len(classes)))
             bar.advance(batch.data.num_rows)
-            yield Scored(batch, problems, proba, None if y is None else problems.select_good(y))
+            yield Scored(batch, problems, classes, proba, good_y)
 
 
 def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | None,
@@ -71,16 +80,22 @@ def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | N
     return writer.rows
 
 
-def evaluate(config: ScoreConfig, label: str | None = None, progress: bool | None = None) -> dict:
-    """Accuracy, macro-F1, log-loss, per-class precision/recall/F1 and the confusion matrix."""
+def evaluate(config: ScoreConfig, label: str | None = None, progress: bool | None = None,
+             prequential: bool = False) -> dict:
+    """Accuracy, macro-F1, log-loss, Brier score, per-class precision/recall/F1 and the confusion
+    matrix; ``prequential``: of test-then-train predictions, the snapshot's model learning each
+    row after predicting it (classes the rows teach join the report)."""
     model, meta = read_snapshot(config.snapshot)
     label = label or meta.label
     if not label:
         raise ConfigError("name the label column with --label.")
     counts = ConfusionCounts(model.classes_)
     skipped = 0
-    for scored in score_batches(config, model, meta.features, [], label=label, progress=progress):
+    for scored in score_batches(config, model, meta.features, [], label=label, progress=progress,
+                                prequential=prequential):
         assert scored.labels is not None  # asked for with label=
+        if len(scored.classes) > len(counts.model_classes):
+            counts = counts.with_model_classes(scored.classes)
         counts.add(scored.labels, scored.proba)
         skipped += int(scored.problems.bad.sum())
     report = counts.report()

@@ -16,6 +16,7 @@ from nbstream.snapshot import load_with_header
 
 from ..batch.spark import EngineOptions
 from ..config import FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
+from ..errors import ConfigError
 from ..snapshot_meta import FilesRead, ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
 from .options import (
@@ -159,21 +160,27 @@ def evaluate(
     label: str | None = typer.Option(None, "--label", envvar=env("LABEL"),
                                         help="Label column (default: the one the model was trained on)."),
     as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the metrics as JSON."),
+    prequential: bool = typer.Option(False, "--prequential", envvar=env("PREQUENTIAL"),
+                                     help="Test-then-train: predict each row with the snapshot's model plus every "
+                                          "earlier row (files in order), then learn it; the snapshot is not "
+                                          "changed."),
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: bool | None = PROGRESS,
     *,
     engine: EngineOptions,
 ) -> None:
-    """Accuracy, macro-F1, log-loss, per-class precision/recall and the confusion matrix."""
+    """Accuracy, macro-F1, log-loss, Brier score, per-class precision/recall and the confusion matrix."""
     from ..batch import spark
     from ..batch.score import evaluate as run_evaluate
 
     config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
     with reported_errors():
         engine.check_sources(config.paths)
+        if prequential and engine.spark:
+            raise ConfigError("--prequential replays the rows in order on one machine: use --engine local.")
         report = spark.evaluate(config, label, engine) if engine.spark else \
-            run_evaluate(config, label, progress=progress)
+            run_evaluate(config, label, progress=progress, prequential=prequential)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return

@@ -284,18 +284,22 @@ class RowValues:
         return write_stream(self.tables[message].slice(row, 1))
 
 
-def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, proba, classes, version: int
-                       ) -> tuple[list[int], list[bytes]]:
+def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, proba, classes,
+                       versions: np.ndarray | int) -> tuple[list[int], list[bytes]]:
     """One Arrow stream per input message with good rows: (message indexes, values).
 
     polled : the poll (one row per message); rows : (n_good,) the decoded rows predicted, in order;
-    predicted : (n_good,) labels or None while the model knows no class; proba : (n_good, n_classes)
+    predicted : (n_good,) labels or None while the model knows no class; proba : (n_good, n_classes),
+    a row of NaN where the model knew no class yet (a null prediction and probabilities);
+    versions : (n_good,) the examples the model predicting each row had learned, or one for all
     """
     if decoded.message_of is None or decoded.row_in_message is None:
         raise ValueError("Arrow predictions need the rows' messages (a decode_arrow result)")
     message_of, row_in_message = decoded.message_of[rows], decoded.row_in_message[rows]
     ids = [decoded.ids[i] for i in rows.tolist()]
     n_classes = 0 if proba is None else proba.shape[1]
+    unscored = np.ones(len(rows), dtype=bool) if proba is None or not n_classes else np.isnan(proba[:, 0])
+    versions = np.broadcast_to(np.asarray(versions, dtype=np.int64), (len(rows),))
     metadata = {b"classes": orjson.dumps([] if classes is None else np.asarray(classes).tolist())}
     values, messages = [], []
     starts = np.flatnonzero(np.r_[True, message_of[1:] != message_of[:-1]]) if len(rows) else np.zeros(0, int)
@@ -306,11 +310,13 @@ def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, pr
         columns = {
             "id": _ids(ids[start:end]),
             "row": pa.array(row_in_message[start:end], pa.int32()),
-            "prediction": pa.nulls(n) if predicted is None else pa.array(predicted[start:end]),
+            "prediction": pa.nulls(n) if predicted is None else pa.array(predicted[start:end],
+                                                                         mask=unscored[start:end]),
             "probabilities": pa.FixedSizeListArray.from_arrays(
-                pa.array(np.ascontiguousarray(proba[start:end]).ravel()), n_classes) if proba is not None
+                pa.array(np.ascontiguousarray(proba[start:end]).ravel()), n_classes,
+                mask=pa.array(unscored[start:end])) if proba is not None
             else pa.nulls(n, pa.list_(pa.float64())),
-            "model_version": pa.array(np.full(n, version, np.int64)),
+            "model_version": pa.array(versions[start:end]),
             "topic": pa.array([polled.topic] * n, pa.string()),
             "partition": pa.array(np.full(n, polled.partitions[message], np.int32)),
             "offset": pa.array(np.full(n, polled.offsets[message], np.int64)),

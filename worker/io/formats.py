@@ -25,11 +25,13 @@ class MessageFormat(Protocol):
         (a label of another kind is a problem), None to read labels of any kind."""
 
     def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
-               best: np.ndarray | None, proba: np.ndarray | None, version: int) -> tuple[list[int], list[bytes]]:
+               best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
+               ) -> tuple[list[int], list[bytes]]:
         """The predictions of the good rows as (message index to key each by, value).
 
         good : (n_rows,) bool; classes : (n_classes,) labels, None while the model knows no class;
-        best : (n_good,) index into classes; proba : (n_good, n_classes); version : examples learned."""
+        best : (n_good,) index into classes; proba : (n_good, n_classes), NaN rows where the model
+        knew no class yet; versions : (n_good,) the examples the model predicting each row had learned."""
 
 
 class JsonMessages:
@@ -42,9 +44,10 @@ class JsonMessages:
         return decode(values, spec, self.fields, label_kind=label_kind)
 
     def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
-               best: np.ndarray | None, proba: np.ndarray | None, version: int) -> tuple[list[int], list[bytes]]:
+               best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
+               ) -> tuple[list[int], list[bytes]]:
         rows = np.flatnonzero(good).tolist()
-        values = prediction_values([decoded.ids[i] for i in rows], classes, best, proba, version, polled.topic,
+        values = prediction_values([decoded.ids[i] for i in rows], classes, best, proba, versions, polled.topic,
                                    polled.partitions[good].tolist(), polled.offsets[good].tolist())
         return rows, values
 
@@ -59,9 +62,10 @@ class ArrowMessages:
         return decode_arrow(values, spec, self.fields, label_kind=label_kind)
 
     def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
-               best: np.ndarray | None, proba: np.ndarray | None, version: int) -> tuple[list[int], list[bytes]]:
+               best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
+               ) -> tuple[list[int], list[bytes]]:
         labels = None if classes is None or best is None else classes[best]
-        return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, version)
+        return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions)
 
 
 def message_format(fields: MessageFields) -> MessageFormat:

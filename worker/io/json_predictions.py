@@ -21,26 +21,33 @@ from .json_exact import write_exactly
 
 
 def prediction_values(ids: list, classes: np.ndarray | None, best: np.ndarray | None, proba: np.ndarray | None,
-                      version: int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
+                      versions: np.ndarray | int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
     """The JSON prediction of each message, as bytes.
 
     ids, partitions, offsets : one per message; classes : (n_classes,) labels, None while the
     model knows no class (then every prediction is null with no probabilities, and best and
     proba are None too); best : (n_messages,) index into classes of each prediction;
-    proba : (n_messages, n_classes).
+    proba : (n_messages, n_classes), a row of NaN for a message predicted before the model knew
+    any class (null too); versions : (n_messages,) the examples the model predicting each had
+    learned, or one number for all.
     """
     n = len(ids)
     if n == 0:
         return []
-    tail = b',"model_version":%d,"topic":%b,"partition":' % (version, orjson.dumps(topic))
+    head = b',"topic":%b,"partition":' % orjson.dumps(topic)
+    version_pieces = [b',"model_version":%d' % v for v in np.broadcast_to(versions, (n,)).tolist()]
+    nothing = b'{"id":%b,"prediction":null,"probabilities":{}%b%b%d,"offset":%d}'
     if classes is None or best is None or proba is None:
-        return [b'{"id":%b,"prediction":null,"probabilities":{}%b%d,"offset":%d}' % (i, tail, p, o)
-                for i, p, o in zip(_id_pieces(ids), partitions, offsets, strict=True)]
+        return [nothing % (i, v, head, p, o)
+                for i, v, p, o in zip(_id_pieces(ids), version_pieces, partitions, offsets, strict=True)]
     labels = classes.tolist()
     predicted = [orjson.dumps(label) for label in labels]
-    return [b'{"id":%b,"prediction":%b,"probabilities":{%b}%b%d,"offset":%d}' % (i, predicted[b], ps, tail, p, o)
-            for i, b, ps, p, o in zip(_id_pieces(ids), best.tolist(), _probability_pieces(proba, labels),
-                                      partitions, offsets, strict=True)]
+    scored = ~np.isnan(proba[:, 0]) if proba.shape[1] else np.zeros(n, dtype=bool)
+    pieces = _probability_pieces(np.where(scored[:, None], proba, 0.0), labels)
+    return [b'{"id":%b,"prediction":%b,"probabilities":{%b}%b%b%d,"offset":%d}' % (i, predicted[b], ps, v, head, p, o)
+            if s else nothing % (i, v, head, p, o)
+            for i, b, ps, s, v, p, o in zip(_id_pieces(ids), best.tolist(), pieces, scored.tolist(), version_pieces,
+                                            partitions, offsets, strict=True)]
 
 
 def _id_pieces(ids: list) -> list[bytes]:

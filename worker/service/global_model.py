@@ -133,21 +133,71 @@ class GlobalModel:
             self._stale = True
 
     def predict(self, X) -> Predictions:
-        """The rows' predictions (all None while nothing is learned)."""
+        """The rows' predictions (all None while nothing is learned), each by this model."""
+        versions = np.full(X.shape[0], self.version, dtype=np.int64)
         if not self.model.is_fitted:
-            return Predictions(None, None, None)
+            return Predictions(None, None, None, versions)
         proba = self.model.predict_proba(X)
-        return Predictions(self.model.classes_, np.argmax(proba, axis=1), proba)
+        return Predictions(self.model.classes_, np.argmax(proba, axis=1), proba, versions)
+
+    def predict_then_learn(self, X, y: np.ndarray, learned: np.ndarray, partitions: np.ndarray) -> Predictions:
+        """Test-then-train predictions of a poll's rows: row i by this model plus the learned rows
+        before i of its own partition, exactly (nothing is learned here: the caller learns next).
+
+        X : (n_rows, n_features) encoded; y : (n_rows,) labels, read where learned;
+        learned : (n_rows,) bool; partitions : (n_rows,) the input partition of each row."""
+        if not learned.any():
+            return self.predict(X)
+        fitted = self.model.is_fitted
+        classes = self._classes_after(y[learned])
+        position = {label: i for i, label in enumerate(classes.tolist())}
+        proba = np.zeros((X.shape[0], len(classes)))
+        versions = np.empty(X.shape[0], dtype=np.int64)
+        for partition in np.unique(partitions).tolist():
+            rows = partitions == partition
+            whole = bool(rows.all())
+            scores = self.model.predict_proba_prequential(
+                X if whole else X[rows], y if whole else y[rows], learn=learned if whole else learned[rows],
+                classes=None if fitted else self.classes)
+            columns = [position[label] for label in scores.classes.tolist()]
+            proba[np.ix_(rows, columns)] = scores.proba
+            proba[np.flatnonzero(rows)[~scores.scored]] = np.nan
+            before = np.cumsum(learned[rows]) - learned[rows]
+            versions[rows] = self.version + before
+        best = np.argmax(np.nan_to_num(proba, nan=0.0), axis=1)
+        return Predictions(classes, best, proba, versions)
+
+    def _classes_after(self, labels: np.ndarray) -> np.ndarray:
+        """(n_classes,) the classes the model has once it learned these labels (in this order)."""
+        if self.model.is_fitted:
+            known = self.model.classes_
+            new = labels[~np.isin(labels, known)]
+        else:
+            known, new = (np.unique(np.asarray(self.classes)), labels[:0]) if self.classes is not None \
+                else (labels[:0], labels)
+        if not len(new):
+            return known
+        distinct, first = np.unique(new, return_index=True)
+        added = distinct[np.argsort(first)]
+        return np.concatenate([known, added]) if len(known) else added
 
 
 @dataclass
 class Predictions:
-    """What the model says about a batch of rows; every field None while it knows no class."""
+    """What the model says about a batch of rows; classes, best and proba None while it knows no class."""
     classes: np.ndarray | None  # (n_classes,) the class labels
     best: np.ndarray | None  # (n_rows,) index into classes of each row's most probable class
-    proba: np.ndarray | None  # (n_rows, n_classes) float64
+    proba: np.ndarray | None  # (n_rows, n_classes) float64; a row of NaN: predicted before any class was known
+    versions: np.ndarray  # (n_rows,) the examples the model predicting each row had learned
+
+    @property
+    def scored(self) -> np.ndarray:
+        """(n_rows,) whether each row has a prediction."""
+        if self.proba is None or not self.proba.shape[1]:
+            return np.zeros(len(self.versions), dtype=bool)
+        return ~np.isnan(self.proba[:, 0])
 
     @property
     def labels(self) -> np.ndarray | None:
-        """(n_rows,) the predicted class labels."""
-        return None if self.classes is None else self.classes[self.best]
+        """(n_rows,) the predicted class labels (meaningless where not scored)."""
+        return None if self.classes is None or self.best is None else self.classes[self.best]

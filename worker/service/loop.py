@@ -1,8 +1,9 @@
 """The prequential loop of `worker serve`: decode -> predict -> emit -> learn, batch by batch.
 
-Every message is predicted by the group's global model as it was before the batch, then the
-labeled ones are learned into the state of the partition they came from (and into the global
-model). A message that cannot be used goes to the reject sink (the dead-letter topic) with its
+Every message is predicted test-then-train: by the group's global model as it was before the
+batch plus the labeled messages before it in its partition (computed for the whole batch at
+once, exactly), then the labeled ones are learned into the state of the partition they came
+from (and into the global model). A message that cannot be used goes to the reject sink (the dead-letter topic) with its
 error, and nothing else happens to it; either way its offset is passed.
 
 The loop sees its sinks only through their interfaces, so it runs in unit tests on fakes.
@@ -71,10 +72,11 @@ class PrequentialLoop:
         self.counts.messages += len(polled)
         good = problems.good
         if good.any():
-            predictions = model.predict(problems.select_good(X))
+            X_good, learn = problems.select_good(X), labeled & good
+            predictions = model.predict_then_learn(X_good, y[good], learn[good], rows.partitions[good])
             self._emit(polled, rows, decoded, good, predictions)
             if self.learn:
-                self._learn(rows, decoded.batch, X, y, labeled & good, good, predictions.labels)
+                self._learn(rows, decoded.batch, X, y, learn, good, predictions)
         self._advance(polled)
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +108,7 @@ class PrequentialLoop:
     def _emit(self, polled: Polled, rows: Polled, decoded, good: np.ndarray, predictions: Predictions) -> None:
         """Predictions of the good rows, in the message format."""
         keyed_like, values = self.messages.encode(polled, decoded, good, predictions.classes, predictions.best,
-                                                  predictions.proba, self.group.global_model.version)
+                                                  predictions.proba, predictions.versions)
         diverted = self.predictions.send_predictions(polled, keyed_like, values)
         self.counts.predictions += int(good.sum())
         if diverted:  # too large for the output topic: dead letters instead
@@ -116,18 +118,21 @@ class PrequentialLoop:
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
 
     def _learn(self, polled: Polled, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray,
-               predicted) -> None:
+               predictions: Predictions) -> None:
         """Learn the rows in ``learn`` into their partitions' states and the global model, judging
-        each against its prediction first."""
+        each against its prediction first (those predicted before the model knew a class are not)."""
         if not learn.any():
             return
         model = self.group.global_model
         partitions = polled.partitions
-        right = np.zeros(len(polled), dtype=bool)
+        right, judged = np.zeros(len(polled), dtype=bool), np.zeros(len(polled), dtype=bool)
+        predicted = predictions.labels
         if predicted is not None:
             guessed = np.empty(len(polled), dtype=predicted.dtype)
             guessed[good] = predicted
-            right[learn] = guessed[learn] == y[learn]
+            judged[good] = predictions.scored
+            judged &= learn
+            right[judged] = guessed[judged] == y[judged]
         for partition in np.unique(partitions[learn]):
             rows = learn & (partitions == partition)
             state = self.group.owned[int(partition)]
@@ -137,8 +142,8 @@ class PrequentialLoop:
                 X_rows = _rows_of(X, rows)
             state.model.partial_fit(X_rows, _rows_of(y, rows),
                                     classes=model.classes if not state.model.is_fitted else None)
-            if predicted is not None:
-                state.judge(int(right[rows].sum()), int(rows.sum()))
+            if judged[rows].any():
+                state.judge(int(right[rows].sum()), int(judged[rows].sum()))
             state.changed = True
         if model.learns_apart:
             X_learn = model.encoder.encode(batch.filter(pa.array(learn)), learn=True)[0] if model.categorical \

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 import nbstream
 from nbstream.arrow import FeatureSpec
 from worker.io.fields import MessageFields
 from worker.io.formats import message_format
+from worker.io.records import Polled
 from worker.service.global_model import GlobalModel
 from worker.service.group_state import GroupState
 from worker.service.loop import PrequentialLoop
 from worker.service.observability import ServiceMetrics
 
-from .fakes import FakeFollower, FakeSink, Journal, records
+from .fakes import FakeFollower, FakeRecord, FakeSink, Journal, records
 
 
 def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB):
@@ -25,17 +28,45 @@ def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstre
                            learn=learn), sink
 
 
-def test_each_batch_is_predicted_with_the_model_before_it_then_learned():
+def test_each_message_is_predicted_by_the_model_that_learned_every_earlier_one():
     loop, sink = make_loop()
     loop.process(records([{"features": [3, 0], "label": "a"}, {"features": [0, 3], "label": "b"}]))
     loop.process(records([{"features": [4, 0], "id": "x"}, {"features": [0, 5], "label": "b"}], first_offset=2))
-    assert [p["prediction"] for p in sink.predictions] == [None, None, "a", "b"]
-    assert [p["model_version"] for p in sink.predictions] == [0, 0, 2, 2]
+    assert [p["prediction"] for p in sink.predictions] == [None, "a", "a", "b"]  # the second knew "a" alone
+    assert [p["model_version"] for p in sink.predictions] == [0, 1, 2, 2]
     assert sink.predictions[2]["id"] == "x" and sink.predictions[3]["offset"] == 3
     state = loop.group.owned[0]
     assert state.model.n_examples_seen_ == 3  # the unlabeled message is predicted, not learned
     assert state.model.class_count_.tolist() == [1.0, 2.0] and state.next_offset == 4
-    assert (state.judged, state.correct) == (1, 1)
+    assert (state.judged, state.correct) == (2, 1)  # the first had no prediction to judge
+
+
+def test_a_backlog_in_one_poll_is_predicted_message_by_message():
+    rng = np.random.default_rng(0)
+    X, y = rng.poisson(1.0, size=(200, 2)), rng.choice(["a", "b", "c"], size=200)
+    loop, sink = make_loop()
+    loop.process(records([{"features": x.tolist(), "label": label} for x, label in zip(X, y, strict=True)]))
+    reference = nbstream.MultinomialNB()
+    for i, (x, label) in enumerate(zip(X, y, strict=True)):
+        expected = reference.predict_proba(x[None])[0] if reference.is_fitted else None
+        served = sink.predictions[i]
+        if expected is None:
+            assert served["prediction"] is None
+        else:
+            got = [served["probabilities"].get(str(c), 0.0) for c in reference.classes_.tolist()]
+            np.testing.assert_allclose(got, expected, rtol=1e-9)
+            assert served["prediction"] == reference.classes_[np.argmax(expected)]
+        assert served["model_version"] == i
+        reference.partial_fit(x[None], [label])
+
+
+def test_partitions_of_one_poll_do_not_see_each_others_messages():
+    loop, sink = make_loop(partitions=(0, 1))
+    loop.process(Polled.of("in", [FakeRecord(json.dumps({"features": [3, 0], "label": label}).encode(), offset=0,
+                                             partition=partition) for partition, label in ((0, "a"), (1, "b"))]))
+    assert [p["prediction"] for p in sink.predictions] == [None, None]
+    loop.process(Polled.of("in", [FakeRecord(json.dumps({"features": [3, 0]}).encode(), offset=1, partition=1)]))
+    assert sink.predictions[-1]["probabilities"] == {"a": 0.5, "b": 0.5}
 
 
 def test_bad_messages_are_rejected_and_the_good_ones_go_on():
