@@ -13,6 +13,7 @@ import nbstream
 from tests.helpers.arrays import dense
 from tests.helpers.cli import invoke, run_worker
 from tests.helpers.paths import SMS
+from worker.snapshot_meta import read_snapshot
 
 
 def test_sms_train_and_evaluate_on_the_shipped_data(tmp_path):
@@ -197,3 +198,27 @@ def test_options_a_model_does_not_take_are_refused(tmp_path):
     result = invoke("train", SMS / "train.parquet", "--label", "label", "--text", "text", "--model", "multinomial",
                     "--norm", "--out", tmp_path / "x.nbs")
     assert result.exit_code == 2 and "the multinomial model takes no --norm" in result.output
+
+
+def test_evaluate_prequential_replays_the_rows_test_then_train(tmp_path):
+    first, second = shards(tmp_path, pq.read_table(SMS / "train.parquet"), 2)
+    out = tmp_path / "a.nbs"
+    invoke("train", first, "--label", "label", "--text", "text", "--out", out)
+    before = out.read_bytes()
+    result = invoke("evaluate", out, second, "--prequential", "--json", "--batch-size", "500")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    model, meta = read_snapshot(out)
+    table = pq.read_table(second).combine_chunks().to_batches()[0]
+    X, y = meta.features.encode(table, learn=False)[0], np.asarray(table.column("label").to_pylist())
+    right = 0
+    for i in range(len(y)):
+        right += int(model.predict(X[i:i + 1])[0] == y[i])
+        model.partial_fit(X[i:i + 1], y[i:i + 1])
+    assert report["rows"] == len(y)
+    assert report["accuracy"] == pytest.approx(right / len(y), abs=1e-12)
+    assert out.read_bytes() == before  # the snapshot is not changed
+    plain = json.loads(invoke("evaluate", out, second, "--json").output)
+    assert plain["accuracy"] != report["accuracy"]
+    refused = invoke("evaluate", out, second, "--prequential", "--engine", "spark")
+    assert refused.exit_code == 2 and "--prequential" in refused.output
