@@ -11,7 +11,9 @@ The loop sees its sinks only through their interfaces, so it runs in unit tests 
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -19,30 +21,39 @@ import pyarrow as pa
 from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label_values
 from nbstream.labels import ClassSet
 
+from ..config import ServeConfig
 from ..io.fields import LABEL_COLUMN
 from ..io.formats import MessageFormat
 from ..io.interfaces import PredictionSink, RejectSink
 from ..io.kafka.sink import Refusals
 from ..io.records import Polled
 from .counts import UncommittedCounts
+from .drift_watch import DriftWatch
 from .global_model import Predictions
 from .group_state import GroupState
 from .observability import ServiceMetrics
+from .partition_state import PartitionState
+
+log = logging.getLogger(__name__)
 
 
 class PrequentialLoop:
     """learn : learn from labeled messages (False: predict only, labels ignored).
     counts : where the work is counted until it is committed (the session publishes it then).
     refusals : what the broker refused (see KafkaSink); a poisoned input is dead-lettered.
-    max_classes : a label that would grow an open class set beyond it is dead-lettered."""
+    max_classes : a label that would grow an open class set beyond it is dead-lettered.
+    drift : how each partition's prequential errors are watched for drift (None: not watched)."""
 
     def __init__(self, messages: MessageFormat, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
                  metrics: ServiceMetrics, *, learn: bool = True, refusals: Refusals | None = None,
-                 max_classes: int = 1_000, counts: UncommittedCounts | None = None):
+                 max_classes: int = 1_000, counts: UncommittedCounts | None = None,
+                 drift: DriftSettings | None = None):
         self.messages, self.group = messages, group
         self.predictions, self.rejects, self.metrics = predictions, rejects, metrics
         self.counts = counts or UncommittedCounts()
         self.learn, self.max_classes = learn, max_classes
+        self.drift = drift
+        self._watches: dict[int, tuple[PartitionState, DriftWatch]] = {}
         self.refusals = refusals or Refusals()
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
@@ -144,6 +155,7 @@ class PrequentialLoop:
                                     classes=model.classes if not state.model.is_fitted else None)
             if judged[rows].any():
                 state.judge(int(right[rows].sum()), int(judged[rows].sum()))
+                self._watch(int(partition), state, ~right[rows & judged])
             state.changed = True
         if model.learns_apart:
             X_learn = model.encoder.encode(batch.filter(pa.array(learn)), learn=True)[0] if model.categorical \
@@ -151,6 +163,33 @@ class PrequentialLoop:
             model.learn(X_learn, _rows_of(y, learn))
         self.counts.learned += int(learn.sum())
         self.metrics.examples_seen.set(model.version)
+
+    def _watch(self, partition: int, state: PartitionState, errors: np.ndarray) -> None:
+        """Feed a partition's drift watch its newly judged errors ((n,) bool, in stream order);
+        on a detection with reset-to-window, keep only the partition's examples since the change."""
+        if self.drift is None:
+            return
+        kept = self._watches.get(partition)
+        watch = kept[1] if kept is not None and kept[0] is state else self._restored_watch(partition, state)
+        self._watches[partition] = (state, watch)
+        detections = watch.observe(errors)
+        state.drift = watch.to_json()
+        if detections and self.drift.reset_to_window:
+            state.model.keep_newest(watch.examples_since_change or 0)
+            self.group.global_model.invalidate()
+
+    def _restored_watch(self, partition: int, state: PartitionState) -> DriftWatch:
+        """The partition's watch as its state left it (a new one when it has none, or one that
+        does not read: a warning, and the partition's state goes on)."""
+        assert self.drift is not None
+        if state.drift is None:
+            return DriftWatch(self.drift.detector, partition)
+        try:
+            return DriftWatch.from_json(state.drift, self.drift.detector, partition)
+        except ValueError as error:
+            log.warning("a partition's drift watch could not be restored from its state: a new one starts",
+                        extra={"partition": partition, "problem": str(error)[:300]})
+            return DriftWatch(self.drift.detector, partition)
 
     def _advance(self, polled: Polled) -> None:
         """Every message's offset is passed, whatever became of it."""
@@ -160,6 +199,21 @@ class PrequentialLoop:
             if state is not None and (state.next_offset is None or following > state.next_offset):
                 state.next_offset = following
                 state.changed = True
+
+
+@dataclass(frozen=True)
+class DriftSettings:
+    """detector : "adwin" or "page-hinkley"; reset_to_window : on a detection, keep only the
+    partition's examples since the change (windowed models)."""
+    detector: str
+    reset_to_window: bool = False
+
+
+def drift_settings(config: ServeConfig) -> DriftSettings | None:
+    """What a ServeConfig asks of drift (None: --drift-detector none)."""
+    if config.drift_detector == "none":
+        return None
+    return DriftSettings(config.drift_detector, reset_to_window=config.on_drift == "reset-to-window")
 
 
 def _rows_of(values, rows: np.ndarray):

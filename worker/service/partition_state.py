@@ -40,6 +40,7 @@ class PartitionState:
     judged, correct : prequential counts; recent_* : the same, decayed (half-life RECENT_HALF_LIFE)
     starts : the base state only: where partitions without a state of their own start
     label_field : the message field its labels were read from, as stored (None: not recorded)
+    drift : the state of its drift watch, when the service watches for drift
     """
     model: NaiveBayes
     encoder: FeatureEncoder | None = None
@@ -50,6 +51,7 @@ class PartitionState:
     recent_correct: float = 0.0
     starts: dict[int, int] = field(default_factory=dict)
     label_field: str | None = None
+    drift: dict | None = None  # its drift watch as JSON (worker/service/drift_watch.py), checked when restored
     changed: bool = False  # since it was last written
 
     def judge(self, correct: int, total: int) -> None:
@@ -65,7 +67,8 @@ class PartitionState:
         header = {"next_offset": self.next_offset, "judged": self.judged, "correct": self.correct,
                   "recent_judged": self.recent_judged, "recent_correct": self.recent_correct,
                   "starts": {str(p): o for p, o in self.starts.items()}, "features": features.to_json(),
-                  "fitted": self.model.is_fitted, "label_field": label_field or self.label_field}
+                  "fitted": self.model.is_fitted, "label_field": label_field or self.label_field,
+                  "drift": self.drift}
         header_bytes = json.dumps(header).encode()
         model = dumps(self.model, tables=False) if self.model.is_fitted else b""
         return _MAGIC + struct.pack("<I", len(header_bytes)) + header_bytes + model
@@ -88,7 +91,8 @@ class PartitionState:
                         recent_judged=number(required(header, "recent_judged"), "recent_judged"),
                         recent_correct=number(required(header, "recent_correct"), "recent_correct"),
                         starts=_starts(required(header, "starts")),
-                        label_field=optional_text(header.get("label_field"), "label_field"))
+                        label_field=optional_text(header.get("label_field"), "label_field"),
+                        drift=_drift(header.get("drift")))
             return state, encoder
         except NewerFormatError as error:  # the service's own state, of a newer version: not to be passed over
             raise ConfigError(f"{error} A newer nbstream wrote this group's states: serve it with that version, "
@@ -140,6 +144,13 @@ def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes, encoder:
         raise ValueError(f"its model has {model.n_features_in_:,} features; its features "
                          f"{encoder.n_features:,}")
     return model
+
+
+def _drift(value: object) -> dict | None:
+    """A drift watch's JSON, whose fields the watch checks when it is restored from it."""
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"drift must be a JSON object or null; got {shown(value)}")
+    return value
 
 
 def _starts(value: object) -> dict[int, int]:

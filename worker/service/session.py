@@ -28,7 +28,7 @@ from .counts import UncommittedCounts
 from .global_model import GlobalModel
 from .group_state import GroupState, StateFollower
 from .lag import GroupLag
-from .loop import PrequentialLoop
+from .loop import PrequentialLoop, drift_settings
 from .observability import ServiceMetrics
 from .partition_state import PartitionState
 from .state import SnapshotStore
@@ -98,8 +98,8 @@ class Session:
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
         self.loop = PrequentialLoop(message_format(config.fields), self.group, self.sink, self.sink, metrics,
-                                    learn=config.learn,
-                                    refusals=refusals, max_classes=config.max_classes, counts=self.counts)
+                                    learn=config.learn, refusals=refusals, max_classes=config.max_classes,
+                                    counts=self.counts, drift=drift_settings(config))
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
         self._probed = time.monotonic()
         if config.metrics_port is not None:  # measured only to be shown

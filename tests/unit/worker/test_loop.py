@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 
@@ -11,21 +12,23 @@ from nbstream.arrow import FeatureSpec
 from worker.io.fields import MessageFields
 from worker.io.formats import message_format
 from worker.io.records import Polled
+from worker.service.drift_watch import DriftWatch
 from worker.service.global_model import GlobalModel
 from worker.service.group_state import GroupState
-from worker.service.loop import PrequentialLoop
+from worker.service.loop import DriftSettings, PrequentialLoop
 from worker.service.observability import ServiceMetrics
+from worker.service.partition_state import PartitionState
 
 from .fakes import FakeFollower, FakeRecord, FakeSink, Journal, records
 
 
-def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB):
+def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB, drift=None):
     encoder = (spec or FeatureSpec.vector("features")).encoder()
     group = GroupState(model, GlobalModel(model, encoder, classes), FakeFollower())
     group.assign(list(partitions), {}, wait_s=0, strict=True)
     sink = FakeSink(Journal())
     return PrequentialLoop(message_format(MessageFields(feature_names=["colour"])), group, sink, sink, ServiceMetrics(),
-                           learn=learn), sink
+                           learn=learn, drift=drift), sink
 
 
 def test_each_message_is_predicted_by_the_model_that_learned_every_earlier_one():
@@ -149,3 +152,56 @@ def test_messages_of_a_partition_revoked_during_their_poll_are_left_to_its_new_o
     loop.process(polled)
     assert [p["partition"] for p in sink.predictions] == [1] and sink.rejected == []
     assert 0 not in loop.group.owned and loop.group.owned[1].model.n_examples_seen_ == 1
+
+
+def _swapping_stream(n, swap_at, rng):
+    """Messages whose label is the larger feature's class, and the other one from ``swap_at`` on."""
+    X = rng.poisson(2.0, size=(n, 2)) + np.array([[4, 0]]) * rng.integers(0, 2, size=(n, 1))
+    labels = np.where(X[:, 0] > X[:, 1], "a", "b")
+    labels[swap_at:] = np.where(labels[swap_at:] == "a", "b", "a")
+    return [{"features": x.tolist(), "label": label} for x, label in zip(X, labels, strict=True)]
+
+
+def _served_after_drift(messages, on_drift_reset):
+    def windowed():
+        return nbstream.MultinomialNB(window=2_000, window_buckets=10)
+    loop, sink = make_loop(model=windowed, drift=DriftSettings("adwin", reset_to_window=on_drift_reset))
+    for start in range(0, len(messages), 500):
+        loop.process(records(messages[start:start + 500], first_offset=start))
+    served = [(p["prediction"], m["label"]) for p, m in zip(sink.predictions, messages, strict=True)]
+    return loop, np.array([guess != label for guess, label in served if guess is not None])
+
+
+def test_a_drift_is_detected_logged_counted_and_kept_in_the_state(caplog):
+    messages = _swapping_stream(6_000, 3_000, np.random.default_rng(1))
+    with caplog.at_level(logging.WARNING):
+        loop, errors = _served_after_drift(messages, on_drift_reset=False)
+    state = loop.group.owned[0]
+    detections = state.drift["detections"]
+    assert detections and 3_000 <= detections[0]["examples"] < 3_500 and detections[0]["error_before"] < 0.2
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "drift" in r.getMessage()]
+    assert len(warnings) == len(detections) and warnings[0].partition == 0
+    assert len(errors) == len(messages) - 1  # every message but the first was judged
+    assert [d.examples for d in DriftWatch("adwin", 0).observe(errors)] == [d["examples"] for d in detections]
+    restored, _ = PartitionState.from_payload(state.to_payload(loop.group.global_model.encoder),
+                                              nbstream.MultinomialNB(window=2_000, window_buckets=10), "p")
+    assert restored.drift == state.drift
+
+
+def test_reset_to_window_recovers_sooner_than_the_window_alone():
+    messages = _swapping_stream(6_000, 3_000, np.random.default_rng(1))
+    _, reported = _served_after_drift(messages, on_drift_reset=False)
+    loop, reset = _served_after_drift(messages, on_drift_reset=True)
+    after = slice(3_000, 4_500)  # the 1,500 messages after the change
+    assert reset[after].mean() < reported[after].mean() - 0.1
+    assert loop.group.owned[0].drift["detections"]
+
+
+def test_a_forged_drift_watch_in_a_state_is_replaced_with_a_warning(caplog):
+    loop, _ = make_loop(drift=DriftSettings("adwin"))
+    loop.group.owned[0].drift = {"detector": "adwin", "judged": -5}
+    with caplog.at_level(logging.WARNING):
+        loop.process(records([{"features": [1, 0], "label": "a"}, {"features": [0, 1], "label": "b"}]))
+    assert any("drift watch could not be restored" in r.getMessage() for r in caplog.records)
+    assert loop.group.owned[0].drift["judged"] == 1
+
