@@ -151,7 +151,7 @@ def test_an_exactly_once_checkpoint_sends_predictions_states_offsets_then_commit
         *EXACTLY_ONCE_COMMIT,
         "producer.flush"]  # the final commit: nothing changed since, nothing written
     predictions = [json.loads(value) for value in kafka.topics["out"].values()]
-    assert [(p["offset"], p["prediction"]) for p in predictions] == [(0, None), (1, None)]  # the model before
+    assert [(p["offset"], p["prediction"]) for p in predictions] == [(0, None), (1, "a")]  # test-then-train
     assert kafka.group_offsets == {"g": {0: 2}}
     state = states_in(kafka)[state_name(0)]
     assert (state.next_offset, state.model.n_examples_seen_) == (2, 2)
