@@ -114,11 +114,9 @@ def test_predictions_carry_id_probabilities_version_and_source(kafka_bootstrap, 
     record, first = by_id["a"]
     assert record.key == b"0"  # keyed like the input
     assert first["prediction"] is None and first["model_version"] == 0  # nothing learned yet
-    _, third = by_id["c"]
-    if third["model_version"] == 0:  # all three arrived in one batch: predicted before learning
-        assert third["prediction"] is None
-    else:
-        assert third["prediction"] == "spam" and set(third["probabilities"]) == {"ham", "spam"}
+    _, third = by_id["c"]  # test-then-train, in one poll or not: by the model of the two before it
+    assert third["model_version"] == 2
+    assert third["prediction"] == "spam" and set(third["probabilities"]) == {"ham", "spam"}
     assert {(v["topic"], v["partition"], v["offset"]) for _, v in by_id.values()} == \
         {(topic, 0, 0), (topic, 0, 1), (topic, 0, 2)}
     assert service.terminate() == 0
