@@ -10,6 +10,7 @@ import time
 import urllib.request
 
 import numpy as np
+import pytest
 
 from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all, send
@@ -291,3 +292,71 @@ def test_a_group_starts_from_a_categorical_snapshot_and_learns_new_categories(ka
         assert model.n_examples_seen_ == (5 if learn == "--learn" else 3)
         if learn == "--learn":
             assert sorted(model.classes_.tolist()) == ["x", "y", "z"]
+
+
+def _sms_served_test_then_train(kafka_bootstrap, kafka_client, tmp_path, fmt):
+    """The SMS training set produced in one go and served with --text: (served predictions in
+    offset order, as (prediction, model_version, label)), and the same replayed offline."""
+    import pyarrow.parquet as pq
+
+    import nbstream
+    from nbstream.arrow import FeatureSpec
+    from tests.helpers.paths import SMS
+    from worker.io.arrow_messages import read_stream
+
+    table = pq.read_table(SMS / "train.parquet")
+    topic = new_topic(kafka_bootstrap, f"sms-prequential-{fmt}")
+    produced = run_worker("produce", SMS / "train.parquet", "--topic", topic, "--bootstrap", kafka_bootstrap,
+                          "--kafka-client", kafka_client, "--text", "text", "--label", "label", "--id", "id",
+                          "--format", fmt, *(["--rows-per-message", 500] if fmt == "arrow" else []))
+    assert produced.returncode == 0, produced.stderr
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    service = Service(kafka_bootstrap, topic, tmp_path, "--text", "--format", fmt, "--drift-detector", "adwin",
+                      "--metrics-port", port, client=kafka_client).start()
+    expected = 9 if fmt == "arrow" else table.num_rows
+    outputs = read_all(kafka_bootstrap, service.output, expected=expected, timeout=120)
+    rows = []
+    for record in sorted(outputs, key=lambda r: json.loads(r.value)["offset"] if fmt == "json" else 0):
+        if fmt == "json":
+            value = json.loads(record.value)
+            rows.append((value["id"], value["prediction"], value["model_version"]))
+        else:
+            batch = read_stream(record.value)
+            rows += list(zip(batch.column("id").to_pylist(), batch.column("prediction").to_pylist(),
+                             batch.column("model_version").to_pylist(), strict=True))
+    assert wait_for(lambda: metric_values(port).get("nbstream_examples_learned_total") == table.num_rows, timeout=30)
+    accuracy = metric_values(port).get('nbstream_prequential_accuracy{window="all"}')
+    assert service.terminate() == 0, service.log_tail()
+    batch = table.combine_chunks().to_batches()[0]
+    X = FeatureSpec.text("text").encoder().encode(batch, learn=False)[0]
+    offline = nbstream.MultinomialNB().predict_then_learn(X, np.asarray(table.column("label").to_pylist()))
+    return rows, offline, accuracy, table.column("id").to_pylist()
+
+
+def test_a_backlog_is_served_test_then_train_as_the_offline_replay(kafka_bootstrap, kafka_client, tmp_path):
+    rows, offline, accuracy, ids = _sms_served_test_then_train(kafka_bootstrap, kafka_client, tmp_path, "json")
+    served = {id_: (prediction, version) for id_, prediction, version in rows}
+    assert len(served) == len(ids) == 4_459
+    in_order = [served[id_] for id_ in ids]
+    assert [version for _, version in in_order] == list(range(4_459))  # message i by the model of the i before
+    assert in_order[0][0] is None and all(prediction is not None for prediction, _ in in_order[1:])
+    assert [prediction for prediction, _ in in_order[1:]] == offline[1:].tolist()
+    labels_right = (offline[1:] == np.asarray(_sms_labels()[1:])).mean()
+    assert accuracy == pytest.approx(labels_right, abs=1e-12)
+
+
+def test_arrow_batches_are_served_test_then_train_row_by_row(kafka_bootstrap, kafka_client, tmp_path):
+    rows, offline, _, ids = _sms_served_test_then_train(kafka_bootstrap, kafka_client, tmp_path, "arrow")
+    served = {id_: (prediction, version) for id_, prediction, version in rows}
+    in_order = [served[id_] for id_ in ids]
+    assert [version for _, version in in_order] == list(range(4_459))
+    assert [prediction for prediction, _ in in_order[1:]] == offline[1:].tolist()
+
+
+def _sms_labels():
+    import pyarrow.parquet as pq
+
+    from tests.helpers.paths import SMS
+    return pq.read_table(SMS / "train.parquet").column("label").to_pylist()
