@@ -1,5 +1,11 @@
 """Classification metrics accumulated batch by batch (the data need not fit in memory), and
 summed across shards: ``worker evaluate`` and ``nbstream.spark.evaluate`` report the same numbers.
+
+The log-loss and Brier score are scikit-learn's: ``log_loss`` clips probabilities to
+[eps, 1 - eps] (eps of float64); ``brier_score_loss`` (>= 1.7, ``scale_by_half="auto"``) is the
+mean over rows of the sum over classes of (p_c - 1[y = c])^2 with three classes or more, and
+half that, the binary score, with two. A true label the model never learned is a class whose
+probability is 0.
 """
 
 from __future__ import annotations
@@ -8,9 +14,31 @@ from typing import Any
 
 import numpy as np
 
-from .ndarrays import AnyArray, FloatArray, IntArray
+from .ndarrays import AnyArray, FloatArray, IndexArray, IntArray
 
-_EPS = 1e-15  # probabilities are clipped here for log-loss, as scikit-learn does
+_EPS = float(np.finfo(np.float64).eps)  # probabilities are clipped here for log-loss, as scikit-learn does
+
+
+def example_losses(proba: FloatArray, true_column: IndexArray) -> tuple[FloatArray, FloatArray]:
+    """Each row's log-loss and Brier sum (over classes, unscaled), shapes (n,) and (n,).
+
+    proba : (n, n_classes) predicted probabilities; true_column : (n,) the column of each row's
+    true class, -1 for a label no column stands for (its probability is 0, its term of the Brier
+    sum 1)."""
+    known = np.flatnonzero(true_column >= 0)
+    p_true = np.zeros(len(true_column))
+    p_true[known] = proba[known, true_column[known]]
+    errors = np.array(proba, dtype=np.float64)  # p_c - 1[c true], squared and summed as scikit-learn does
+    errors[known, true_column[known]] -= 1
+    brier = np.einsum("ij,ij->i", errors, errors)
+    brier[true_column < 0] += 1
+    return -np.log(np.clip(p_true, _EPS, 1 - _EPS)), brier
+
+
+def brier_score(brier_sum: float, n: float, n_labels: int) -> float:
+    """The mean Brier score of n rows whose Brier sums add to brier_sum, over n_labels labels:
+    halved for two labels or fewer, as scikit-learn halves it for binary problems (see the module)."""
+    return brier_sum / n * (0.5 if n_labels < 3 else 1.0)
 
 
 class ConfusionCounts:
@@ -27,6 +55,7 @@ class ConfusionCounts:
         self._n_model_classes = len(self.labels)
         self._rows = np.zeros((max(1, len(self.labels)), len(self.labels)), dtype=np.int64)
         self.log_loss_sum = 0.0
+        self.brier_sum = 0.0  # of each row's sum over the labels, unscaled (see brier_score)
         self.n = 0
 
     @property
@@ -41,10 +70,9 @@ class ConfusionCounts:
         n_columns = self._n_model_classes
         cells = np.bincount(true * n_columns + predicted, minlength=len(self._rows) * n_columns)
         self._rows += cells.reshape(len(self._rows), n_columns)
-        known = true < self._n_model_classes
-        p_true = np.zeros(len(true))
-        p_true[known] = proba[np.flatnonzero(known), true[known]]
-        self.log_loss_sum -= np.log(np.clip(p_true, _EPS, 1.0)).sum()
+        log_loss, brier = example_losses(proba, np.where(true < n_columns, true, -1))
+        self.log_loss_sum += float(log_loss.sum())
+        self.brier_sum += float(brier.sum())
         self.n += len(true)
 
     @property
@@ -60,7 +88,7 @@ class ConfusionCounts:
         grown = ConfusionCounts(classes)
         rows = grown._rows_of(self.labels)
         grown._rows[rows[:, None], np.arange(self._n_model_classes)[None, :]] += self.counts
-        grown.log_loss_sum, grown.n = self.log_loss_sum, self.n
+        grown.log_loss_sum, grown.brier_sum, grown.n = self.log_loss_sum, self.brier_sum, self.n
         return grown
 
     def _rows_of_array(self, labels: AnyArray) -> IntArray:
@@ -90,13 +118,14 @@ class ConfusionCounts:
         rows = self._rows_of(other.labels)
         np.add.at(self._rows, rows, other.counts)
         self.log_loss_sum += other.log_loss_sum
+        self.brier_sum += other.brier_sum
         self.n += other.n
         return self
 
     def to_json(self) -> dict[str, Any]:
         """The counts as plain values (labels as Python numbers or strings), for ``from_json``."""
         return {"labels": self.labels, "model_classes": self._n_model_classes, "counts": self.counts.tolist(),
-                "log_loss_sum": self.log_loss_sum, "n": self.n}
+                "log_loss_sum": self.log_loss_sum, "brier_sum": self.brier_sum, "n": self.n}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConfusionCounts:
@@ -104,7 +133,8 @@ class ConfusionCounts:
         counts = cls(np.asarray(labels[:data["model_classes"]]))
         counts._rows_of(labels)
         counts._rows[:len(labels)] = np.asarray(data["counts"], dtype=np.int64).reshape(len(labels), -1)
-        counts.log_loss_sum, counts.n = float(data["log_loss_sum"]), int(data["n"])
+        counts.log_loss_sum, counts.brier_sum = float(data["log_loss_sum"]), float(data["brier_sum"])
+        counts.n = int(data["n"])
         return counts
 
     def report(self) -> dict[str, Any]:
@@ -130,6 +160,7 @@ class ConfusionCounts:
             "accuracy": float(tp.sum() / self.n) if self.n else 0.0,
             "macro_f1": float(f1[present].mean()) if present.any() else 0.0,
             "log_loss": self.log_loss_sum / self.n if self.n else 0.0,
+            "brier": brier_score(self.brier_sum, self.n, n_labels) if self.n else 0.0,
             "classes": [{"label": self.labels[i], "precision": float(precision[i]), "recall": float(recall[i]),
                          "f1": float(f1[i]), "support": int(actual[i])} for i in order],
             "labels": [self.labels[i] for i in order],

@@ -189,6 +189,7 @@ def evaluate(
     typer.echo(f"accuracy:  {report['accuracy']:.4f}")
     typer.echo(f"macro-F1:  {report['macro_f1']:.4f}")
     typer.echo(f"log-loss:  {report['log_loss']:.4f}")
+    typer.echo(f"brier:     {report['brier']:.4f}")
     typer.echo(f"{'class':<16}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}")
     for row in report["classes"]:
         typer.echo(f"{row['label']!s:<16}{row['precision']:>10.4f}{row['recall']:>10.4f}"
