@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
 from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
 from .kernels import linear_scores
-from .ndarrays import Features, FloatArray
+from .ndarrays import Features, FloatArray, IndexArray, IntArray
 from .pairs import PairCounts
+from .prequential_counts import (
+    BatchCells,
+    CountsAt,
+    LearnedRows,
+    by_class,
+    class_weights_before,
+    dense_counts,
+    padded,
+    version_sums,
+)
+from .prequential_versions import version_scores
 from .stats import DiscreteCounts
 from .validation import is_sparse
 
@@ -153,3 +166,129 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
         if isinstance(tables, BernoulliPairTables):
             return self._pair_scores(X, tables.pair_weight, tables.unseen, tables.bias)
         return linear_scores(X, tables.weights, tables.bias)
+
+    def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
+                                          rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
+        """x . (log p - log(1 - p)) + sum_f log(1 - p) + log prior of each row under the counts after
+        the rows before it. A learned row changes log(1 - p) of its class at every feature, as the
+        class's weight grows: dense rows get a weight vector per learned row (``version_scores``);
+        sparse rows are scored at their own cells, and sum_f log(1 - p) of each version of a class
+        is summed over the features grouped by count (``version_sums``)."""
+        learned = LearnedRows(rows, weights, n_classes)
+        alpha = self._smoothing_alpha()
+        class_weights = class_weights_before(statistics, learned)
+        if is_sparse(X):
+            scores = self._prequential_cells(X, statistics, learned, alpha, class_weights)
+        else:
+            scores = version_scores(X, learned, dense_counts(statistics, n_classes, X.shape[1]),
+                                    padded(statistics.class_count, n_classes), partial(_weigh, alpha=alpha))
+        scores += self._class_log_priors(class_weights, learned.classes_known(len(statistics.class_count)))
+        return scores
+
+    def _prequential_cells(self, X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
+                           alpha: Alpha, class_weights: FloatArray) -> FloatArray:
+        """The scores of CSR rows but their priors, shape (n_samples, n_classes): their cells' terms,
+        and sum_f log(1 - p) of the version of each class before each row."""
+        cells = BatchCells(X, learned)
+        held = CountsAt(statistics, cells.distinct)
+        cell_alpha = alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
+        taught_classes = cells.classes[cells.taught]
+        counts_before = np.empty(len(cells.taught))  # each learned cell's count in its class before its row
+        scores = np.empty((len(learned), learned.n_classes))
+        for chunk in cells.class_chunks(learned.n_classes):
+            counts = np.take(held.of_classes(chunk), cells.place, axis=1)
+            counts += cells.earlier(chunk)
+            mine = (taught_classes >= chunk.start) & (taught_classes < chunk.stop)
+            counts_before[mine] = counts[taught_classes[mine] - chunk.start, cells.taught[mine]]
+            log_not_p = class_weights[:, chunk][cells.rows].T - counts  # + log(class weight + 2 alpha)
+            log_not_p += cell_alpha
+            np.log(log_not_p, out=log_not_p)
+            counts += cell_alpha
+            np.log(counts, out=counts)
+            counts -= log_not_p
+            counts *= cells.values
+            scores[:, chunk] = cells.row_sums(counts)
+        versions = learned.versions()
+        move_alphas = np.broadcast_to(cell_alpha, cells.values.shape)[cells.taught]
+        moves = by_class(taught_classes, learned.n_classes, versions[cells.rows[cells.taught], taught_classes] + 1,
+                         counts_before, counts_before + cells.amounts[cells.taught], move_alphas)
+        for c, (values, alphas, multiplicity) in enumerate(_counts_by_class(statistics, learned.n_classes,
+                                                                             X.shape[1], alpha)):
+            at, from_counts, to_counts, move_alphas = moves[c]
+            class_weights_of_versions = np.r_[0.0, np.cumsum(learned.weights[learned.rows == c])]
+            class_weights_of_versions += statistics.class_count[c] if c < len(statistics.class_count) else 0.0
+            log_not_p_sums = _log_not_p_sums(values, alphas, multiplicity, at, from_counts, to_counts, move_alphas,
+                                             class_weights_of_versions)
+            scores[:, c] += log_not_p_sums[versions[:, c]]
+        return scores
+
+
+def _weigh(counts: FloatArray, class_weights: FloatArray, alpha: Alpha) -> FloatArray:
+    """Versions' weights log p - log(1 - p), in place in their counts (n_versions, n_features), and
+    biases sum_f log(1 - p) (n_versions,), of class weights (n_versions,): ``Weigh``."""
+    n_features = counts.shape[1]
+    log_not_p = class_weights[:, None] - counts  # log(1 - p) + log(class weight + 2 alpha)
+    log_not_p += alpha
+    np.log(log_not_p, out=log_not_p)
+    if np.ndim(alpha):
+        totals = np.log(class_weights[:, None] + 2 * np.asarray(alpha)).sum(axis=1)
+    else:
+        totals = n_features * np.log(class_weights + 2 * alpha)
+    biases: FloatArray = log_not_p.sum(axis=1) - totals
+    counts += alpha
+    np.log(counts, out=counts)
+    counts -= log_not_p
+    return biases
+
+
+def _counts_by_class(statistics: DiscreteCounts | PairCounts, n_classes: int, n_features: int,
+                     alpha: Alpha) -> Iterator[tuple[FloatArray, FloatArray, IntArray]]:
+    """For each class, the counts of all its features as (values, alphas, how many features have
+    them), each (n_values,): the distinct counts for one alpha, else each feature's."""
+    alphas = np.broadcast_to(alpha, (n_features,))
+    if isinstance(statistics, DiscreteCounts):
+        for c in range(n_classes):
+            counts = statistics.feature_count[c] if c < len(statistics.feature_count) else np.zeros(n_features)
+            if np.ndim(alpha):
+                yield counts, alphas, np.ones(n_features, dtype=np.int64)
+            else:
+                values, multiplicity = np.unique(counts, return_counts=True)
+                yield values, alphas[:len(values)], multiplicity
+        return
+    classes, _, counts = statistics.cells()
+    for (seen,) in by_class(classes, n_classes, counts):
+        values, multiplicity = np.unique(np.r_[seen, 0.0], return_counts=True)
+        multiplicity[np.searchsorted(values, 0.0)] += n_features - len(seen) - 1  # the pairs never seen
+        yield values, alphas[:len(values)], multiplicity
+
+
+def _log_not_p_sums(held_values: FloatArray, held_alphas: FloatArray, held_multiplicity: IntArray,
+                    versions: IndexArray, from_counts: FloatArray, to_counts: FloatArray, move_alphas: FloatArray,
+                    class_weights: FloatArray) -> FloatArray:
+    """sum_f log(1 - p_f) at each version of a class, shape (n_versions,).
+
+    held_* : (n_held,) the counts of its features at version 0, their alphas and how many features
+    have them; versions, from_counts, to_counts, move_alphas : (n_moves,) a learned row moving a
+    feature from one count to another at a version; class_weights : (n_versions,)."""
+    n_held, n_moves = len(held_values), len(versions)
+    groups, group_alphas, where = _distinct_pairs(np.r_[held_values, from_counts, to_counts],
+                                                  np.r_[held_alphas, move_alphas, move_alphas])
+    start = np.bincount(where[:n_held], weights=held_multiplicity, minlength=len(groups)).astype(np.int64)
+
+    def log_not_p(weights: FloatArray) -> FloatArray:
+        terms: FloatArray = np.log1p(-(groups + group_alphas)[:, None] / (weights[None, :] + 2 * group_alphas[:, None]))
+        return terms
+
+    return version_sums(start, versions, where[n_held:n_held + n_moves], where[n_held + n_moves:],
+                        class_weights, log_not_p)
+
+
+def _distinct_pairs(values: FloatArray, alphas: FloatArray) -> tuple[FloatArray, FloatArray, IndexArray]:
+    """The distinct (value, alpha) pairs, as values and alphas (n_distinct,), and where each of the
+    given pairs is among them (n,)."""
+    order = np.lexsort((alphas, values))
+    values, alphas = values[order], alphas[order]
+    new = np.r_[True, (values[1:] != values[:-1]) | (alphas[1:] != alphas[:-1])]
+    where = np.empty(len(order), dtype=np.intp)
+    where[order] = np.cumsum(new) - 1
+    return values[new], alphas[new], where

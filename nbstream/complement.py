@@ -9,8 +9,16 @@ import numpy.typing as npt
 
 from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_for_rows
 from .kernels import linear_scores
-from .ndarrays import Features, FloatArray
+from .ndarrays import Features, FloatArray, IndexArray
 from .pairs import PairCounts
+from .prequential_counts import (
+    BatchCells,
+    CountsAt,
+    LearnedRows,
+    class_weights_before,
+    feature_totals_before,
+    sums_before,
+)
 from .stats import DiscreteCounts
 
 
@@ -114,21 +122,15 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         is A_f + alpha - N_cf: A_f + alpha for a pair never seen, alpha for a feature never seen. So
         sum_f x_f log(complement_cf) = sum(x) log(alpha) + x . seen_weight - x . pair_weight, and the
         weights are log(complement_cf) - log(the class's complement total), negated or normalised."""
-        index, (_, _, pair_counts) = counts.index(), counts.cells()
-        n_features, log_alpha = self.n_features_in_, np.log(alpha)
-        feature_all = np.bincount(index.features_of_pairs, weights=pair_counts, minlength=len(index.seen))
-        seen_weight = np.log(feature_all + alpha) - log_alpha
-        others = feature_all[index.features_of_pairs] - pair_counts  # the other classes' counts: no alpha lost
-        pair_weight = np.log(feature_all + alpha)[index.features_of_pairs] - np.log(others + alpha)
+        seen_weight, pair_weight = _pair_log_complements(counts, alpha)
+        n_features, n_classes = self.n_features_in_, len(class_log_prior)
         log_complement_total = np.log(_others_totals(counts.class_feature_totals()) + n_features * alpha)
-        unseen = log_alpha - log_complement_total
+        unseen = np.log(alpha) - log_complement_total
         if self.norm:  # sum_f log weight_cf = sum_f log(complement_cf) - n_features log(complement total)
-            n_classes = len(unseen)
-            log_weight_sums = n_features * unseen + seen_weight.sum() - np.bincount(
-                index.classes, weights=pair_weight, minlength=n_classes)
-            scale = 1 / log_weight_sums
+            log_sums = _pair_log_complement_sums(counts, (seen_weight, pair_weight), alpha, n_features, n_classes)
+            scale = 1 / (log_sums - n_features * log_complement_total)
         else:
-            scale = np.full(len(unseen), -1.0)
+            scale = np.full(n_classes, -1.0)
         return ComplementPairTables(class_log_prior_=class_log_prior, seen_weight=seen_weight, pair_weight=pair_weight,
                                     unseen=unseen, scale=scale, bias=self._bias(class_log_prior))
 
@@ -149,12 +151,88 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
             return scores
         return linear_scores(X, tables.weights, tables.bias)
 
+    def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
+                                          rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
+        """-sum_f x_f log(complement_cf / complement total_c) (with norm: divided by sum_f log of the
+        same over all features) under the counts after the rows before each row. A learned row
+        adds to the complement of every class but its own, so each cell needs every class's count
+        of its feature and the count over all classes, both as the rows before left them."""
+        learned = LearnedRows(rows, weights, n_classes)
+        cells = BatchCells(X, learned)
+        alpha = self._smoothing_alpha()
+        n_features = X.shape[1]
+        held = CountsAt(statistics, cells.distinct)
+        everything = np.take(held.all_classes(), cells.place) + cells.earlier_all()
+        everything += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
+        sizes = row_sums(X)
+        smoothing = np.sum(alpha) if np.ndim(alpha) else alpha * n_features
+        log_totals = np.log(_others_totals(feature_totals_before(statistics, learned, sizes)) + smoothing)
+        sums = np.empty((len(learned), n_classes))
+        gains = np.empty((len(learned), n_classes)) if self.norm else None
+        for chunk in cells.class_chunks(n_classes):
+            complement = everything - (np.take(held.of_classes(chunk), cells.place, axis=1) + cells.earlier(chunk))
+            if gains is not None:  # what each learned row adds to sum_f log(complement_cf) of the other classes
+                added = np.where(cells.classes == np.arange(chunk.start, chunk.stop)[:, None], 0.0, cells.amounts)
+                gains[:, chunk] = cells.row_sums(np.log1p(added / complement))
+            np.log(complement, out=complement)
+            complement *= cells.values
+            sums[:, chunk] = cells.row_sums(complement)
+        sums -= sizes[:, None] * log_totals  # sum_f x_f log(complement_cf / complement total_c)
+        if gains is None:
+            jll = -sums
+        else:
+            if isinstance(statistics, PairCounts):
+                log_complements = _pair_log_complements(statistics, float(alpha))
+                held_sums = _pair_log_complement_sums(statistics, log_complements, float(alpha), n_features, n_classes)
+            else:
+                held_sums = _dense_log_complement_sums(statistics, alpha, n_classes)
+            jll = sums / (held_sums + sums_before(gains) - n_features * log_totals)
+        known = learned.classes_known(len(statistics.class_count))
+        priors = self._class_log_priors(class_weights_before(statistics, learned), known)
+        jll += np.where(known[:, None] == 1, priors, 0.0)  # a single class has no complement (``_bias``)
+        return jll
+
+
+def _pair_log_complements(counts: PairCounts, alpha: float) -> tuple[FloatArray, FloatArray]:
+    """(seen_weight, pair_weight) of ``ComplementPairTables``: log(feature_all + alpha) - log(alpha)
+    of each feature with pairs (n_seen,), log(feature_all + alpha) - log(complement count) of each
+    pair (n_pairs,)."""
+    index, (_, _, pair_counts) = counts.index(), counts.cells()
+    feature_all = np.bincount(index.features_of_pairs, weights=pair_counts, minlength=len(index.seen))
+    seen_weight = np.log(feature_all + alpha) - np.log(alpha)
+    others = feature_all[index.features_of_pairs] - pair_counts  # the other classes' counts: no alpha lost
+    pair_weight = np.log(feature_all + alpha)[index.features_of_pairs] - np.log(others + alpha)
+    return seen_weight, pair_weight
+
+
+def _pair_log_complement_sums(counts: PairCounts, log_complements: tuple[FloatArray, FloatArray], alpha: float,
+                              n_features: int, n_classes: int) -> FloatArray:
+    """sum_f log(complement_cf) of each class, shape (n_classes,) (classes beyond the counts' have
+    none): n_features log(alpha) + the seen features' weights - the class's pairs' weights, of
+    log_complements (seen_weight, pair_weight) (``_pair_log_complements``)."""
+    seen_weight, pair_weight = log_complements
+    pair_sums = np.bincount(counts.index().classes, weights=pair_weight, minlength=n_classes)
+    sums: FloatArray = n_features * np.log(alpha) + seen_weight.sum() - pair_sums
+    return sums
+
+
+def _dense_log_complement_sums(counts: DiscreteCounts, alpha: Alpha, n_classes: int) -> FloatArray:
+    """sum_f log(complement_cf) of each class, shape (n_classes,) (classes beyond the counts' have
+    none), one class at a time: no (n_classes, n_features) temporary."""
+    everything = counts.feature_count.sum(axis=0) + alpha
+    sums = np.full(n_classes, np.log(everything).sum())
+    for c, row in enumerate(counts.feature_count):
+        sums[c] = np.log(everything - row).sum()
+    return sums
+
 
 def _others_totals(totals: FloatArray) -> FloatArray:
-    """For each class, the sum of the other classes' totals, shape (n_classes,): the sum of its
-    complement counts less the smoothing. Added up from both sides rather than subtracted from the
-    whole, so a class holding nearly every count loses no digits."""
-    before = np.r_[0.0, np.cumsum(totals)[:-1]]
-    after = np.r_[np.cumsum(totals[::-1])[:-1][::-1], 0.0]
+    """For each class, the sum of the other classes' totals, shape (..., n_classes) of totals
+    (..., n_classes): the sum of its complement counts less the smoothing. Added up from both
+    sides rather than subtracted from the whole, so a class holding nearly every count loses no
+    digits."""
+    none = np.zeros_like(totals[..., :1])
+    before = np.concatenate([none, np.cumsum(totals[..., :-1], axis=-1)], axis=-1)
+    after = np.concatenate([np.cumsum(totals[..., :0:-1], axis=-1)[..., ::-1], none], axis=-1)
     others: FloatArray = before + after
     return others

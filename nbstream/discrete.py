@@ -92,6 +92,10 @@ class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
         """alpha as scikit-learn applies it: per-feature arrays checked, tiny values floored
         unless force_alpha (the warning came from fit or partial_fit)."""
         self._check_shapes(self.n_features_in_, None)  # set_params may have changed alpha since fit
+        return self._smoothing_alpha()
+
+    def _smoothing_alpha(self) -> Alpha:
+        """alpha as applied, once its shape is known to fit: tiny values floored unless force_alpha."""
         alpha = self._given_alpha()
         if not self.force_alpha and np.min(alpha) < _ALPHA_FLOOR:
             return np.maximum(alpha, _ALPHA_FLOOR)
@@ -99,19 +103,29 @@ class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
 
     def _class_log_prior(self) -> FloatArray:
         class_count = self._stats.class_count
-        n_classes = len(class_count)
+        log_prior: FloatArray = self._class_log_priors(class_count[None, :], np.array([len(class_count)]))[0]
+        return log_prior
+
+    def _class_log_priors(self, class_count: FloatArray, n_known: IndexArray) -> FloatArray:
+        """log P(c) of several models at once, shape (n_models, n_classes): class_count (n_models,
+        n_classes) their class weights, n_known (n_models,) how many classes each knows (the first
+        ones; the others have weight 0)."""
+        n_classes = class_count.shape[1]
         if self.class_prior is not None:
             prior = np.asarray(self.class_prior, dtype=np.float64)
             if len(prior) != n_classes:
-                raise ValueError(f"class_prior has {len(prior)} entries but the model has "
-                                 f"{n_classes} classes {self.classes_.tolist()}.")
+                labels = self.classes_.tolist() if self.is_fitted else []
+                named = f" {labels}" if len(labels) == n_classes else ""
+                raise ValueError(f"class_prior has {len(prior)} entries but the model has {n_classes} classes{named}.")
             with np.errstate(divide="ignore"):
-                return np.log(prior)
+                return np.broadcast_to(np.log(prior), class_count.shape).copy()
         if self.fit_prior:
             with np.errstate(divide="ignore"):
-                fitted: FloatArray = np.log(class_count) - np.log(class_count.sum())
+                fitted: FloatArray = np.log(class_count) - np.log(class_count.sum(axis=1, keepdims=True))
             return fitted
-        return np.full(n_classes, -np.log(n_classes))
+        with np.errstate(divide="ignore"):
+            uniform: FloatArray = np.broadcast_to(-np.log(n_known.astype(np.float64))[:, None], class_count.shape)
+        return uniform.copy()
 
     def _refresh(self) -> DiscreteTablesT:
         return self._smooth(self._checked_alpha(), self._class_log_prior())

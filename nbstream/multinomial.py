@@ -12,6 +12,7 @@ from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray, IndexArray
 from .pairs import PairCounts
+from .prequential_counts import BatchCells, CountsAt, LearnedRows, class_weights_before, feature_totals_before
 from .stats import DiscreteCounts
 from .validation import is_sparse
 
@@ -133,3 +134,29 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
         scores = linear_scores(X, tables.log_smoothed, tables.bias)
         scores -= row_sums(X)[:, None] * tables.log_total
         return scores
+
+    def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
+                                          rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
+        """sum_f x_f log(N_cf + alpha_f) - sum(x) log(N_c + sum(alpha)) + log prior, with N the counts
+        after the rows before: only the row's own cells, each the statistics' count plus what the
+        earlier rows of the class added to that feature."""
+        learned = LearnedRows(rows, weights, n_classes)
+        cells = BatchCells(X, learned)
+        alpha = self._smoothing_alpha()
+        cell_alpha = alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
+        held = CountsAt(statistics, cells.distinct)
+        jll = np.empty((len(learned), n_classes))
+        for chunk in cells.class_chunks(n_classes):
+            counts = np.take(held.of_classes(chunk), cells.place, axis=1)
+            counts += cells.earlier(chunk)
+            counts += cell_alpha
+            np.log(counts, out=counts)
+            counts *= cells.values
+            jll[:, chunk] = cells.row_sums(counts)
+        sizes = row_sums(X)
+        totals = feature_totals_before(statistics, learned, sizes)
+        totals += np.sum(alpha) if np.ndim(alpha) else alpha * X.shape[1]
+        jll -= sizes[:, None] * np.log(totals)
+        jll += self._class_log_priors(class_weights_before(statistics, learned),
+                                      learned.classes_known(len(statistics.class_count)))
+        return jll

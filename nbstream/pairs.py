@@ -151,6 +151,23 @@ class PairCounts(Statistics):
         keys, counts = self.pairs()
         return keys & _CLASS_MASK, keys >> _CLASS_BITS, counts
 
+    def pairs_of(self, features: IndexArray) -> tuple[IndexArray, IndexArray, FloatArray]:
+        """The pairs of the given features (distinct, increasing): each pair's feature as its place
+        in ``features``, its class and its count, each (n_found,), in the order of the pairs."""
+        keys, counts = self.pairs()
+        if len(features) > len(keys):  # search the pairs among the features
+            places = np.searchsorted(features, keys >> _CLASS_BITS)
+            found = places < len(features)
+            found[found] = features[places[found]] == keys[found] >> _CLASS_BITS
+            return places[found], (keys[found] & _CLASS_MASK).astype(np.intp), counts[found]
+        firsts = features.astype(np.int64) << _CLASS_BITS  # search each feature's run of pairs
+        begin = np.searchsorted(keys, firsts)
+        end = np.searchsorted(keys, firsts + (1 << _CLASS_BITS))
+        per_feature = end - begin
+        places = np.repeat(np.arange(len(features)), per_feature)
+        at = np.arange(len(places)) + np.repeat(begin - (np.cumsum(per_feature) - per_feature), per_feature)
+        return places, (keys[at] & _CLASS_MASK).astype(np.intp), counts[at]
+
     def class_feature_totals(self) -> FloatArray:
         """Sum of the counts of each class over all features, shape (n_classes,)."""
         keys, counts = self.pairs()
