@@ -10,7 +10,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .discrete import Alpha, DiscreteNB, DiscreteTables
-from .ndarrays import Features, FloatArray, IntArray
+from .ndarrays import Features, FloatArray, IndexArray, IntArray
+from .prequential_counts import LearnedRows
+from .prequential_stats import counts_before_each_row
 from .stats import CategoryCounts
 
 
@@ -149,4 +151,18 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
             unseen = np.int64(table.shape[0] - 1)
             scores += table.take(np.minimum(codes, unseen), axis=0)
         scores += tables.bias
+        return scores
+
+    def _prequential_joint_log_likelihood(self, X: Features, statistics: CategoryCounts, rows: IndexArray,
+                                          weights: FloatArray | None, n_classes: int) -> FloatArray:
+        """Each row's scores from its own counts: (n_samples, n_classes)."""
+        alpha = float(self._smoothing_alpha())
+        n_known = LearnedRows(rows, weights, n_classes).classes_known(len(statistics.class_count))
+        scores = np.empty((X.shape[0], n_classes))
+        for block, counts in counts_before_each_row(statistics, X, rows, weights, n_classes):
+            log_prob = np.log(counts.own_count + alpha)
+            log_prob -= np.log(counts.feature_total + alpha * counts.n_categories[..., None])
+            log_prob[X[block] >= counts.n_categories] = 0.0  # a category not seen says nothing about any class
+            scores[block] = log_prob.sum(axis=1)
+            scores[block] += self._class_log_priors(counts.class_count, n_known[block])
         return scores

@@ -11,8 +11,9 @@ import numpy.typing as npt
 
 from .base import NaiveBayes
 from .kernels import row_blocks
-from .ndarrays import AnyArray, Features, FloatArray, FloatingArray
-from .stats import GaussianMoments
+from .ndarrays import AnyArray, Features, FloatArray, FloatingArray, IndexArray
+from .prequential_stats import moments_before_each_row
+from .stats import GaussianMoments, Moments, pooled_variance
 from .tables import Tables
 
 
@@ -136,27 +137,32 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
                 raise ValueError(f"Number of priors must match number of classes: priors has "
                                  f"{n_priors} entries for {n_classes} classes.")
 
-    def _class_prior(self) -> FloatArray:
-        count = self._stats.class_count
+    def _class_prior(self, count: FloatArray) -> FloatArray:
+        """P(class) of a model whose class weights are count, shape (..., n_classes)."""
         if self.priors is None:
-            prior: FloatArray = count / count.sum()
+            prior: FloatArray = count / count.sum(axis=-1, keepdims=True)
             return prior
         priors = np.asarray(self.priors, dtype=np.float64)
-        if len(priors) != len(count):
-            raise ValueError(f"priors has {len(priors)} entries but the model has {len(count)} "
-                             f"classes {self.classes_.tolist()}.")
+        if len(priors) != count.shape[-1]:
+            raise ValueError(f"priors has {len(priors)} entries but the model has {count.shape[-1]} classes.")
         return priors
+
+    def _variance(self, moments: Moments) -> tuple[FloatArray, FloatArray]:
+        """var_ (..., n_classes, n_features) and epsilon_ (...) of each set of moments: the
+        variance of each class plus ``var_smoothing`` times the largest variance over all
+        classes, or times 1 while no feature has varied (scikit-learn would divide by zero)."""
+        largest = pooled_variance(moments).max(axis=-1, initial=0.0)
+        epsilon: FloatArray = self.var_smoothing * np.where(largest > 0, largest, 1.0)
+        count = moments.weight[..., None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = np.where(count > 0, moments.m2 / count, 0.0)
+        var += epsilon[..., None, None]
+        return var, epsilon
 
     def _refresh(self) -> GaussianTables:
         moments = self._stats
-        # With no variance at all yet, smoothing relative to a unit scale keeps var_ > 0
-        # (scikit-learn would divide by zero here).
-        largest = moments.pooled_variance().max(initial=0.0)
-        epsilon = self.var_smoothing * (largest if largest > 0 else 1.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            var = np.where(moments.class_count[:, None] > 0, moments.m2 / moments.class_count[:, None], 0.0)
-        var = var + epsilon
-        prior = self._class_prior()
+        var, epsilon = self._variance(moments.moments)
+        prior = self._class_prior(moments.class_count)
         # Scores expand sum((x - theta)^2 / var) into two matrix products around a centre
         # per feature: the mean of the class where the feature varies least, whose tiny
         # variance would otherwise magnify the expansion's rounding most (a pixel that is
@@ -200,6 +206,20 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
             error += tables.offset_term
             error *= rounding
             _rescore(tables, X[block], out, error)
+        return scores
+
+    def _prequential_joint_log_likelihood(self, X: Features, statistics: GaussianMoments, rows: IndexArray,
+                                          weights: FloatArray | None, n_classes: int) -> FloatArray:
+        """Each row's scores from its own moments, by direct differences (no expansion to
+        rescore): (n_samples, n_classes)."""
+        scores = np.empty((X.shape[0], n_classes))
+        for block, moments in moments_before_each_row(statistics, X, rows, weights, n_classes):
+            var, _ = self._variance(moments)
+            log_prior = np.log(self._class_prior(moments.weight))
+            deviation = X[block, None, :] - moments.mean  # (n_block, n_classes, n_features)
+            deviation *= deviation
+            deviation /= var
+            scores[block] = log_prior - 0.5 * (np.log(2.0 * np.pi * var).sum(axis=-1) + deviation.sum(axis=-1))
         return scores
 
 

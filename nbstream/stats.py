@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 
@@ -124,13 +124,51 @@ class DiscreteCounts(Statistics):
         _check_table("feature_count", self.feature_count, (n_classes, n_features), non_negative=True)
 
 
+class Moments(NamedTuple):
+    """Weight, mean and M2 (sum of squared deviations from the mean) of some rows, per class and
+    feature: weight (..., n_classes), mean and m2 (..., n_classes, n_features)."""
+
+    weight: FloatArray
+    mean: FloatArray
+    m2: FloatArray
+
+
+def pool(earlier: Moments, later: Moments) -> Moments:
+    """The moments of two sets of rows together, by the pairwise update of Chan, Golub and LeVeque
+    (no sum of squares, so no cancellation): weight (k,), mean and m2 (k, n_features) each."""
+    total = earlier.weight + later.weight
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total > 0, later.weight / total, 0.0)[:, None]
+    delta = later.mean - earlier.mean
+    mean = delta * share
+    mean += earlier.mean
+    m2 = delta  # reused: m2_a + (m2_b + delta^2 * n_a * share), in place
+    m2 *= delta
+    m2 *= earlier.weight[:, None] * share
+    m2 += later.m2
+    m2 += earlier.m2
+    return Moments(total, mean, m2)
+
+
+def pooled_variance(moments: Moments) -> FloatArray:
+    """Variance of each feature over all classes together, shape (..., n_features) (0 where
+    nothing was learned)."""
+    weight, mean, m2 = moments
+    total = weight.sum(axis=-1)[..., None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        grand_mean = (weight[..., None, :] @ mean) / total[..., None]
+        between = (weight[..., None, :] @ (mean - grand_mean) ** 2)[..., 0, :]
+        variance: FloatArray = (m2.sum(axis=-2) + between) / total
+    return np.where(total > 0, variance, 0.0)
+
+
 class GaussianMoments(Statistics):
     """Per class and feature: weight, mean and M2 (sum of squared deviations from the mean).
 
     class_count : (n_classes,)   mean, m2 : (n_classes, n_features)
 
-    Chunks combine with the pairwise update of Chan, Golub and LeVeque, so any chunking
-    of the same rows gives the same moments up to rounding.
+    Chunks combine with the pairwise update of Chan, Golub and LeVeque (``pool``), so any
+    chunking of the same rows gives the same moments up to rounding.
     """
 
     names = ("class_count", "mean", "m2")
@@ -143,6 +181,11 @@ class GaussianMoments(Statistics):
     @classmethod
     def empty(cls, n_features: int) -> Self:
         return cls(np.zeros(0), np.zeros((0, n_features)), np.zeros((0, n_features)))
+
+    @property
+    def moments(self) -> Moments:
+        """The statistics themselves (not copies) as ``Moments``."""
+        return Moments(self.class_count, self.mean, self.m2)
 
     def update(self, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
         n_classes = len(self.class_count)
@@ -158,18 +201,12 @@ class GaussianMoments(Statistics):
             deviation *= deviation
             Y = one_hot(rows[block], None if weights is None else weights[block], n_classes)
             m2 += Y.T @ deviation
-        self._combine(count, mean, m2, np.arange(n_classes))
+        self._combine(Moments(count, mean, m2), np.arange(n_classes))
 
-    def _combine(self, count: FloatArray, mean: FloatArray, m2: FloatArray, rows: IndexArray) -> None:
-        """Pool (count, mean, m2) of shape (k,), (k, F), (k, F) into the given class rows."""
-        old_count = self.class_count[rows]
-        total = old_count + count
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(total > 0, count / total, 0.0)[:, None]
-        delta = mean - self.mean[rows]
-        self.mean[rows] += delta * share
-        self.m2[rows] += m2 + delta**2 * (old_count[:, None] * share)
-        self.class_count[rows] = total
+    def _combine(self, moments: Moments, rows: IndexArray) -> None:
+        """Pool moments of k classes into the given class rows, shape (k,)."""
+        mine = Moments(self.class_count[rows], self.mean[rows], self.m2[rows])
+        self.class_count[rows], self.mean[rows], self.m2[rows] = pool(mine, moments)
 
     def grow(self, n_classes: int) -> None:
         self.class_count = _pad_rows(self.class_count, n_classes)
@@ -181,17 +218,11 @@ class GaussianMoments(Statistics):
         self.m2 *= factor
 
     def merge(self, other: GaussianMoments, rows: IndexArray) -> None:
-        self._combine(other.class_count, other.mean, other.m2, rows)
+        self._combine(other.moments, rows)
 
     def pooled_variance(self) -> FloatArray:
         """Variance of each feature over all classes together, shape (n_features,)."""
-        total = self.class_count.sum()
-        if total == 0:
-            return np.zeros(self.mean.shape[1])
-        grand_mean = self.class_count @ self.mean / total
-        between = self.class_count @ (self.mean - grand_mean) ** 2
-        variance: FloatArray = (self.m2.sum(axis=0) + between) / total
-        return variance
+        return pooled_variance(self.moments)
 
     def arrays(self) -> dict[str, AnyArray]:
         return {"class_count": self.class_count, "mean": self.mean, "m2": self.m2}
