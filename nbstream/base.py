@@ -626,6 +626,8 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         n_classes = len(class_set)
         self._check_shapes(X.shape[1], n_classes if class_set.fixed else None)
         X = self._prepare(X)
+        if not n_classes:  # nothing learned before the batch, nor in it
+            return PrequentialScores(class_set.labels, np.full((n_rows, 0), np.nan))
         statistics = self._stats if fitted else self._new_statistics(X.shape[1])
         with np.errstate(divide="ignore", invalid="ignore"):
             jll = self._prequential_joint_log_likelihood(X, statistics, rows, weights, n_classes)
