@@ -25,7 +25,7 @@ Every contender is its own process, reading the same topics (one partition, --me
               --worker-root runs the serve processes of another checkout (an older commit's
               worktree, say: a metric it lacks shows as "-").
   prequential `worker serve` of --baseline-root (another checkout) and of this one on the same MNIST
-              and SMS topics, JSON and Arrow, confluent client: rates and their ratio.
+              and SMS JSON topics, confluent client: messages/s and their ratio.
 
     python scripts/bench_kafka.py --data-dir ../shared/data [--bootstrap HOST:PORT] [--only throughput,latency]
     python scripts/bench_kafka.py --only partitions [--partitions 1,8,24,48] [--replicas 1] [--worker-root PATH]
@@ -297,22 +297,16 @@ def throughput(bootstrap, data_dir, n, folder) -> None:
 def prequential(bootstrap, data_dir, n, baseline: Path, folder) -> None:
     """`worker serve` (confluent) of this checkout against the one at ``baseline``, on the same topics."""
     rows = []
-    arrow = arrow_messages(data_dir, n)
     for name, values, model in (("MNIST JSON (784 ints)", mnist_messages(data_dir, n), MNIST_MODEL),
-                                ("SMS text JSON", sms_messages(n), SMS_MODEL),
-                                ("MNIST Arrow, 1,000 rows per message", arrow["MNIST"], [*MNIST_MODEL, "--format",
-                                                                                          "arrow"]),
-                                ("SMS Arrow, 1,000 rows per message", arrow["SMS"], [*SMS_MODEL, "--format", "arrow"])):
+                                ("SMS text JSON", sms_messages(n), SMS_MODEL)):
         topic = create_topic(bootstrap, "bench-prequential")
         send(bootstrap, topic, values)
-        expected = len(values)
-        before = serve_rate(bootstrap, topic, expected, "confluent", model, folder, root=baseline)
-        after = serve_rate(bootstrap, topic, expected, "confluent", model, folder)
-        unit = "rows" if "Arrow" in name else "messages"
-        rows.append([name, f"{before:,.0f} {unit}/s", f"{after:,.0f} {unit}/s", f"{after / before:.2f}x"])
+        before = serve_rate(bootstrap, topic, len(values), "confluent", model, folder, root=baseline)
+        after = serve_rate(bootstrap, topic, len(values), "confluent", model, folder)
+        rows.append([name, f"{before:,.0f}", f"{after:,.0f}", f"{after / before:.2f}x"])
     print(f"Test-then-train: `worker serve` (confluent, exactly-once) of {baseline} and of this checkout, "
           f"{n:,} messages per topic, one partition:\n")
-    table(["topic", "baseline", "this checkout", "ratio"], rows)
+    table(["topic", "baseline, messages/s", "this checkout, messages/s", "ratio"], rows)
 
 
 def arrow_messages(data_dir: Path, n: int, rows_per_message: int = 1_000) -> dict[str, list[bytes]]:
