@@ -154,7 +154,8 @@ class PrequentialLoop:
             state.model.partial_fit(X_rows, _rows_of(y, rows),
                                     classes=model.classes if not state.model.is_fitted else None)
             if judged[rows].any():
-                state.judge(int(right[rows].sum()), int(judged[rows].sum()))
+                assert predictions.classes is not None and predictions.proba is not None  # judged rows were scored
+                state.judge(y[rows & judged], predictions.classes, predictions.proba[(rows & judged)[good]])
                 self._watch(int(partition), state, ~right[rows & judged])
             state.changed = True
         if model.learns_apart:

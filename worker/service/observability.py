@@ -7,6 +7,7 @@ import logging
 import platform
 import threading
 import time
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from prometheus_client import (
@@ -23,9 +24,12 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 import nbstream
 
 from ..io.kafka.dead_letters import reason_of
+from .partition_state import PartitionState
+from .quality import PredictionQuality
 
 log = logging.getLogger(__name__)
 
+MOST_CLASS_SERIES = 100  # classes with per-class quality series; the others have none
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 # Of the process, like the process and GC collectors: the state topic is read where no
 # ServiceMetrics is at hand (and by `worker export`, which serves none).
@@ -69,27 +73,62 @@ class BatchHistogram:
                                     sum_value=total)
 
 
-class PrequentialAccuracy:
-    """Share of labeled messages predicted right before they were learned, over every partition's
-    state (so it survives restarts): recent (decayed) and cumulative. Absent before anything was judged."""
+class PrequentialQuality:
+    """How the served predictions fared (``quality.py``), in the windows recent (decayed) and all:
+    the group's series over every partition state this replica knows (so they survive restarts),
+    and each owned partition's, labeled ``partition``. Per-class series go to the first
+    ``MOST_CLASS_SERIES`` labels in sorted order. A series is absent before anything was judged
+    (served, for the predicted-class share)."""
+
+    LABELS = ("window: recent, decayed over about 1,000 messages, or all; partition: one input partition's, "
+              "else the group's")
+    GAUGES = {  # name -> (report key, help)
+        "nbstream_prequential_accuracy": ("accuracy", "Share of labeled messages predicted right before learning "
+                                          "from them"),
+        "nbstream_prequential_log_loss": ("log_loss", "Mean log-loss of the predictions served for labeled "
+                                          "messages"),
+        "nbstream_prequential_brier": ("brier", "Mean Brier score of the predictions served for labeled messages "
+                                       "(scikit-learn's: halved for two classes)"),
+    }
+    PER_CLASS = {
+        "nbstream_prequential_recall": ("recall", "Share of a class's labeled messages predicted as it"),
+        "nbstream_predicted_class_share": ("predicted_share", "Share of the predictions served that were the "
+                                           "class, labeled messages or not"),
+    }
 
     def __init__(self, registry: CollectorRegistry):
-        self.values: dict[str, tuple[float, float]] = {}  # window -> (correct, judged)
+        self.watched: tuple[dict[int, PredictionQuality], list[PredictionQuality]] = ({}, [])
         registry.register(self)
 
-    def update(self, states) -> None:
-        states = list(states)
-        self.values = {"recent": (sum(s.recent_correct for s in states), sum(s.recent_judged for s in states)),
-                       "all": (float(sum(s.correct for s in states)), float(sum(s.judged for s in states)))}
+    def update(self, owned: Mapping[int, PartitionState], states: Iterable[PartitionState]) -> None:
+        """owned : the partitions this replica owns; states : every state it knows, owned ones included.
+        Their qualities are read when scraped (they may be judging meanwhile: they allow it)."""
+        self.watched = {p: s.quality for p, s in owned.items()}, [s.quality for s in states]  # one assignment
 
     def collect(self):
-        family = GaugeMetricFamily("nbstream_prequential_accuracy", "Share of labeled messages predicted right "
-                                   "before learning from them (window: recent, decayed over about 1,000 judged "
-                                   "messages; or all)", labels=["window"])
-        for window, (correct, judged) in self.values.items():
-            if judged > 0:
-                family.add_metric([window], correct / judged)
-        yield family
+        owned, known = self.watched
+        families = {name: GaugeMetricFamily(name, f"{documentation} ({self.LABELS})")
+                    for name, (_, documentation) in (self.GAUGES | self.PER_CLASS).items()}
+        self._add(families, PredictionQuality.merged(known).report(), {})
+        for partition, quality in sorted(owned.items()):
+            self._add(families, quality.report(), {"partition": str(partition)})
+        yield from families.values()
+
+    def _add(self, families: dict[str, GaugeMetricFamily], report: dict, labels: dict[str, str]) -> None:
+        for window, metrics in report.items():
+            at = labels | {"window": window}
+            for name, (key, _) in self.GAUGES.items():
+                if metrics[key] is not None:
+                    families[name].add_sample(name, at, metrics[key])
+            for name, (key, _) in self.PER_CLASS.items():
+                values = metrics[key]
+                for label in sorted(values, key=_sort_key)[:MOST_CLASS_SERIES]:
+                    families[name].add_sample(name, {"class": str(label)} | at, values[label])
+
+
+def _sort_key(label: object) -> tuple[bool, object]:
+    """Numbers before strings, each in order (a group's labels are of one kind)."""
+    return isinstance(label, str), label
 
 
 class ConsumerLag:
@@ -158,7 +197,7 @@ class ServiceMetrics:
         Gauge("nbstream_global_model_staleness_seconds", "Time since this replica last had every committed "
               "partition state of the group (checked every 5 s)", registry=registry).set_function(
             lambda: max(0.0, time.time() - self.caught_up_at))
-        self.accuracy = PrequentialAccuracy(registry)
+        self.quality = PrequentialQuality(registry)
         self.ready = False
         self.connected: bool | None = None  # unknown until the first contact
         self.heartbeat = time.monotonic()

@@ -5,7 +5,11 @@ partition states (see ``global_model.py``), and a partition's state moves betwee
 as one unit: the payload below, written to the state topic at every commit.
 
 Payload: b"NBPS", a uint32 header length, the JSON header, then (once the partition has
-learned something) the model as an nbstream snapshot without its smoothed tables.
+learned something) the model as an nbstream snapshot without its smoothed tables. The header
+keeps the prequential quality under "quality" (``quality.py``), and its accuracy alone under
+"judged", "correct", "recent_judged" and "recent_correct" too: the previous version wrote and
+reads those (so its replicas still read these states during a rolling upgrade), and a state it
+wrote, without "quality", is read with its accuracy carried over.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from dataclasses import dataclass, field
 import nbstream
 from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
+from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
 from ..config import LONGEST_NGRAMS
 from ..errors import ConfigError
 from ..io.checked_json import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
+from .quality import EXACT_COUNT, PredictionQuality
 
 _MAGIC = b"NBPS"
-RECENT_HALF_LIFE = 1_000  # judged examples: the recent accuracy forgets at this pace
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
 _ONE_COLUMN_KINDS = ("vector", "text")
 _PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
@@ -37,7 +42,7 @@ class PartitionState:
     encoder : this partition's own feature encoder where codes are learned per partition
         (categorical), else None (the group's encoder is used)
     next_offset : the next input offset to process (None: nothing processed yet)
-    judged, correct : prequential counts; recent_* : the same, decayed (half-life RECENT_HALF_LIFE)
+    quality : how its served predictions fared (prequential), cumulative and recent
     starts : the base state only: where partitions without a state of their own start
     label_field : the message field its labels were read from, as stored (None: not recorded)
     drift : the state of its drift watch, when the service watches for drift
@@ -45,27 +50,26 @@ class PartitionState:
     model: NaiveBayes
     encoder: FeatureEncoder | None = None
     next_offset: int | None = None
-    judged: int = 0
-    correct: int = 0
-    recent_judged: float = 0.0
-    recent_correct: float = 0.0
+    quality: PredictionQuality = field(default_factory=PredictionQuality)
     starts: dict[int, int] = field(default_factory=dict)
     label_field: str | None = None
     drift: dict | None = None  # its drift watch as JSON (worker/service/drift_watch.py), checked when restored
     changed: bool = False  # since it was last written
 
-    def judge(self, correct: int, total: int) -> None:
-        keep = 0.5 ** (total / RECENT_HALF_LIFE)
-        self.recent_judged = self.recent_judged * keep + total
-        self.recent_correct = self.recent_correct * keep + correct
-        self.judged += total
-        self.correct += correct
+    def judge(self, y_true: AnyArray, classes: AnyArray, proba: FloatArray) -> None:
+        """Judge labeled rows against the predictions served for them, in stream order:
+        y_true (n,) labels, classes (C,) the labels of proba's columns, proba (n, C)."""
+        self.quality.judge(y_true, classes, proba)
+
+    def served(self, classes: AnyArray, best: IndexArray) -> None:
+        """Count predictions served, labeled or not, in stream order: classes (C,) labels,
+        best (n,) the column of classes each prediction chose."""
+        self.quality.predicted(classes, best)
 
     def to_payload(self, features: FeatureEncoder, label_field: str | None = None) -> bytes:
         """features : the encoder whose JSON to store (this partition's own, or the group's);
         label_field : the message field labels come from (export writes it into its snapshot)."""
-        header = {"next_offset": self.next_offset, "judged": self.judged, "correct": self.correct,
-                  "recent_judged": self.recent_judged, "recent_correct": self.recent_correct,
+        header = {"next_offset": self.next_offset, "quality": self.quality.to_json(), **self.quality.accuracy_sums(),
                   "starts": {str(p): o for p, o in self.starts.items()}, "features": features.to_json(),
                   "fitted": self.model.is_fitted, "label_field": label_field or self.label_field,
                   "drift": self.drift}
@@ -85,11 +89,7 @@ class PartitionState:
             model = _model(model_bytes, required(header, "fitted"), fresh_model, encoder)
             stored_offset = required(header, "next_offset")
             next_offset = None if stored_offset is None else integer(stored_offset, "next_offset", 0, INT64_MAX)
-            judged = integer(required(header, "judged"), "judged", 0, INT64_MAX)
-            state = cls(model=model, next_offset=next_offset, judged=judged,
-                        correct=integer(required(header, "correct"), "correct", 0, judged),
-                        recent_judged=number(required(header, "recent_judged"), "recent_judged"),
-                        recent_correct=number(required(header, "recent_correct"), "recent_correct"),
+            state = cls(model=model, next_offset=next_offset, quality=_quality(header),
                         starts=_starts(required(header, "starts")),
                         label_field=optional_text(header.get("label_field"), "label_field"),
                         drift=_drift(header.get("drift")))
@@ -144,6 +144,16 @@ def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes, encoder:
         raise ValueError(f"its model has {model.n_features_in_:,} features; its features "
                          f"{encoder.n_features:,}")
     return model
+
+
+def _quality(header: dict) -> PredictionQuality:
+    """The header's quality; of a header the previous version wrote, its accuracy alone."""
+    if "quality" in header:
+        return PredictionQuality.from_json(header["quality"])
+    judged = integer(required(header, "judged"), "judged", 0, EXACT_COUNT)
+    return PredictionQuality.carried_over(judged, integer(required(header, "correct"), "correct", 0, judged),
+                                          number(required(header, "recent_judged"), "recent_judged"),
+                                          number(required(header, "recent_correct"), "recent_correct"))
 
 
 def _drift(value: object) -> dict | None:

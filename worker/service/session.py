@@ -141,7 +141,7 @@ class Session:
         self.metrics.assigned.set(len(self.group.owned))
         self.metrics.restore_seconds.set(seconds)
         self.metrics.state_read_bytes.set(self.follower.bytes_read)
-        self.metrics.accuracy.update(self.group.states())
+        self.metrics.quality.update(self.group.owned, self.group.states())
         restored = [p for p in partitions if self.group.owned[p].next_offset is not None]
         log.info("partitions assigned", extra={
             "partitions": partitions, "restored": restored, "state_topic": self.config.states,
@@ -168,7 +168,7 @@ class Session:
             self.group.take_updates(self.follower.poll(0.0))
             if len(polled):
                 self.loop.process(polled)
-                self.metrics.accuracy.update(self.group.states())
+                self.metrics.quality.update(self.group.owned, self.group.states())
             if self.checkpoint.due(len(polled)):
                 self.commit()
             self._heartbeat(len(polled) > 0)

@@ -41,7 +41,9 @@ def test_each_message_is_predicted_by_the_model_that_learned_every_earlier_one()
     state = loop.group.owned[0]
     assert state.model.n_examples_seen_ == 3  # the unlabeled message is predicted, not learned
     assert state.model.class_count_.tolist() == [1.0, 2.0] and state.next_offset == 4
-    assert (state.judged, state.correct) == (2, 1)  # the first had no prediction to judge
+    quality = state.quality.report()["all"]
+    assert (quality["judged"], quality["accuracy"]) == (2, 0.5)  # the first had no prediction to judge
+    assert quality["recall"] == {"b": 0.5}
 
 
 def test_a_backlog_in_one_poll_is_predicted_message_by_message():

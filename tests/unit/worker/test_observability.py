@@ -1,4 +1,5 @@
-"""The service's metrics: reasons, batch histograms, accuracy from the partition states, standard collectors."""
+"""The service's metrics: reasons, batch histograms, prequential quality from the partition states, standard
+collectors."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 import numpy as np
 import pytest
 from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from worker.io.kafka.dead_letters import reason_of
 from worker.service.observability import ServiceMetrics
@@ -39,19 +41,69 @@ def test_a_batch_of_latencies_lands_in_cumulative_buckets():
     assert "nbstream_end_to_end_latency_seconds_sum 7.043" in text
 
 
+def judged(state: PartitionState, right: int, wrong: int) -> PartitionState:
+    """state with ``right`` rows of "a" predicted "a" (p 0.75) and ``wrong`` ones predicted "b" (p 0.25)."""
+    classes, y = np.array(["a", "b"]), np.array(["a"] * (right + wrong))
+    proba = np.array([[0.75, 0.25]] * right + [[0.25, 0.75]] * wrong)
+    state.judge(y, classes, proba)
+    state.served(classes, np.argmax(proba, axis=1))
+    return state
+
+
+def sample(text: str, name: str, **labels) -> float | None:
+    """The value of one series of the exposition (labels exactly these), None when absent."""
+    for family in text_string_to_metric_families(text):
+        for found in family.samples:
+            if found.name == name and found.labels == labels:
+                return found.value
+    return None
+
+
 def test_accuracy_comes_from_the_partition_states_and_is_absent_before_any_judgement():
     metrics = ServiceMetrics()
     assert "nbstream_prequential_accuracy{" not in exposition(metrics)
-    a, b = PartitionState(model=None), PartitionState(model=None)
-    a.judge(correct=9, total=10)
-    b.judge(correct=1, total=10)
-    metrics.accuracy.update([a, b])
+    a, b = judged(PartitionState(model=None), 9, 1), judged(PartitionState(model=None), 1, 9)
+    metrics.quality.update({}, [a, b])
     assert 'nbstream_prequential_accuracy{window="all"} 0.5' in exposition(metrics)
-    b.judge(correct=1000, total=1000)  # recent: mostly these
-    metrics.accuracy.update([a, b])
+    judged(b, 1000, 0)  # recent: mostly these
     recent = float(next(line.split()[1] for line in exposition(metrics).splitlines()
                         if line.startswith('nbstream_prequential_accuracy{window="recent"}')))
     assert 0.9 < recent < 1.0
+
+
+def test_each_owned_partition_has_its_series_beside_the_groups():
+    metrics = ServiceMetrics()
+    mine, theirs = judged(PartitionState(model=None), 3, 1), judged(PartitionState(model=None), 0, 4)
+    metrics.quality.update({7: mine}, [theirs, mine])
+    text = exposition(metrics)
+    for window in ("all", "recent"):  # recent: the last rows weigh a little more (the wrong ones of each)
+        assert sample(text, "nbstream_prequential_accuracy", window=window) == pytest.approx(3 / 8, rel=1e-3)
+        assert sample(text, "nbstream_prequential_accuracy", partition="7", window=window) == pytest.approx(
+            3 / 4, rel=1e-3)
+    assert sample(text, "nbstream_prequential_accuracy", window="all") == 3 / 8
+    assert sample(text, "nbstream_prequential_log_loss", partition="7", window="all") == pytest.approx(
+        -(3 * np.log(0.75) + np.log(0.25)) / 4)
+    assert sample(text, "nbstream_prequential_brier", window="all") == pytest.approx(
+        (3 * 0.25 ** 2 + 5 * 0.75 ** 2) / 8)  # two classes: the binary score, (1 - p(a))^2
+    assert sample(text, "nbstream_prequential_recall", **{"class": "a"}, partition="7", window="all") == 0.75
+    assert sample(text, "nbstream_prequential_recall", **{"class": "b"}, window="all") is None  # never a label
+    assert sample(text, "nbstream_predicted_class_share", **{"class": "b"}, window="all") == 5 / 8
+    assert sample(text, "nbstream_predicted_class_share", **{"class": "a"}, partition="7", window="all") == 0.75
+    assert sample(text, "nbstream_prequential_accuracy", partition="0", window="all") is None  # not owned
+
+
+def test_per_class_series_stop_at_the_first_hundred_classes():
+    from worker.service.observability import MOST_CLASS_SERIES
+
+    classes = np.arange(150)
+    state = PartitionState(model=None)
+    state.served(classes, np.arange(150))
+    metrics = ServiceMetrics()
+    metrics.quality.update({0: state}, [state])
+    shares = [s for family in text_string_to_metric_families(exposition(metrics))
+              for s in family.samples if s.name == "nbstream_predicted_class_share"]
+    assert len(shares) == 2 * 2 * MOST_CLASS_SERIES == 400  # group and partition, two windows
+    assert {s.labels["class"] for s in shares} == {str(c) for c in range(MOST_CLASS_SERIES)}
 
 
 def test_standard_collectors_build_info_lag_and_staleness():

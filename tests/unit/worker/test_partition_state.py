@@ -1,0 +1,76 @@
+"""A partition state's payload keeps its prequential quality; one the previous version wrote keeps its accuracy."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import nbstream
+from nbstream.arrow import FeatureSpec
+from worker.service.partition_state import PartitionState
+
+
+def encoder():
+    features = FeatureSpec.vector("features").encoder()
+    features.width = 2
+    return features
+
+
+def header_of(payload: bytes) -> dict:
+    (length,) = struct.unpack_from("<I", payload, 4)
+    return json.loads(payload[8:8 + length])
+
+
+def learned_state() -> PartitionState:
+    model = nbstream.MultinomialNB().partial_fit(np.array([[3, 0], [0, 3]]), ["a", "b"])
+    state = PartitionState(model, next_offset=12)
+    state.judge(np.array(["a", "b", "c"]), model.classes_, np.array([[0.9, 0.1], [0.8, 0.2], [0.5, 0.5]]))
+    state.served(model.classes_, np.array([0, 0, 1, 0]))
+    return state
+
+
+def test_the_quality_is_restored_with_the_state():
+    state = learned_state()
+    payload = state.to_payload(encoder())
+    restored, _ = PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
+    assert restored.quality.report() == state.quality.report()
+    report = restored.quality.report()["all"]
+    assert report["accuracy"] == 1 / 3 and report["predicted_share"] == {"a": 0.75, "b": 0.25}
+    assert report["recall"] == {"a": 1.0, "b": 0.0, "c": 0.0}
+    assert restored.next_offset == 12 and restored.model.n_examples_seen_ == 2
+
+
+def test_the_header_keeps_the_accuracy_where_the_previous_version_reads_it():
+    header = header_of(learned_state().to_payload(encoder()))
+    assert (header["judged"], header["correct"]) == (3, 1)
+    assert header["recent_judged"] == pytest.approx(sum(0.5 ** (age / 1_000) for age in range(3)))
+    assert header["recent_correct"] == pytest.approx(0.5 ** (2 / 1_000))  # the oldest was right
+
+
+def test_a_state_the_previous_version_wrote_is_read_with_its_accuracy_and_nothing_else():
+    model = nbstream.MultinomialNB().partial_fit(np.array([[3, 0]]), ["a"])
+    old_header = {"next_offset": 40, "judged": 200, "correct": 150, "recent_judged": 180.5, "recent_correct": 140.25,
+                  "starts": {}, "features": encoder().to_json(), "fitted": True, "label_field": "label"}
+    header_bytes = json.dumps(old_header).encode()
+    payload = b"NBPS" + struct.pack("<I", len(header_bytes)) + header_bytes + nbstream.snapshot.dumps(
+        model, tables=False)
+    state, _ = PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
+    report = state.quality.report()
+    assert (report["all"]["judged"], report["all"]["accuracy"]) == (200, 0.75)
+    assert report["recent"]["accuracy"] == pytest.approx(140.25 / 180.5)
+    for window in report.values():
+        assert window["log_loss"] is window["brier"] is None and window["recall"] == window["predicted_share"] == {}
+    assert state.next_offset == 40 and state.label_field == "label"
+    state.judge(np.array(["a"]), np.array(["a"]), np.array([[1.0]]))  # and it goes on, kept the new way
+    again, _ = PartitionState.from_payload(state.to_payload(encoder()), nbstream.MultinomialNB(), "partition-0")
+    assert again.quality.report()["all"]["accuracy"] == 151 / 201
+    assert again.quality.report()["all"]["log_loss"] == pytest.approx(0, abs=1e-15)
+
+
+def test_a_fresh_state_reads_back_with_nothing_judged():
+    payload = PartitionState(nbstream.MultinomialNB()).to_payload(encoder())
+    state, _ = PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
+    assert state.quality.report()["all"]["accuracy"] is None and state.quality.labels == []
