@@ -127,6 +127,11 @@ class PrequentialLoop:
             self.counts.predictions -= int(per_message[[keyed_like[j] for j in diverted]].sum())
         stamps = rows.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
+        scored, partitions = predictions.scored, rows.partitions[good]
+        for partition in np.unique(partitions[scored]).tolist():
+            state = self.group.owned.get(partition)
+            if state is not None and predictions.classes is not None and predictions.best is not None:
+                state.served(predictions.classes, predictions.best[scored & (partitions == partition)])
 
     def _learn(self, polled: Polled, batch: pa.RecordBatch, X, y, learn: np.ndarray, good: np.ndarray,
                predictions: Predictions) -> None:

@@ -207,3 +207,12 @@ def test_a_forged_drift_watch_in_a_state_is_replaced_with_a_warning(caplog):
     assert any("drift watch could not be restored" in r.getMessage() for r in caplog.records)
     assert loop.group.owned[0].drift["judged"] == 1
 
+
+
+def test_every_served_prediction_counts_in_the_predicted_class_share_labeled_or_not():
+    loop, _ = make_loop()
+    loop.process(records([{"features": [3, 0], "label": "a"}, {"features": [0, 3], "label": "b"},
+                          {"features": [0, 4]}, {"features": [0, 5]}, {"features": [5, 0]}]))
+    report = loop.group.owned[0].quality.report()["all"]
+    assert report["served"] == 4  # the first had no prediction
+    assert report["predicted_share"] == {"a": 0.5, "b": 0.5}
