@@ -145,8 +145,11 @@ class GlobalModel:
         before i of its own partition, exactly (nothing is learned here: the caller learns next).
 
         X : (n_rows, n_features) encoded; y : (n_rows,) labels, read where learned;
-        learned : (n_rows,) bool; partitions : (n_rows,) the input partition of each row."""
-        if not learned.any():
+        learned : (n_rows,) bool; partitions : (n_rows,) the input partition of each row.
+
+        Categorical groups predict with this model alone: a category new to the group has no
+        code in its encoder until the poll is learned, so the rows before it cannot teach it."""
+        if not learned.any() or self.categorical:
             return self.predict(X)
         fitted = self.model.is_fitted
         classes = self._classes_after(y[learned])
