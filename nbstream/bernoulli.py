@@ -223,13 +223,13 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
         return scores
 
 
-def _weigh(counts: FloatArray, class_weights: FloatArray, alpha: Alpha) -> FloatArray:
+def _weigh(counts: FloatArray, class_weights: FloatArray, scratch: FloatArray, alpha: Alpha) -> FloatArray:
     """Versions' weights log p - log(1 - p), in place in their counts (n_versions, n_features), and
     biases sum_f log(1 - p) (n_versions,), of class weights (n_versions,): ``Weigh``."""
     n_features = counts.shape[1]
-    log_not_p = class_weights[:, None] - counts  # log(1 - p) + log(class weight + 2 alpha)
-    log_not_p += alpha
-    np.log(log_not_p, out=log_not_p)
+    log_not_p = np.subtract((class_weights + alpha)[:, None] if np.ndim(alpha) == 0
+                            else class_weights[:, None] + alpha, counts, out=scratch)
+    np.log(log_not_p, out=log_not_p)  # log(1 - p) + log(class weight + 2 alpha)
     if np.ndim(alpha):
         totals = np.log(class_weights[:, None] + 2 * np.asarray(alpha)).sum(axis=1)
     else:
@@ -245,21 +245,20 @@ def _counts_by_class(statistics: DiscreteCounts | PairCounts, n_classes: int, n_
                      alpha: Alpha) -> Iterator[tuple[FloatArray, FloatArray, IntArray]]:
     """For each class, the counts of all its features as (values, alphas, how many features have
     them), each (n_values,): the distinct counts for one alpha, else each feature's."""
-    alphas = np.broadcast_to(alpha, (n_features,))
     if isinstance(statistics, DiscreteCounts):
         for c in range(n_classes):
             counts = statistics.feature_count[c] if c < len(statistics.feature_count) else np.zeros(n_features)
             if np.ndim(alpha):
-                yield counts, alphas, np.ones(n_features, dtype=np.int64)
+                yield counts, np.asarray(alpha), np.ones(n_features, dtype=np.int64)
             else:
                 values, multiplicity = np.unique(counts, return_counts=True)
-                yield values, alphas[:len(values)], multiplicity
+                yield values, np.full(len(values), alpha), multiplicity
         return
     classes, _, counts = statistics.cells()
     for (seen,) in by_class(classes, n_classes, counts):
         values, multiplicity = np.unique(np.r_[seen, 0.0], return_counts=True)
         multiplicity[np.searchsorted(values, 0.0)] += n_features - len(seen) - 1  # the pairs never seen
-        yield values, alphas[:len(values)], multiplicity
+        yield values, np.full(len(values), alpha), multiplicity
 
 
 def _log_not_p_sums(held_values: FloatArray, held_alphas: FloatArray, held_multiplicity: IntArray,
@@ -275,8 +274,14 @@ def _log_not_p_sums(held_values: FloatArray, held_alphas: FloatArray, held_multi
                                                   np.r_[held_alphas, move_alphas, move_alphas])
     start = np.bincount(where[:n_held], weights=held_multiplicity, minlength=len(groups)).astype(np.int64)
 
+    one_alpha = bool((group_alphas == group_alphas[0]).all()) if len(groups) else True
+
     def log_not_p(weights: FloatArray) -> FloatArray:
-        terms: FloatArray = np.log1p(-(groups + group_alphas)[:, None] / (weights[None, :] + 2 * group_alphas[:, None]))
+        if one_alpha:  # an outer product: each element once, no (groups x versions) division
+            ratios = np.multiply.outer(groups + group_alphas[0], -1 / (weights + 2 * group_alphas[0]))
+        else:
+            ratios = -(groups + group_alphas)[:, None] / (weights[None, :] + 2 * group_alphas[:, None])
+        terms: FloatArray = np.log1p(ratios, out=ratios)
         return terms
 
     return version_sums(start, versions, where[n_held:n_held + n_moves], where[n_held + n_moves:],

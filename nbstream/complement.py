@@ -187,9 +187,11 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
             else:
                 held_sums = _dense_log_complement_sums(statistics, alpha, n_classes)
             jll = sums / (held_sums + sums_before(gains) - n_features * log_totals)
-        known = learned.classes_known(len(statistics.class_count))
-        priors = self._class_log_priors(class_weights_before(statistics, learned), known)
-        jll += np.where(known[:, None] == 1, priors, 0.0)  # a single class has no complement (``_bias``)
+        if n_classes == 1:  # a single class has no complement: its prior is its score (``_bias``)
+            jll += self._class_log_priors(class_weights_before(statistics, learned),
+                                          learned.classes_known(len(statistics.class_count)))
+        # Rows scored while the model knew one class of several have one class to choose, and
+        # its prior, log 1, is the 0 of the others.
         return jll
 
 

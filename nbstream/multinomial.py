@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -12,7 +13,16 @@ from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray, IndexArray
 from .pairs import PairCounts
-from .prequential_counts import BatchCells, CountsAt, LearnedRows, class_weights_before, feature_totals_before
+from .prequential_counts import (
+    BatchCells,
+    CountsAt,
+    LearnedRows,
+    class_weights_before,
+    dense_counts,
+    feature_totals_before,
+    padded,
+)
+from .prequential_versions import version_scores
 from .stats import DiscreteCounts
 from .validation import is_sparse
 
@@ -138,15 +148,28 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
     def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
                                           rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
         """sum_f x_f log(N_cf + alpha_f) - sum(x) log(N_c + sum(alpha)) + log prior, with N the counts
-        after the rows before: only the row's own cells, each the statistics' count plus what the
-        earlier rows of the class added to that feature."""
+        after the rows before. Sparse rows are scored at their own cells only, each the statistics'
+        count plus what the earlier rows of the class added to that feature; dense rows against a
+        weight vector per learned row (``version_scores``), which a product scores at once."""
         learned = LearnedRows(rows, weights, n_classes)
-        cells = BatchCells(X, learned)
         alpha = self._smoothing_alpha()
+        if is_sparse(X):
+            jll = self._prequential_cells(X, statistics, learned, alpha)
+        else:
+            jll = version_scores(X, learned, dense_counts(statistics, n_classes, X.shape[1]),
+                                 padded(statistics.class_count, n_classes), partial(_weigh, alpha=alpha))
+        jll += self._class_log_priors(class_weights_before(statistics, learned),
+                                      learned.classes_known(len(statistics.class_count)))
+        return jll
+
+    def _prequential_cells(self, X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
+                           alpha: Alpha) -> FloatArray:
+        """The scores of CSR rows but their priors, shape (n_samples, n_classes)."""
+        cells = BatchCells(X, learned)
         cell_alpha = alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
         held = CountsAt(statistics, cells.distinct)
-        jll = np.empty((len(learned), n_classes))
-        for chunk in cells.class_chunks(n_classes):
+        jll = np.empty((len(learned), learned.n_classes))
+        for chunk in cells.class_chunks(learned.n_classes):
             counts = np.take(held.of_classes(chunk), cells.place, axis=1)
             counts += cells.earlier(chunk)
             counts += cell_alpha
@@ -157,6 +180,14 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
         totals = feature_totals_before(statistics, learned, sizes)
         totals += np.sum(alpha) if np.ndim(alpha) else alpha * X.shape[1]
         jll -= sizes[:, None] * np.log(totals)
-        jll += self._class_log_priors(class_weights_before(statistics, learned),
-                                      learned.classes_known(len(statistics.class_count)))
         return jll
+
+
+def _weigh(counts: FloatArray, class_weights: FloatArray, scratch: FloatArray, alpha: Alpha) -> FloatArray:
+    """Versions' weights log(N_f + alpha_f) - log(sum_f N_f + alpha_f), in place in their counts
+    (n_versions, n_features), and biases 0: ``Weigh``."""
+    log_totals = np.log(counts.sum(axis=1) + (np.sum(alpha) if np.ndim(alpha) else alpha * counts.shape[1]))
+    counts += alpha
+    np.log(counts, out=counts)
+    counts -= log_totals[:, None]
+    return np.zeros(len(counts))

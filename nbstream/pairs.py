@@ -30,6 +30,7 @@ _CLASS_BITS = 32
 _CLASS_MASK = (1 << _CLASS_BITS) - 1
 _LARGEST_REPEATED = 16  # whole values up to this are summed by repeating their key (_summed_by_key)
 _PENDING_FLOOR = 1 << 20  # pending pairs are folded in once they outnumber this and the pairs kept
+_LOOKUP_PAIRS_PER_FEATURE = 16  # pairs_of looks pairs up in a table until they outnumber the features this much
 
 
 def _nonzeros(X: Features) -> Iterator[tuple[int, IndexArray, AnyArray, FloatArray]]:
@@ -155,12 +156,19 @@ class PairCounts(Statistics):
         """The pairs of the given features (distinct, increasing): each pair's feature as its place
         in ``features``, its class and its count, each (n_found,), in the order of the pairs."""
         keys, counts = self.pairs()
-        if len(features) > len(keys):  # search the pairs among the features
-            places = np.searchsorted(features, keys >> _CLASS_BITS)
-            found = places < len(features)
-            found[found] = features[places[found]] == keys[found] >> _CLASS_BITS
+        if len(features) == 0:
+            return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
+        span = slice(*np.searchsorted(keys, [int(features[0]) << _CLASS_BITS, int(features[-1] + 1) << _CLASS_BITS]))
+        keys, counts = keys[span], counts[span]
+        if len(keys) <= _LOOKUP_PAIRS_PER_FEATURE * len(features):
+            # Look each pair's feature up in a table over the features' span: calloc'd, so only
+            # the pages touched cost anything.
+            lookup = np.zeros(int(features[-1] - features[0]) + 1, dtype=np.int32)
+            lookup[features - features[0]] = np.arange(1, len(features) + 1, dtype=np.int32)
+            places = lookup[(keys >> _CLASS_BITS) - features[0]].astype(np.intp) - 1
+            found = places >= 0
             return places[found], (keys[found] & _CLASS_MASK).astype(np.intp), counts[found]
-        firsts = features.astype(np.int64) << _CLASS_BITS  # search each feature's run of pairs
+        firsts = features.astype(np.int64) << _CLASS_BITS  # far more pairs: search each feature's run
         begin = np.searchsorted(keys, firsts)
         end = np.searchsorted(keys, firsts + (1 << _CLASS_BITS))
         per_feature = end - begin

@@ -44,6 +44,7 @@ class LearnedRows:
         self.unit_weights = weights is None
         weight = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=np.float64)
         self.weights: FloatArray = np.where(self.learned, weight, 0.0)
+        self.every_row_once = weights is None and bool(self.learned.all())  # every row learned, with weight 1
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -108,11 +109,15 @@ class BatchCells:
         self.distinct: IndexArray = sorted_features[self._feature_starts].astype(np.intp)
         self.place: IndexArray = np.cumsum(starts_feature, dtype=np.intp) - 1
         self.classes: IndexArray = learned.rows[self.rows]  # the class each cell teaches, -1 for none
-        self.amounts: FloatArray = self.values * learned.weights[self.rows]  # what it adds: 0 for none
-        self.taught: IndexArray = np.flatnonzero(self.classes >= 0)  # the cells of learned rows
-        amounts = self.amounts[self.taught]
+        # what each cell adds to its class's count: 0 for cells only scored
+        self.amounts: FloatArray = self.values if learned.every_row_once else self.values * learned.weights[self.rows]
+        every_cell = learned.every_row_once
+        self.taught: IndexArray = np.arange(nnz) if every_cell else np.flatnonzero(self.classes >= 0)  # of learned rows
+        self._taught_classes = self.classes if every_cell else self.classes[self.taught]
+        amounts = self.amounts if every_cell else self.amounts[self.taught]
         whole = learned.unit_weights and bool(np.array_equal(amounts, np.rint(amounts)))
         self._summed: FloatArray | IntArray = amounts.astype(np.int64) if whole else amounts
+        self._by_class: tuple[IndexArray, IndexArray] | None = None  # made when classes come in chunks
 
     @property
     def features(self) -> IndexArray:
@@ -131,8 +136,15 @@ class BatchCells:
     def earlier(self, classes: slice) -> FloatArray:
         """Per class of the range and cell (i, f), the sum of weight * x_f over the rows before
         row i learned as that class, shape (n_chunk_classes, nnz)."""
-        taught_classes = self.classes[self.taught]
-        mine = (taught_classes >= classes.start) & (taught_classes < classes.stop)
+        taught_classes = self._taught_classes
+        if classes.start == 0 and classes.stop > taught_classes.max(initial=-1):
+            return self._earlier_sums(taught_classes, self.taught, self._summed, classes.stop)
+        if self._by_class is None:  # the learned cells by class, each class's in their order
+            order = np.argsort(taught_classes.astype(np.int16) if taught_classes.max(initial=0) < 1 << 15
+                               else taught_classes, kind="stable")  # 16-bit keys: a radix sort
+            self._by_class = order, taught_classes[order]
+        order, sorted_classes = self._by_class
+        mine = order[np.searchsorted(sorted_classes, classes.start):np.searchsorted(sorted_classes, classes.stop)]
         return self._earlier_sums(taught_classes[mine] - classes.start, self.taught[mine], self._summed[mine],
                                   classes.stop - classes.start)
 
@@ -159,22 +171,19 @@ class BatchCells:
         amounts are summed in float64, the running sum set back to 0 at each feature, so that
         its rounding stays that of the feature's own counts, not of the whole batch's."""
         nnz = len(self)
-        sums = np.zeros((n_classes, nnz), dtype=amounts.dtype)
-        if len(at) == 0:
-            return sums.astype(np.float64, copy=False)
-        flat = classes * nnz + at
-        sums.ravel()[flat] = amounts
+        # Column p + 1 holds cell p's amount, so that the cumulative sum at column p is what the
+        # cells before p add.
+        sums = np.zeros((n_classes, nnz + 1), dtype=amounts.dtype)
+        sums.ravel()[classes * (nnz + 1) + at + 1] = amounts
         starts = self._feature_starts
         if sums.dtype.kind == "i":
             np.cumsum(sums, axis=1, out=sums)
-            sums.ravel()[flat] -= amounts  # exclusive: a row's own cell is not before it
-            sums -= np.take(sums[:, starts], self.place, axis=1)  # counted from the feature's first cell
-            return sums.astype(np.float64)
-        totals = np.add.reduceat(sums, starts, axis=1)
-        sums[:, starts[1:]] -= totals[:, :-1]
+            from_start = np.take(np.take(sums, starts, axis=1), self.place, axis=1)  # before each feature's first cell
+            return np.subtract(sums[:, :-1], from_start, dtype=np.float64)
+        if len(starts) > 1:  # each feature's first cell begins again at 0
+            sums[:, starts[1:]] -= np.add.reduceat(sums[:, 1:], starts, axis=1)[:, :-1]
         np.cumsum(sums, axis=1, out=sums)
-        sums.ravel()[flat] -= amounts
-        return sums.astype(np.float64, copy=False)
+        return np.asarray(sums[:, :-1], dtype=np.float64)
 
 
 def _cells_of(X: Features) -> tuple[IndexArray, IndexArray, FloatArray]:
@@ -186,9 +195,10 @@ def _cells_of(X: Features) -> tuple[IndexArray, IndexArray, FloatArray]:
             X.sum_duplicates()
         return (np.asarray(X.indptr, dtype=np.intp), np.asarray(X.indices, dtype=np.intp),
                 np.asarray(X.data, dtype=np.float64))
-    rows, features = np.nonzero(X)
+    at = np.flatnonzero(X if X.dtype == np.bool_ else X != 0)  # a bool array is searched 5x faster
+    rows, features = np.divmod(at, X.shape[1])
     starts = np.searchsorted(rows, np.arange(X.shape[0] + 1)).astype(np.intp)
-    return starts, features.astype(np.intp), X[rows, features].astype(np.float64)
+    return starts, features, np.take(X.reshape(-1), at).astype(np.float64)
 
 
 class CountsAt:
@@ -282,15 +292,15 @@ def version_sums(start: IntArray, moved_at: IndexArray, moved_from: IndexArray, 
     for first in range(0, n_versions, step):
         last = min(first + step, n_versions)
         mine = (moved_at >= first) & (moved_at < last)
-        changes = np.bincount(np.r_[moved_to[mine], moved_from[mine]] * (last - first)
-                              + np.r_[moved_at[mine], moved_at[mine]] - first,
-                              weights=np.r_[np.ones(mine.sum()), -np.ones(mine.sum())],
-                              minlength=n_groups * (last - first)).reshape(n_groups, last - first)
-        changes[:, 0] += in_groups
-        counts = np.cumsum(changes, axis=1)
+        counts = np.zeros((n_groups, last - first), dtype=np.int64)  # features in each group at each version
+        np.add.at(counts.reshape(-1), moved_to[mine] * (last - first) + moved_at[mine] - first, 1)
+        np.add.at(counts.reshape(-1), moved_from[mine] * (last - first) + moved_at[mine] - first, -1)
+        counts[:, 0] += in_groups
+        np.cumsum(counts, axis=1, out=counts)
         terms = term(class_weights[first:last])
-        sums[first:last] = np.sum(counts * terms, axis=0, where=counts != 0)
-        in_groups = counts[:, -1].astype(np.int64)
+        terms *= counts  # a group empty at a version may have no term there (NaN): left out of the sum
+        sums[first:last] = np.sum(terms, axis=0, where=counts != 0)
+        in_groups = counts[:, -1]
     return sums
 
 

@@ -1,0 +1,129 @@
+"""What exact test-then-train scores cost: ``predict_proba_prequential`` (each row scored by the
+model that learned the rows before it) against ``predict_proba`` (every row scored by the model
+of the poll's start) and against the definition, one row at a time (predict, then partial_fit).
+
+A stream is cut into polls. For each poll the model first scores it, then learns it, as the
+service does; the scoring alone is timed, best of --rounds over the whole stream, in µs a row.
+The definition is timed on the first --loop-rows rows of the first poll. Cases: MNIST pixels
+(polls of 10,000 rows) and the SMS messages hashed into 2^20 word and bigram features (polls of
+4,500), with the families and parameters the service meets, and some it rarely does (many
+classes: the SMS messages given 100 random labels).
+
+    python scripts/bench_prequential.py --data-dir ../shared/data    # holds mnist/ and sms_spam/
+
+Absolute times vary with the machine's load; read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import nbstream
+from nbstream.arrow.hashing import hashed_counts
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.datasets import default_data_dir, load_mnist, read_sms_spam  # noqa: E402
+
+
+@dataclass
+class Case:
+    data: str
+    make: Callable[[], Any]
+    shown: str
+    X: Any
+    y: np.ndarray
+    poll: int
+    warm: int  # rows learned before the first poll
+
+
+@dataclass
+class Timing:
+    prequential: float  # µs a row
+    predict: float
+    one_by_one: float
+
+
+def scoring_times(case: Case, rounds: int) -> tuple[float, float]:
+    """(µs a row of predict_proba_prequential, of predict_proba), each poll scored then learned."""
+    best = [np.inf, np.inf]
+    for _ in range(rounds):
+        for which, score in enumerate((lambda m, X, y: m.predict_proba_prequential(X, y),
+                                       lambda m, X, y: m.predict_proba(X))):
+            model = case.make().partial_fit(case.X[:case.warm], case.y[:case.warm])
+            elapsed, rows = 0.0, 0
+            for first in range(case.warm, case.X.shape[0] - case.poll + 1, case.poll):
+                X, y = case.X[first:first + case.poll], case.y[first:first + case.poll]
+                start = time.perf_counter()
+                score(model, X, y)
+                elapsed += time.perf_counter() - start
+                rows += X.shape[0]
+                model.partial_fit(X, y)
+            best[which] = min(best[which], elapsed / rows * 1e6)
+    return best[0], best[1]
+
+
+def one_by_one_time(case: Case, n_rows: int) -> float:
+    """µs a row of the definition: predict a row, learn it, then the next."""
+    model = case.make().partial_fit(case.X[:case.warm], case.y[:case.warm])
+    model = copy.deepcopy(model)
+    start = time.perf_counter()
+    for i in range(case.warm, case.warm + n_rows):
+        model.predict_proba(case.X[i:i + 1])
+        model.partial_fit(case.X[i:i + 1], case.y[i:i + 1])
+    return (time.perf_counter() - start) / n_rows * 1e6
+
+
+def cases(data_dir: Path) -> list[Case]:
+    mnist = load_mnist(data_dir / "mnist")
+    pixels, digits = mnist["train_images"], mnist["train_labels"]
+    labels, texts = read_sms_spam(data_dir / "sms_spam" / "SMSSpamCollection")
+    words, spam = hashed_counts(pa.array(texts * 4), 20, 2), np.array(labels * 4)  # 22,296 messages
+    topics = np.random.default_rng(0).integers(0, 100, size=len(spam))
+    mnist_case = dict(data="MNIST", X=pixels, y=digits, poll=10_000, warm=5_000)
+    sms_case = dict(data="SMS, 2^20 hashed", X=words, y=spam, poll=4_500, warm=1_000)
+    return [
+        Case(make=lambda: nbstream.BernoulliNB(binarize=127.5), shown="BernoulliNB binarize=127.5", **mnist_case),
+        Case(make=nbstream.MultinomialNB, shown="MultinomialNB", **mnist_case),
+        Case(make=nbstream.ComplementNB, shown="ComplementNB", **mnist_case),
+        Case(make=nbstream.MultinomialNB, shown="MultinomialNB (sparse counts)", **sms_case),
+        Case(make=lambda: nbstream.MultinomialNB(counts="dense"), shown="MultinomialNB counts=dense", **sms_case),
+        Case(make=nbstream.BernoulliNB, shown="BernoulliNB (sparse counts)", **sms_case),
+        Case(make=nbstream.ComplementNB, shown="ComplementNB (sparse counts)", **sms_case),
+        Case(make=lambda: nbstream.ComplementNB(norm=True), shown="ComplementNB norm=True", **sms_case),
+        Case(make=nbstream.MultinomialNB, shown="MultinomialNB, 100 random classes",
+             **{**sms_case, "y": topics, "data": "SMS, 2^20 hashed"}),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--loop-rows", type=int, default=300)
+    parser.add_argument("--only", default="", help="run the cases whose model or data contains this text")
+    args = parser.parse_args()
+    print(f"best of {args.rounds}; µs a row (the definition: {args.loop_rows} rows)\n")
+    print("| data | model | poll | predict_proba | predict_proba_prequential | ratio | one row at a time "
+          "| speed-up |\n|---|---|---:|---:|---:|---:|---:|---:|")
+    for case in cases(args.data_dir):
+        if args.only not in f"{case.data} {case.shown}":
+            continue
+        prequential, predict = scoring_times(case, args.rounds)
+        timing = Timing(prequential, predict, one_by_one_time(case, args.loop_rows))
+        print(f"| {case.data} | {case.shown} | {case.poll:,} | {timing.predict:.2f} | {timing.prequential:.2f} | "
+              f"{timing.prequential / timing.predict:.1f} | {timing.one_by_one:.0f} | "
+              f"{timing.one_by_one / timing.prequential:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
