@@ -196,8 +196,7 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
         counts_before = np.empty(len(cells.taught))  # each learned cell's count in its class before its row
         scores = np.empty((len(learned), learned.n_classes))
         for chunk in cells.class_chunks(learned.n_classes):
-            counts = np.take(held.of_classes(chunk), cells.place, axis=1)
-            counts += cells.earlier(chunk)
+            counts = cells.counts_before(chunk, held.of_classes(chunk))
             mine = (taught_classes >= chunk.start) & (taught_classes < chunk.stop)
             counts_before[mine] = counts[taught_classes[mine] - chunk.start, cells.taught[mine]]
             log_not_p = class_weights[:, chunk][cells.rows].T - counts  # + log(class weight + 2 alpha)

@@ -162,7 +162,7 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         alpha = self._smoothing_alpha()
         n_features = X.shape[1]
         held = CountsAt(statistics, cells.distinct)
-        everything = np.take(held.all_classes(), cells.place) + cells.earlier_all()
+        everything = cells.totals_before(held.all_classes())
         everything += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
         sizes = row_sums(X)
         smoothing = np.sum(alpha) if np.ndim(alpha) else alpha * n_features
@@ -170,7 +170,7 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         sums = np.empty((len(learned), n_classes))
         gains = np.empty((len(learned), n_classes)) if self.norm else None
         for chunk in cells.class_chunks(n_classes):
-            complement = everything - (np.take(held.of_classes(chunk), cells.place, axis=1) + cells.earlier(chunk))
+            complement = everything - cells.counts_before(chunk, held.of_classes(chunk))
             if gains is not None:  # what each learned row adds to sum_f log(complement_cf) of the other classes
                 added = np.where(cells.classes == np.arange(chunk.start, chunk.stop)[:, None], 0.0, cells.amounts)
                 gains[:, chunk] = cells.row_sums(np.log1p(added / complement))

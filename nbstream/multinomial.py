@@ -170,8 +170,7 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
         held = CountsAt(statistics, cells.distinct)
         jll = np.empty((len(learned), learned.n_classes))
         for chunk in cells.class_chunks(learned.n_classes):
-            counts = np.take(held.of_classes(chunk), cells.place, axis=1)
-            counts += cells.earlier(chunk)
+            counts = cells.counts_before(chunk, held.of_classes(chunk))
             counts += cell_alpha
             np.log(counts, out=counts)
             counts *= cells.values

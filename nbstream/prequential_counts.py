@@ -5,13 +5,13 @@ Row i of a batch is scored by the statistics plus the learned rows j < i. The co
 scores need two kinds of sums over those earlier rows:
 
 - per row and class (``LearnedRows.before``): the weight of the class, its feature total, ...
-- per nonzero cell (i, f) of the batch and class (``BatchCells.earlier``): the weighted sum of
-  feature f over the earlier rows learned as that class. Only the cells of row i enter its
-  score, so this is all a multinomial or complement score needs, computed at nnz x n_classes
-  cells rather than for every feature.
+- per nonzero cell (i, f) of the batch and class (``BatchCells.counts_before``): the class's
+  count of feature f, the statistics' plus the earlier rows learned as that class. Only the
+  cells of row i enter its multinomial or complement score, so that is computed at
+  nnz x n_classes cells rather than for every feature.
 
 Cells are ordered by feature, then row, so that each feature's cells are contiguous: a
-segmented prefix sum over them gives every cell's earlier sums at once. Classes are taken in
+segmented prefix sum over them gives every cell's counts at once. Classes are taken in
 chunks so that the (chunk, nnz) arrays stay bounded whatever the number of classes.
 """
 
@@ -27,6 +27,7 @@ from .stats import DiscreteCounts
 from .validation import is_sparse
 
 CELLS_PER_CHUNK = 1 << 21  # (classes x cells) values per array of one chunk of classes: 16 MB
+_EXACT_INTEGERS = 2.0**52  # whole counts below this are summed in int64 and are exact in float64
 
 
 class LearnedRows:
@@ -85,12 +86,15 @@ def sums_before(per_row: FloatArray) -> FloatArray:
 
 
 class BatchCells:
-    """The nonzero cells of a batch, ordered by feature, then row, and for each cell the weighted
-    sums of its feature over the learned rows before its row.
+    """The nonzero cells of a batch, ordered by feature, then row, and for each cell its feature's
+    counts before its row.
 
     rows, values : (nnz,) each cell's row and value (float64)
     distinct : (n_distinct,) the batch's distinct features, increasing
     place : (nnz,) each cell's feature as its place in ``distinct`` (non-decreasing)
+    classes : (nnz,) the class each cell's row teaches, -1 for rows only scored
+    amounts : (nnz,) what each cell adds to that class's count (weight * value), 0 for rows only scored
+    taught : (n_taught,) the cells of learned rows
     """
 
     def __init__(self, X: Features, learned: LearnedRows):
@@ -108,14 +112,14 @@ class BatchCells:
         self._feature_starts: IndexArray = np.flatnonzero(starts_feature)
         self.distinct: IndexArray = sorted_features[self._feature_starts].astype(np.intp)
         self.place: IndexArray = np.cumsum(starts_feature, dtype=np.intp) - 1
-        self.classes: IndexArray = learned.rows[self.rows]  # the class each cell teaches, -1 for none
-        # what each cell adds to its class's count: 0 for cells only scored
+        self.classes: IndexArray = learned.rows[self.rows]
         self.amounts: FloatArray = self.values if learned.every_row_once else self.values * learned.weights[self.rows]
         every_cell = learned.every_row_once
-        self.taught: IndexArray = np.arange(nnz) if every_cell else np.flatnonzero(self.classes >= 0)  # of learned rows
+        self.taught: IndexArray = np.arange(nnz) if every_cell else np.flatnonzero(self.classes >= 0)
         self._taught_classes = self.classes if every_cell else self.classes[self.taught]
         amounts = self.amounts if every_cell else self.amounts[self.taught]
-        whole = learned.unit_weights and bool(np.array_equal(amounts, np.rint(amounts)))
+        whole = learned.unit_weights and bool(np.array_equal(amounts, np.rint(amounts))) \
+            and float(np.abs(amounts).sum()) < _EXACT_INTEGERS
         self._summed: FloatArray | IntArray = amounts.astype(np.int64) if whole else amounts
         self._by_class: tuple[IndexArray, IndexArray] | None = None  # made when classes come in chunks
 
@@ -133,27 +137,27 @@ class BatchCells:
         for start in range(0, n_classes, step):
             yield slice(start, min(start + step, n_classes))
 
-    def earlier(self, classes: slice) -> FloatArray:
-        """Per class of the range and cell (i, f), the sum of weight * x_f over the rows before
-        row i learned as that class, shape (n_chunk_classes, nnz)."""
+    def counts_before(self, classes: slice, held: FloatArray) -> FloatArray:
+        """Per class of the range and cell (i, f), the class's count of feature f before row i:
+        held (n_chunk_classes, n_distinct), the statistics' counts of the batch's features, plus
+        weight * x_f of the rows before i learned as that class; shape (n_chunk_classes, nnz)."""
         taught_classes = self._taught_classes
         if classes.start == 0 and classes.stop > taught_classes.max(initial=-1):
-            return self._earlier_sums(taught_classes, self.taught, self._summed, classes.stop)
+            return self._sums_before(taught_classes, self.taught, self._summed, held)
         if self._by_class is None:  # the learned cells by class, each class's in their order
             order = np.argsort(taught_classes.astype(np.int16) if taught_classes.max(initial=0) < 1 << 15
                                else taught_classes, kind="stable")  # 16-bit keys: a radix sort
             self._by_class = order, taught_classes[order]
         order, sorted_classes = self._by_class
         mine = order[np.searchsorted(sorted_classes, classes.start):np.searchsorted(sorted_classes, classes.stop)]
-        return self._earlier_sums(taught_classes[mine] - classes.start, self.taught[mine], self._summed[mine],
-                                  classes.stop - classes.start)
+        return self._sums_before(taught_classes[mine] - classes.start, self.taught[mine], self._summed[mine], held)
 
-    def earlier_all(self) -> FloatArray:
-        """Per cell (i, f), the sum of weight * x_f over the learned rows before row i, whatever
-        their class, shape (nnz,)."""
-        sums: FloatArray = self._earlier_sums(np.zeros(len(self.taught), dtype=np.intp), self.taught, self._summed,
-                                              1)[0]
-        return sums
+    def totals_before(self, held: FloatArray) -> FloatArray:
+        """Per cell (i, f), the count of feature f over all classes before row i: held (n_distinct,)
+        the statistics' plus weight * x_f of every learned row before i; shape (nnz,)."""
+        totals: FloatArray = self._sums_before(np.zeros(len(self.taught), dtype=np.intp), self.taught, self._summed,
+                                               held[None, :])[0]
+        return totals
 
     def row_sums(self, cell_values: FloatArray) -> FloatArray:
         """The sum of each row's cells, shape (n_samples, k), of cell_values (k, nnz)."""
@@ -162,28 +166,37 @@ class BatchCells:
             sums[:, column] = np.bincount(self.rows, weights=values, minlength=self.n_rows)
         return sums
 
-    def _earlier_sums(self, classes: IndexArray, at: IndexArray, amounts: FloatArray | IntArray,
-                      n_classes: int) -> FloatArray:
-        """The exclusive prefix sums, within each feature's cells, of amounts placed at (class,
-        cell), shape (n_classes, nnz).
+    def _sums_before(self, classes: IndexArray, at: IndexArray, amounts: FloatArray | IntArray,
+                     held: FloatArray) -> FloatArray:
+        """Per class and cell, held (n_classes, n_distinct) at the cell's feature plus the amounts
+        placed at (class, cell) of the earlier cells of the same feature, shape (n_classes, nnz).
 
-        Whole amounts are summed in int64: exact, and a cumulative sum that vectorizes. Other
-        amounts are summed in float64, the running sum set back to 0 at each feature, so that
-        its rounding stays that of the feature's own counts, not of the whole batch's."""
-        nnz = len(self)
+        Whole amounts and counts are summed in int64: exact, and a cumulative sum that vectorizes,
+        which starts again from the held count at each feature's first cell. Other amounts are
+        summed in float64 from 0 at each feature, so that the rounding stays that of the
+        feature's own amounts, then added to the held counts."""
+        n_classes, nnz = held.shape[0], len(self)
+        whole = amounts.dtype.kind == "i" and bool(np.array_equal(held, np.rint(held))) \
+            and float(np.abs(held).max(initial=0)) < _EXACT_INTEGERS
         # Column p + 1 holds cell p's amount, so that the cumulative sum at column p is what the
         # cells before p add.
-        sums = np.zeros((n_classes, nnz + 1), dtype=amounts.dtype)
+        sums = np.zeros((n_classes, nnz + 1), dtype=np.int64 if whole else np.float64)
         sums.ravel()[classes * (nnz + 1) + at + 1] = amounts
         starts = self._feature_starts
-        if sums.dtype.kind == "i":
+        if not len(starts):
+            return np.zeros((n_classes, 0))
+        feature_totals = np.add.reduceat(sums[:, 1:], starts, axis=1)  # the amounts of each feature's cells
+        if whole:  # held, less all that the cumulative sum holds at the feature's first cell
+            restart = held.astype(np.int64)
+            restart[:, 1:] -= restart[:, :-1] + feature_totals[:, :-1]
+            sums[:, starts] += restart
             np.cumsum(sums, axis=1, out=sums)
-            from_start = np.take(np.take(sums, starts, axis=1), self.place, axis=1)  # before each feature's first cell
-            return np.subtract(sums[:, :-1], from_start, dtype=np.float64)
-        if len(starts) > 1:  # each feature's first cell begins again at 0
-            sums[:, starts[1:]] -= np.add.reduceat(sums[:, 1:], starts, axis=1)[:, :-1]
+            return sums[:, :-1].astype(np.float64)
+        sums[:, starts[1:]] -= feature_totals[:, :-1]
         np.cumsum(sums, axis=1, out=sums)
-        return np.asarray(sums[:, :-1], dtype=np.float64)
+        before: FloatArray = sums[:, :-1]
+        before += np.take(held, self.place, axis=1)
+        return before
 
 
 def _cells_of(X: Features) -> tuple[IndexArray, IndexArray, FloatArray]:
