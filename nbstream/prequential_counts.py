@@ -194,7 +194,7 @@ class BatchCells:
             return sums[:, :-1].astype(np.float64)
         sums[:, starts[1:]] -= feature_totals[:, :-1]
         np.cumsum(sums, axis=1, out=sums)
-        before: FloatArray = sums[:, :-1]
+        before = np.asarray(sums[:, :-1], dtype=np.float64)
         before += np.take(held, self.place, axis=1)
         return before
 
