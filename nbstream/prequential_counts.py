@@ -171,10 +171,9 @@ class BatchCells:
         """Per class and cell, held (n_classes, n_distinct) at the cell's feature plus the amounts
         placed at (class, cell) of the earlier cells of the same feature, shape (n_classes, nnz).
 
-        Whole amounts and counts are summed in int64: exact, and a cumulative sum that vectorizes,
-        which starts again from the held count at each feature's first cell. Other amounts are
-        summed in float64 from 0 at each feature, so that the rounding stays that of the
-        feature's own amounts, then added to the held counts."""
+        Whole amounts and counts are summed in int64: exact, and a cumulative sum that vectorizes.
+        Other amounts are summed in float64 from 0 at each feature, so that the rounding stays
+        that of the feature's own amounts, then added to the held counts."""
         n_classes, nnz = held.shape[0], len(self)
         whole = amounts.dtype.kind == "i" and bool(np.array_equal(held, np.rint(held))) \
             and float(np.abs(held).max(initial=0)) < _EXACT_INTEGERS
@@ -185,14 +184,11 @@ class BatchCells:
         starts = self._feature_starts
         if not len(starts):
             return np.zeros((n_classes, 0))
-        feature_totals = np.add.reduceat(sums[:, 1:], starts, axis=1)  # the amounts of each feature's cells
-        if whole:  # held, less all that the cumulative sum holds at the feature's first cell
-            restart = held.astype(np.int64)
-            restart[:, 1:] -= restart[:, :-1] + feature_totals[:, :-1]
-            sums[:, starts] += restart
+        if whole:  # held, plus what the cumulative sum gained since the feature's first cell
             np.cumsum(sums, axis=1, out=sums)
-            return sums[:, :-1].astype(np.float64)
-        sums[:, starts[1:]] -= feature_totals[:, :-1]
+            held_less_start = held.astype(np.int64) - np.take(sums, starts, axis=1)
+            return np.add(sums[:, :-1], np.take(held_less_start, self.place, axis=1), dtype=np.float64)
+        sums[:, starts[1:]] -= np.add.reduceat(sums[:, 1:], starts, axis=1)[:, :-1]  # each feature's amounts
         np.cumsum(sums, axis=1, out=sums)
         before = np.asarray(sums[:, :-1], dtype=np.float64)
         before += np.take(held, self.place, axis=1)
