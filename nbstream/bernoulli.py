@@ -190,36 +190,45 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
         """The scores of CSR rows but their priors, shape (n_samples, n_classes): their cells' terms,
         and sum_f log(1 - p) of the version of each class before each row."""
         cells = BatchCells(X, learned)
-        held = CountsAt(statistics, cells.distinct)
-        cell_alpha = alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
-        taught_classes = cells.classes[cells.taught]
-        counts_before = np.empty(len(cells.taught))  # each learned cell's count in its class before its row
-        scores = np.empty((len(learned), learned.n_classes))
-        for chunk in cells.class_chunks(learned.n_classes):
-            counts = cells.counts_before(chunk, held.of_classes(chunk))
-            mine = (taught_classes >= chunk.start) & (taught_classes < chunk.stop)
-            counts_before[mine] = counts[taught_classes[mine] - chunk.start, cells.taught[mine]]
-            log_not_p = class_weights[:, chunk][cells.rows].T - counts  # + log(class weight + 2 alpha)
-            log_not_p += cell_alpha
-            np.log(log_not_p, out=log_not_p)
-            counts += cell_alpha
-            np.log(counts, out=counts)
-            counts -= log_not_p
-            counts *= cells.values
-            scores[:, chunk] = cells.row_sums(counts)
+        scores, counts_before = _cell_scores(cells, CountsAt(statistics, cells.distinct), alpha, class_weights)
         versions = learned.versions()
-        move_alphas = np.broadcast_to(cell_alpha, cells.values.shape)[cells.taught]
+        taught_classes = cells.classes[cells.taught]
         moves = by_class(taught_classes, learned.n_classes, versions[cells.rows[cells.taught], taught_classes] + 1,
-                         counts_before, counts_before + cells.amounts[cells.taught], move_alphas)
+                         counts_before, counts_before + cells.amounts[cells.taught],
+                         np.broadcast_to(alpha, (X.shape[1],))[cells.features[cells.taught]])
         for c, (values, alphas, multiplicity) in enumerate(_counts_by_class(statistics, learned.n_classes,
                                                                              X.shape[1], alpha)):
             at, from_counts, to_counts, move_alphas = moves[c]
-            class_weights_of_versions = np.r_[0.0, np.cumsum(learned.weights[learned.rows == c])]
-            class_weights_of_versions += statistics.class_count[c] if c < len(statistics.class_count) else 0.0
+            weights_of_versions = np.r_[0.0, np.cumsum(learned.weights[learned.rows == c])]
+            weights_of_versions += statistics.class_count[c] if c < len(statistics.class_count) else 0.0
             log_not_p_sums = _log_not_p_sums(values, alphas, multiplicity, at, from_counts, to_counts, move_alphas,
-                                             class_weights_of_versions)
+                                             weights_of_versions)
             scores[:, c] += log_not_p_sums[versions[:, c]]
         return scores
+
+
+def _cell_scores(cells: BatchCells, held: CountsAt, alpha: Alpha, class_weights: FloatArray
+                 ) -> tuple[FloatArray, FloatArray]:
+    """sum over each row's cells of x (log p - log(1 - p)), shape (n_samples, n_classes), and each
+    learned cell's count in its class before its row, shape (n_taught,). class_weights :
+    (n_samples, n_classes) the weights of the classes that score each row."""
+    cell_alpha = alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
+    taught_classes = cells.classes[cells.taught]
+    counts_before = np.empty(len(cells.taught))
+    scores = np.empty(class_weights.shape)
+    for chunk in cells.class_chunks(class_weights.shape[1]):
+        counts = cells.counts_before(chunk, held.of_classes(chunk))
+        mine = (taught_classes >= chunk.start) & (taught_classes < chunk.stop)
+        counts_before[mine] = counts[taught_classes[mine] - chunk.start, cells.taught[mine]]
+        log_not_p = class_weights[:, chunk][cells.rows].T - counts  # + log(class weight + 2 alpha)
+        log_not_p += cell_alpha
+        np.log(log_not_p, out=log_not_p)
+        counts += cell_alpha
+        np.log(counts, out=counts)
+        counts -= log_not_p
+        counts *= cells.values
+        scores[:, chunk] = cells.row_sums(counts)
+    return scores, counts_before
 
 
 def _weigh(counts: FloatArray, class_weights: FloatArray, scratch: FloatArray, alpha: Alpha) -> FloatArray:

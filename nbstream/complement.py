@@ -180,13 +180,9 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         sums -= sizes[:, None] * log_totals  # sum_f x_f log(complement_cf / complement total_c)
         if gains is None:
             jll = -sums
-        else:
-            if isinstance(statistics, PairCounts):
-                log_complements = _pair_log_complements(statistics, float(alpha))
-                held_sums = _pair_log_complement_sums(statistics, log_complements, float(alpha), n_features, n_classes)
-            else:
-                held_sums = _dense_log_complement_sums(statistics, alpha, n_classes)
-            jll = sums / (held_sums + sums_before(gains) - n_features * log_totals)
+        else:  # sum_f log(complement_cf / complement total_c) of the counts before each row
+            log_sums = _log_complement_sums(statistics, alpha, n_features, n_classes) + sums_before(gains)
+            jll = sums / (log_sums - n_features * log_totals)
         if n_classes == 1:  # a single class has no complement: its prior is its score (``_bias``)
             jll += self._class_log_priors(class_weights_before(statistics, learned),
                                           learned.classes_known(len(statistics.class_count)))
@@ -216,6 +212,16 @@ def _pair_log_complement_sums(counts: PairCounts, log_complements: tuple[FloatAr
     pair_sums = np.bincount(counts.index().classes, weights=pair_weight, minlength=n_classes)
     sums: FloatArray = n_features * np.log(alpha) + seen_weight.sum() - pair_sums
     return sums
+
+
+def _log_complement_sums(counts: DiscreteCounts | PairCounts, alpha: Alpha, n_features: int,
+                         n_classes: int) -> FloatArray:
+    """sum_f log(complement_cf) of each class, shape (n_classes,) (classes beyond the counts' have
+    none), whichever layout holds the counts."""
+    if isinstance(counts, PairCounts):
+        log_complements = _pair_log_complements(counts, float(alpha))
+        return _pair_log_complement_sums(counts, log_complements, float(alpha), n_features, n_classes)
+    return _dense_log_complement_sums(counts, alpha, n_classes)
 
 
 def _dense_log_complement_sums(counts: DiscreteCounts, alpha: Alpha, n_classes: int) -> FloatArray:

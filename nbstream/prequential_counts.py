@@ -113,8 +113,8 @@ class BatchCells:
         self.distinct: IndexArray = sorted_features[self._feature_starts].astype(np.intp)
         self.place: IndexArray = np.cumsum(starts_feature, dtype=np.intp) - 1
         self.classes: IndexArray = learned.rows[self.rows]
-        self.amounts: FloatArray = self.values if learned.every_row_once else self.values * learned.weights[self.rows]
         every_cell = learned.every_row_once
+        self.amounts: FloatArray = self.values if every_cell else self.values * learned.weights[self.rows]
         self.taught: IndexArray = np.arange(nnz) if every_cell else np.flatnonzero(self.classes >= 0)
         self._taught_classes = self.classes if every_cell else self.classes[self.taught]
         amounts = self.amounts if every_cell else self.amounts[self.taught]

@@ -1,13 +1,14 @@
 """Test-then-train scores of dense rows against per-class weight vectors that change with every
-learned row of the class (BernoulliNB: a class's weight changes its log(1 - p) at every feature).
+learned row of the class: BernoulliNB's (a class's weight changes its log(1 - p) at every
+feature) and MultinomialNB's (whose dense rows a product scores faster than their cells).
 
 Class c's statistics have a version for each learned row of c: version v after its v-th. Row i
 is scored against, for each class, the version of the rows before i:
 score_ic = x_i . W_c(v) + b_c(v), where (W, b) are the model's function of the version's counts.
 Each learned row's version is computed once (F values), and the scores come from matrix products
 over blocks of ``BLOCK`` rows: a block's rows against the versions of its own learned rows, and
-against the versions each class had when the block began. That is (BLOCK + n_classes) x F
-multiply-adds a row, and no Python loop over rows.
+against the versions each class had when the block began. That is about 2 (BLOCK + n_classes) x F
+multiply-adds a row, with the products that give the versions' counts, and no Python loop over rows.
 """
 
 from __future__ import annotations
