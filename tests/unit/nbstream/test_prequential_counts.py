@@ -40,7 +40,7 @@ def assert_same_as_one_row_at_a_time(model, X, y, **kwargs) -> None:
 
 @pytest.mark.parametrize(("family", "params"), [("bernoulli", {}), ("multinomial", {}), ("complement", {}),
                                                 ("complement", {"norm": True})], ids=["bernoulli", "multinomial",
-                                                                                       "complement", "norm"])
+                                                                                       "complement", "complement-norm"])
 def test_sparse_and_dense_counts_of_hashed_text_give_the_definitions_scores(family, params):
     rng = np.random.default_rng(2)
     n_features = 1 << 17
@@ -101,16 +101,17 @@ def test_bernoulli_without_binarizing_sums_fractional_presences(sparse, layout):
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense rows", "CSR rows"])
-def test_a_batch_that_teaches_a_new_model_its_first_row(family, sparse):
+@pytest.mark.parametrize("first_learned", [0, 1])
+def test_a_batch_that_teaches_a_new_model_its_first_row(family, sparse, first_learned):
     rng = np.random.default_rng(17)
     X, y = counts(rng, 30, 6), np.array(["b"] * 3 + ["a"] * 27)
     X = scipy.sparse.csr_matrix(X) if sparse else X
-    learn = np.ones(30, dtype=bool)
-    learn[0] = False  # the first row learned is the second
+    learn = np.arange(30) >= first_learned
     model = FAMILIES[family]()
     scores = model.predict_proba_prequential(X, y, learn=learn)
-    assert np.isnan(scores.proba[:2]).all()  # nothing learned before rows 0 and 1
-    np.testing.assert_array_equal(scores.proba[2:4], [[1.0, 0.0], [1.0, 0.0]])  # only "b" known
+    assert np.isnan(scores.proba[:first_learned + 1]).all()  # nothing learned before these rows
+    np.testing.assert_array_equal(scores.proba[first_learned + 1:3], [[1.0, 0.0]] * (2 - first_learned))  # "b" alone
+    assert not np.isnan(scores.proba[3:]).any()
     assert_same_as_one_row_at_a_time(model, X, y, learn=learn)
     assert not model.is_fitted
 
@@ -163,7 +164,7 @@ def test_scores_do_not_depend_on_how_classes_and_rows_are_chunked(family, sparse
     assert_same_as_one_row_at_a_time(model, X, y, sample_weight=weights)
 
 
-def test_bulk_scores_stay_exact_over_a_long_stream_of_whole_counts():
+def test_multinomial_bulk_scores_stay_exact_over_a_long_stream_of_whole_counts():
     """The learned rows' counts are summed exactly (in integers): 5,000 rows of one class leave the
     scores of the definition to its rounding, not to a sum over the batch."""
     rng = np.random.default_rng(31)
@@ -180,8 +181,8 @@ def test_bulk_scores_stay_exact_over_a_long_stream_of_whole_counts():
        layout=st.sampled_from(["dense", "sparse"]), weighted=st.booleans(), fitted=st.booleans(),
        learn_some=st.booleans(), alpha=st.sampled_from([1.0, 0.1, 2.5]), fit_prior=st.booleans(),
        norm=st.booleans())
-def test_random_batches_give_the_definitions_scores(seed, family, sparse, layout, weighted, fitted, learn_some,
-                                                     alpha, fit_prior, norm):
+def test_random_batches_give_bernoulli_multinomial_and_complement_the_definitions_scores(
+        seed, family, sparse, layout, weighted, fitted, learn_some, alpha, fit_prior, norm):
     rng = np.random.default_rng(seed)
     n_rows, n_features = int(rng.integers(1, 40)), int(rng.integers(1, 9))
     X = counts(rng, n_rows, n_features, density=float(rng.uniform(0.1, 0.9)))
