@@ -207,8 +207,8 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         grew = len(held.class_count) < n_classes
         held.grow(n_classes)
         held.update(X, rows, self._forget(X.shape[0], weights))
-        if self._cache.tables is not None and self._refreshes_by_feature() and is_sparse(X) \
-                and self.half_life is None and not grew:
+        if self._cache.tables is not None and self._refreshes_by_feature() and is_sparse(X) and X.nnz \
+                and self.half_life is None and not grew:  # (a batch of empty rows changes the priors only)
             self._note_touched(X.indices)  # a text batch touches few of 2^20 features
         else:
             self._cache.invalidate()

@@ -158,3 +158,14 @@ def test_sparse_class_sums_add_every_value_into_its_class_row(layout, rng):
     target = storage[:, ::2] if layout == "a strided view" else storage[:, :50].copy()
     add_class_sums(target, X, rows, weights)
     np.testing.assert_allclose(target, expected, rtol=1e-12)
+
+
+def test_a_text_batch_of_empty_rows_still_refreshes_the_priors():
+    import scipy.sparse as sp
+
+    model = nbstream.MultinomialNB().partial_fit(sp.csr_matrix([[1, 0], [0, 2]]), [0, 1])
+    model.predict_proba(sp.csr_matrix([[1, 1]]))  # the tables are computed
+    model.partial_fit(sp.csr_matrix((1, 2)), [0])
+    fresh = nbstream.MultinomialNB().partial_fit(np.array([[1, 0], [0, 2], [0, 0]]), [0, 1, 0])
+    np.testing.assert_allclose(model.class_log_prior_, fresh.class_log_prior_)
+    np.testing.assert_allclose(model.predict_proba(np.array([[1, 1]])), fresh.predict_proba(np.array([[1, 1]])))
