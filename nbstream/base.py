@@ -162,16 +162,8 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
 
         classes : as partial_fit takes it; classes_of_y: the fixed class set is unique(y) (fit)."""
         self.check_params()
-        names = feature_names_of(X)
-        X = check_X(X, n_features=None if restart else self.n_features_in_,
-                    accept_sparse=self._accept_sparse, model=type(self).__name__)
-        if not restart:
-            check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
-        labels = check_labels(y, X.shape[0])
+        X, labels, weights, names = self._checked_batch(X, y, sample_weight, new_model=restart)
         listed = np.unique(labels) if classes_of_y else None if classes is None else distinct_classes(classes)
-        weights = check_sample_weight(sample_weight, X.shape[0])
-        if self.requires_non_negative:
-            check_non_negative(X, type(self).__name__)
         float_dtype = self._float_dtype_of(X)
         X = self._prepare(X)
         if restart:
@@ -192,6 +184,22 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         self._add_batch(X, rows, weights, len(class_set))
         self.n_examples_seen_ += X.shape[0]
         return self
+
+    def _checked_batch(self, X: Features, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None, *,
+                       new_model: bool) -> tuple[Features, AnyArray, FloatArray | None, AnyArray | None]:
+        """(X, labels (n_samples,), weights (n_samples,) or None, feature names or None) once
+        checked: shapes, dtypes, counts where the model needs them, and unless ``new_model`` the
+        fitted model's features and their names."""
+        names = feature_names_of(X)
+        X = check_X(X, n_features=None if new_model else self.n_features_in_,
+                    accept_sparse=self._accept_sparse, model=type(self).__name__)
+        if not new_model:
+            check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
+        labels = check_labels(y, X.shape[0])
+        weights = check_sample_weight(sample_weight, X.shape[0])
+        if self.requires_non_negative:
+            check_non_negative(X, type(self).__name__)
+        return X, labels, weights, names
 
     def _add_batch(self, X: Features, rows: IndexArray, weights: FloatArray | None, n_classes: int) -> None:
         """Add a validated, prepared batch to the statistics (to the window's newest buckets with
@@ -601,19 +609,11 @@ class NaiveBayes(EstimatorProtocol, Generic[StatsT, TablesT]):
         """
         self.check_params()
         fitted = self.is_fitted
-        names = feature_names_of(X)
-        X = check_X(X, n_features=self.n_features_in_ if fitted else None, accept_sparse=self._accept_sparse,
-                    model=type(self).__name__)
-        if fitted:
-            check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
+        X, labels, weights, _ = self._checked_batch(X, y, sample_weight, new_model=not fitted)
         n_rows = X.shape[0]
-        labels = check_labels(y, n_rows)
-        weights = check_sample_weight(sample_weight, n_rows)
         learned = np.ones(n_rows, dtype=bool) if learn is None else np.asarray(learn, dtype=bool)
         if learned.shape != (n_rows,):
             raise ValueError(f"learn must be a boolean mask of shape ({n_rows},); got shape {learned.shape}")
-        if self.requires_non_negative:
-            check_non_negative(X, type(self).__name__)
         if fitted:
             self._checked_held()
             known = self._class_set()

@@ -24,6 +24,7 @@ import numpy as np
 import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
+from nbstream.labels import ClassSet
 
 from ..io.messages import NUMBER, STRING
 from .observability import GLOBAL_MODEL_MERGE_SECONDS
@@ -173,16 +174,11 @@ class GlobalModel:
     def _classes_after(self, labels: np.ndarray) -> np.ndarray:
         """(n_classes,) the classes the model has once it learned these labels (in this order)."""
         if self.model.is_fitted:
-            known = self.model.classes_
-            new = labels[~np.isin(labels, known)]
+            classes = ClassSet(self.model.classes_.copy(), fixed=False)
         else:
-            known, new = (np.unique(np.asarray(self.classes)), labels[:0]) if self.classes is not None \
-                else (labels[:0], labels)
-        if not len(new):
-            return known
-        distinct, first = np.unique(new, return_index=True)
-        added = distinct[np.argsort(first)]
-        return np.concatenate([known, added]) if len(known) else added
+            classes = ClassSet.open() if self.classes is None else ClassSet.fixed_from(self.classes)
+        classes.index(labels)  # new labels join in order of first appearance, as learning adds them
+        return classes.labels
 
 
 @dataclass
