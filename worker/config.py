@@ -171,7 +171,7 @@ class ServeConfig:
     state_topic: str | None = None
     guarantee: str = "exactly-once"
     checkpoint_every: int | None = 50_000
-    checkpoint_interval: float | None = 5.0
+    checkpoint_interval: float | None = 0.5
     transaction_timeout: float = 60.0
     start: str = "earliest"
     keep_snapshots: int = 3

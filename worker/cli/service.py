@@ -69,7 +69,7 @@ def serve(
                                          help="Commit after this many messages..."),
     max_poll_records: int = typer.Option(10_000, "--max-poll-records", min=1, envvar=env("MAX_POLL_RECORDS"),
                                          help="Messages processed together at most (more: faster under load)."),
-    checkpoint_interval: float = typer.Option(5.0, "--checkpoint-interval", min=0.1,
+    checkpoint_interval: float = typer.Option(0.5, "--checkpoint-interval", min=0.1,
                                               envvar=env("CHECKPOINT_INTERVAL"),
                                               help="...or seconds (under exactly-once, how long predictions "
                                                    "wait to become visible)."),
