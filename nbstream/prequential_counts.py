@@ -23,6 +23,7 @@ import numpy as np
 
 from .ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 from .pairs import PairCounts
+from .segment_sums import segment_sums_before
 from .stats import DiscreteCounts
 from .validation import is_sparse
 
@@ -177,22 +178,9 @@ class BatchCells:
         n_classes, nnz = held.shape[0], len(self)
         whole = amounts.dtype.kind == "i" and bool(np.array_equal(held, np.rint(held))) \
             and float(np.abs(held).max(initial=0)) < _EXACT_INTEGERS
-        # Column p + 1 holds cell p's amount, so that the cumulative sum at column p is what the
-        # cells before p add.
-        sums = np.zeros((n_classes, nnz + 1), dtype=np.int64 if whole else np.float64)
-        sums.ravel()[classes * (nnz + 1) + at + 1] = amounts
-        starts = self._feature_starts
-        if not len(starts):
-            return np.zeros((n_classes, 0))
-        if whole:  # held, plus what the cumulative sum gained since the feature's first cell
-            np.cumsum(sums, axis=1, out=sums)
-            held_less_start = held.astype(np.int64) - np.take(sums, starts, axis=1)
-            return np.add(sums[:, :-1], np.take(held_less_start, self.place, axis=1), dtype=np.float64)
-        sums[:, starts[1:]] -= np.add.reduceat(sums[:, 1:], starts, axis=1)[:, :-1]  # each feature's amounts
-        np.cumsum(sums, axis=1, out=sums)
-        before = np.asarray(sums[:, :-1], dtype=np.float64)
-        before += np.take(held, self.place, axis=1)
-        return before
+        placed = np.zeros((n_classes, nnz + 1), dtype=np.int64 if whole else np.float64)
+        placed.ravel()[classes * (nnz + 1) + at + 1] = amounts
+        return segment_sums_before(placed, self._feature_starts, axis=1, start=held)
 
 
 def _cells_of(X: Features) -> tuple[IndexArray, IndexArray, FloatArray]:

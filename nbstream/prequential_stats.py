@@ -16,6 +16,7 @@ import numpy as np
 from .kernels import row_blocks
 from .ndarrays import Features, FloatArray, IndexArray, IntArray
 from .prequential_counts import LearnedRows
+from .segment_sums import segment_sums_before
 from .stats import CategoryCounts, GaussianMoments, Moments, pool
 
 
@@ -151,9 +152,8 @@ def _earlier_with_same_key(keys: IntArray, learned: LearnedRows) -> FloatArray:
     key in that column, shape (n_rows, n_columns, n_classes).
 
     keys : (n_rows, n_columns) integers, no key in two columns. Cells are sorted by key, then
-    row, and summed within each key: unit weights exactly in int64, others in float64 set back
-    to 0 at each key, so that the rounding is that of the key's own counts. A class that no
-    earlier row with the key taught gets exactly 0 (a tiny alpha would magnify any residue)."""
+    row, and summed within each key (``segment_sums_before``: unit weights exactly in int64). A class that
+    no earlier row with the key taught gets exactly 0 (a tiny alpha would magnify any residue)."""
     n_rows, n_columns = keys.shape
     flat = keys.ravel()
     # By key, then row; numpy sorts 8 and 16-bit integers by radix, 50 times faster than int64.
@@ -161,17 +161,10 @@ def _earlier_with_same_key(keys: IntArray, learned: LearnedRows) -> FloatArray:
     sorted_keys = flat[order]
     cell_rows = order // n_columns
     taught = np.flatnonzero(learned.learned[cell_rows])  # cells of learned rows, in the sorted order
-    classes = learned.rows[cell_rows[taught]]
-    sums = np.zeros((len(flat), learned.n_classes), dtype=np.int64 if learned.unit_weights else np.float64)
-    amounts = learned.weights[cell_rows[taught]].astype(sums.dtype)
-    sums[taught, classes] = amounts
+    placed = np.zeros((len(flat) + 1, learned.n_classes), dtype=np.int64 if learned.unit_weights else np.float64)
+    placed[taught + 1, learned.rows[cell_rows[taught]]] = learned.weights[cell_rows[taught]]
     opens = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    if not learned.unit_weights:
-        key_totals = np.add.reduceat(sums, opens, axis=0)
-        sums[opens[1:]] -= key_totals[:-1]
-    np.cumsum(sums, axis=0, out=sums)
-    sums[taught, classes] -= amounts  # a row is not before itself
-    sums -= np.repeat(sums[opens], np.diff(np.r_[opens, len(flat)]), axis=0)  # from the key's first cell
+    sums = segment_sums_before(placed, opens, axis=0)
     earlier = np.empty((len(flat), learned.n_classes))
     earlier[order] = sums
     return earlier.reshape(n_rows, n_columns, learned.n_classes)
