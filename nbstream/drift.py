@@ -38,8 +38,8 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from .checked import as_number, finite, floats, integer, number, required, shown
 from .ndarrays import IntArray
-from .state import is_int
 
 # The largest magnitude a detector takes: the sums of squared deviations of any stream of such
 # values stay far from float64's overflow, and every state stays finite JSON.
@@ -112,10 +112,10 @@ class DriftDetector(abc.ABC):
         """The detector a ``to_state`` describes (on ``DriftDetector``: of whichever kind it names).
         A state that is not one a detector can write is refused with one ValueError line."""
         if not isinstance(state, dict):
-            raise ValueError(f"a drift detector state must be a JSON object; got {_shown(state)}")
+            raise ValueError(f"a drift detector state must be a JSON object; got {shown(state)}")
         kind = _field(state, "kind")
         if not isinstance(kind, str) or kind not in DETECTORS:
-            raise ValueError(f"drift detector state: kind must be one of {', '.join(DETECTORS)}; got {_shown(kind)}")
+            raise ValueError(f"drift detector state: kind must be one of {', '.join(DETECTORS)}; got {shown(kind)}")
         detector_type = DETECTORS[kind]
         if not issubclass(detector_type, cls):
             raise ValueError(f"drift detector state: a {kind} state is no {cls.kind} state")
@@ -125,9 +125,9 @@ class DriftDetector(abc.ABC):
         drift_detected = _field(state, "drift_detected")
         if not isinstance(drift_detected, bool):
             raise ValueError(f"drift detector state: drift_detected must be true or false; "
-                             f"got {_shown(drift_detected)}")
+                             f"got {shown(drift_detected)}")
         detector._drift_detected = drift_detected
-        detector._n_detections = _integer(_field(state, "n_detections"), "n_detections", 0, _COUNT_MAX)
+        detector._n_detections = integer(_field(state, "n_detections"), "n_detections", 0, _COUNT_MAX)
         detector._restore_stream_state(state)
         return detector
 
@@ -159,11 +159,11 @@ class ADWIN(DriftDetector):
     def __init__(self, delta: float = 0.002, clock: int = 32, max_buckets: int = 5, min_window_length: int = 5,
                  grace_period: int = 10) -> None:
         super().__init__()
-        self.delta = _number(delta, "ADWIN delta", 0.0, 1.0, open_low=True, open_high=True)
-        self.clock = _integer(clock, "ADWIN clock", 1, _C_INT_MAX)
-        self.max_buckets = _integer(max_buckets, "ADWIN max_buckets", 2, _C_INT_MAX)
-        self.min_window_length = _integer(min_window_length, "ADWIN min_window_length", 1, _C_INT_MAX)
-        self.grace_period = _integer(grace_period, "ADWIN grace_period", 0, _C_INT_MAX)
+        self.delta = number(delta, "ADWIN delta", 0.0, 1.0, open_low=True, open_high=True)
+        self.clock = integer(clock, "ADWIN clock", 1, _C_INT_MAX)
+        self.max_buckets = integer(max_buckets, "ADWIN max_buckets", 2, _C_INT_MAX)
+        self.min_window_length = integer(min_window_length, "ADWIN min_window_length", 1, _C_INT_MAX)
+        self.grace_period = integer(grace_period, "ADWIN grace_period", 0, _C_INT_MAX)
         self._restart()
 
     @property
@@ -240,10 +240,10 @@ class ADWIN(DriftDetector):
                 "rows": [{"totals": list(row.totals), "m2s": list(row.m2s)} for row in window.rows]}
 
     def _restore_stream_state(self, state: dict[str, object]) -> None:
-        self._tick = _integer(_field(state, "tick"), "ADWIN tick", 0, _COUNT_MAX)
+        self._tick = integer(_field(state, "tick"), "ADWIN tick", 0, _COUNT_MAX)
         self._window = ExponentialHistogram.restored(
-            self.max_buckets, _field(state, "rows"), _finite(_field(state, "total"), "ADWIN total"),
-            _finite(_field(state, "m2"), "ADWIN m2"))
+            self.max_buckets, _field(state, "rows"), finite(_field(state, "total"), "ADWIN total"),
+            finite(required(state, "m2", "drift detector state: "), "ADWIN m2"))
 
 
 class BucketRow:
@@ -337,13 +337,13 @@ class ExponentialHistogram:
         """The window ``rows`` describe (``[{"totals": [...], "m2s": [...]}, ...]``, row 0 first),
         with its running ``total`` and ``m2``; ValueError when the rows break the layout."""
         if not isinstance(rows, list) or len(rows) > _MAX_ROWS:
-            raise ValueError(f"ADWIN rows must be a list of at most {_MAX_ROWS} rows; got {_shown(rows)}")
+            raise ValueError(f"ADWIN rows must be a list of at most {_MAX_ROWS} rows; got {shown(rows)}")
         window = cls(max_buckets)
         for i, row in enumerate(rows):
             if not isinstance(row, dict) or set(row) != {"totals", "m2s"}:
-                raise ValueError(f"ADWIN rows[{i}] must be an object of totals and m2s; got {_shown(row)}")
-            totals = _floats(row["totals"], f"ADWIN rows[{i}].totals", max_buckets)
-            m2s = _floats(row["m2s"], f"ADWIN rows[{i}].m2s", max_buckets)
+                raise ValueError(f"ADWIN rows[{i}] must be an object of totals and m2s; got {shown(row)}")
+            totals = floats(row["totals"], f"ADWIN rows[{i}].totals", max_buckets)
+            m2s = floats(row["m2s"], f"ADWIN rows[{i}].m2s", max_buckets)
             if not totals or len(m2s) != len(totals):
                 raise ValueError(f"ADWIN rows[{i}] must hold 1 to {max_buckets} buckets, as many totals as m2s")
             if min(m2s) < 0.0:
@@ -377,12 +377,12 @@ class PageHinkley(DriftDetector):
     def __init__(self, min_instances: int = 30, delta: float = 0.005, threshold: float = 50.0,
                  alpha: float = 1 - 0.0001, mode: str = "both") -> None:
         super().__init__()
-        self.min_instances = _integer(min_instances, "PageHinkley min_instances", 0, _COUNT_MAX)
-        self.delta = _number(delta, "PageHinkley delta", 0.0, math.inf, open_high=True)
-        self.threshold = _number(threshold, "PageHinkley threshold", 0.0, math.inf, open_low=True, open_high=True)
-        self.alpha = _number(alpha, "PageHinkley alpha", 0.0, 1.0, open_low=True)
+        self.min_instances = integer(min_instances, "PageHinkley min_instances", 0, _COUNT_MAX)
+        self.delta = number(delta, "PageHinkley delta", 0.0, math.inf, open_high=True)
+        self.threshold = number(threshold, "PageHinkley threshold", 0.0, math.inf, open_low=True, open_high=True)
+        self.alpha = number(alpha, "PageHinkley alpha", 0.0, 1.0, open_low=True)
         if mode not in self.MODES:
-            raise ValueError(f"PageHinkley mode must be one of {', '.join(self.MODES)}; got {_shown(mode)}")
+            raise ValueError(f"PageHinkley mode must be one of {', '.join(self.MODES)}; got {shown(mode)}")
         self.mode = mode
         self._restart()
 
@@ -414,18 +414,18 @@ class PageHinkley(DriftDetector):
                 "min_increase": self._min_increase if self._n else None, "max_decrease": self._max_decrease}
 
     def _restore_stream_state(self, state: dict[str, object]) -> None:
-        self._n = _integer(_field(state, "n"), "PageHinkley n", 0, _COUNT_MAX)
-        self._mean = _finite(_field(state, "mean"), "PageHinkley mean")
-        self._sum_increase = _finite(_field(state, "sum_increase"), "PageHinkley sum_increase")
-        self._sum_decrease = _finite(_field(state, "sum_decrease"), "PageHinkley sum_decrease")
-        self._max_decrease = _finite(_field(state, "max_decrease"), "PageHinkley max_decrease")
+        self._n = integer(_field(state, "n"), "PageHinkley n", 0, _COUNT_MAX)
+        self._mean = finite(_field(state, "mean"), "PageHinkley mean")
+        self._sum_increase = finite(_field(state, "sum_increase"), "PageHinkley sum_increase")
+        self._sum_decrease = finite(_field(state, "sum_decrease"), "PageHinkley sum_decrease")
+        self._max_decrease = finite(_field(state, "max_decrease"), "PageHinkley max_decrease")
         min_increase = _field(state, "min_increase")
         if self._n == 0:
             if min_increase is not None:
                 raise ValueError("PageHinkley min_increase must be null before the first value")
             self._min_increase = math.inf
         else:
-            self._min_increase = _finite(min_increase, "PageHinkley min_increase")
+            self._min_increase = finite(min_increase, "PageHinkley min_increase")
             if self._min_increase > self._sum_increase or self._max_decrease < self._sum_decrease:
                 raise ValueError("PageHinkley min_increase must be at most sum_increase, and max_decrease at least "
                                  "sum_decrease")
@@ -442,7 +442,7 @@ def drift_detector(name: str, **params: Any) -> DriftDetector:
     PageHinkley(min_instances=30, delta=0.005, threshold=25.0, alpha=0.9999, mode='both')
     """
     if not isinstance(name, str) or name not in DETECTORS:
-        raise ValueError(f"unknown drift detector {_shown(name)}; the detectors are {', '.join(DETECTORS)}")
+        raise ValueError(f"unknown drift detector {shown(name)}; the detectors are {', '.join(DETECTORS)}")
     detector_type = DETECTORS[name]
     return detector_type(**_checked_params(detector_type, params))
 
@@ -471,8 +471,8 @@ def _checked_params(detector_type: type[DriftDetector], params: object) -> dict[
     """params when it is a dict whose keys are all parameters of detector_type (their values are
     the constructor's to check)."""
     if not isinstance(params, dict):
-        raise ValueError(f"{detector_type.kind} parameters must be a JSON object; got {_shown(params)}")
-    unknown = [_shown(name) for name in params if name not in detector_type.parameters]
+        raise ValueError(f"{detector_type.kind} parameters must be a JSON object; got {shown(params)}")
+    unknown = [shown(name) for name in params if name not in detector_type.parameters]
     if unknown:
         raise ValueError(f"{detector_type.kind} has no parameter {', '.join(unknown[:3])}; its parameters are "
                          f"{', '.join(detector_type.parameters)}")
@@ -481,65 +481,13 @@ def _checked_params(detector_type: type[DriftDetector], params: object) -> dict[
 
 def _checked_value(x: object, name: str = "drift detector value") -> float:
     """x as a float when it is a real number of magnitude at most LARGEST_DRIFT_VALUE."""
-    value = x if type(x) is float else _as_float(x)
+    value = x if type(x) is float else as_number(x)
     if value is None:
-        raise ValueError(f"{name} must be a number; got {_shown(x)}")
+        raise ValueError(f"{name} must be a number; got {shown(x)}")
     if not -LARGEST_DRIFT_VALUE <= value <= LARGEST_DRIFT_VALUE:
-        raise ValueError(f"{name} must be finite and at most {LARGEST_DRIFT_VALUE:g} in magnitude; got {_shown(x)}")
+        raise ValueError(f"{name} must be finite and at most {LARGEST_DRIFT_VALUE:g} in magnitude; got {shown(x)}")
     return value
 
 
 def _field(state: dict[str, object], key: str) -> object:
-    if key not in state:
-        raise ValueError(f"drift detector state: no {key!r} field")
-    return state[key]
-
-
-def _integer(value: object, name: str, low: int, high: int) -> int:
-    """value as an int when it is an integer (not a bool, not a float) from low to high."""
-    as_int = int(value) if is_int(value) or isinstance(value, np.integer) else None
-    if as_int is None or not low <= as_int <= high:
-        raise ValueError(f"{name} must be an integer from {low:,} to {high:,}; got {_shown(value)}")
-    return as_int
-
-
-def _number(value: object, name: str, low: float, high: float, *, open_low: bool = False,
-            open_high: bool = False) -> float:
-    """value as a float when it is a finite real number (not a bool) in the interval from low to high."""
-    as_float = _as_float(value)
-    if as_float is None or not math.isfinite(as_float) \
-            or not (low < as_float if open_low else low <= as_float) \
-            or not (as_float < high if open_high else as_float <= high):
-        interval = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-        raise ValueError(f"{name} must be a number in {interval}; got {_shown(value)}")
-    return as_float
-
-
-def _as_float(value: object) -> float | None:
-    """value as a float when it is an int or a float of Python or numpy (not a bool), else None."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
-        return None
-    try:
-        return float(value)
-    except OverflowError:  # an int of 400 digits
-        return math.inf
-
-
-def _finite(value: object, name: str) -> float:
-    """value as a float when it is a finite int or float (JSON writes 2.0 as 2 at times)."""
-    return _number(value, name, -math.inf, math.inf, open_low=True, open_high=True)
-
-
-def _floats(values: object, name: str, most: int) -> list[float]:
-    """values as a list of floats when it is a list of at most ``most`` finite numbers."""
-    if not isinstance(values, list) or len(values) > most:
-        raise ValueError(f"{name} must be a list of at most {most:,} numbers; got {_shown(values)}")
-    return [_finite(value, f"{name}[{i}]") for i, value in enumerate(values)]
-
-
-def _shown(value: object, width: int = 40) -> str:
-    """A short rendering of a value for an error line."""
-    if isinstance(value, dict | list):
-        return f"a JSON {'object' if isinstance(value, dict) else 'list'} of {len(value):,} entries"
-    text = repr(value)
-    return text if len(text) <= width else f"{text[:width - 3]}..."
+    return required(state, key, "drift detector state: ")

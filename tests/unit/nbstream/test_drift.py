@@ -233,9 +233,9 @@ def removing(key):
 
 
 FORGERIES = {
-    "not an object": (lambda: [1, 2], "must be a JSON object; got a JSON list of 2 entries"),
+    "not an object": (lambda: [1, 2], "must be a JSON object; got a list of 2 entries"),
     "unknown kind": (forged(adwin_state, setting("kind", "kswin")), "kind must be one of adwin, page-hinkley"),
-    "kind as a list": (forged(adwin_state, setting("kind", ["adwin"])), "kind must be one of .*; got a JSON list"),
+    "kind as a list": (forged(adwin_state, setting("kind", ["adwin"])), "kind must be one of .*; got a list"),
     "no kind": (forged(adwin_state, removing("kind")), "no 'kind' field"),
     "params not an object": (forged(adwin_state, setting("params", 5)), "adwin parameters must be a JSON object"),
     "unknown parameter": (forged(adwin_state, setting("params", "warm", 1)), "adwin has no parameter 'warm'"),
@@ -255,7 +255,7 @@ FORGERIES = {
     "a row too long": (forged(adwin_state, setting("rows", 0, "totals", [0.0] * 6)),
                        r"ADWIN rows\[0\].totals must be a list of at most 5 numbers"),
     "a row of a million": (forged(adwin_state, setting("rows", 1, "m2s", [0.0] * 10**6)),
-                           r"ADWIN rows\[1\].m2s must be a list of at most 5 numbers; got a JSON list of 1,000,000"),
+                           r"ADWIN rows\[1\].m2s must be a list of at most 5 numbers; got a list of 1,000,000"),
     "an empty row": (forged(adwin_state, setting("rows", 2, {"totals": [], "m2s": []})), "must hold 1 to 5 buckets"),
     "fewer m2s than totals": (forged(adwin_state, setting("rows", 2, "m2s", [])), "as many totals as m2s"),
     "a row with another key": (forged(adwin_state, setting("rows", 1, "sizes", [2])), "an object of totals and m2s"),
@@ -317,7 +317,7 @@ def test_the_unforged_states_are_taken():
     (ADWIN, {"grace_period": -1}, "ADWIN grace_period must be an integer from 0"),
     (ADWIN, {"grace_period": 2**31}, "ADWIN grace_period"),
     (PageHinkley, {"min_instances": -1}, "PageHinkley min_instances must be an integer from 0"),
-    (PageHinkley, {"delta": -0.5}, r"PageHinkley delta must be a number in \[0, inf\)"),
+    (PageHinkley, {"delta": -0.5}, "PageHinkley delta must be a finite non-negative number"),
     (PageHinkley, {"threshold": 0.0}, r"PageHinkley threshold must be a number in \(0, inf\)"),
     (PageHinkley, {"threshold": float("inf")}, "PageHinkley threshold"),
     (PageHinkley, {"alpha": 0.0}, r"PageHinkley alpha must be a number in \(0, 1\]"),
