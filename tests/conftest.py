@@ -77,3 +77,37 @@ def own_broker(tmp_path_factory):
         _no_broker(error)
     yield broker
     broker.stop()
+
+
+def _no_registry(error: Exception):
+    if os.environ.get("CI"):
+        pytest.fail(f"no Schema Registry for the registry tests: {error}")
+    pytest.skip(f"no Schema Registry (needs Java 17 and Maven, or NBSTREAM_SCHEMA_REGISTRY_URL): {error}")
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(tmp_path_factory) -> str:
+    """A real Confluent-compatible Schema Registry for the session (see tests/helpers/registry.py)."""
+    from tests.helpers.registry import schema_registry
+
+    manager = schema_registry(tmp_path_factory.mktemp("schema-registry"))
+    try:
+        url = manager.__enter__()
+    except Exception as error:  # noqa: BLE001 - any failure to start means no registry
+        _no_registry(error)
+    yield url
+    manager.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def own_registry(tmp_path_factory):
+    """A registry of the module's own, which its tests may pause and resume (a Registry, see
+    scripts/schema_registry.py)."""
+    from tests.helpers.registry import local_registry
+
+    try:
+        registry = local_registry(tmp_path_factory.mktemp("own-schema-registry"))
+    except Exception as error:  # noqa: BLE001
+        _no_registry(error)
+    yield registry
+    registry.stop()
