@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-FORMATS = ("json", "arrow")
+FORMATS = ("json", "arrow", "avro")
+REGISTRY_FORMATS = ("avro",)  # records in the Confluent wire format, their schemas in a Schema Registry
 
 # The labels' column in a decoded batch, beside the feature columns. No option can name a column
 # so (command lines and environment variables cannot hold a NUL), so a feature named "label" and
@@ -15,8 +16,9 @@ ID_COLUMN = "\x00id"  # the same for the ids of an Arrow message
 
 @dataclass
 class MessageFields:
-    """How messages are written (``format``: "json", one example per message, or "arrow", an
-    Arrow IPC stream of many), their field names, and the size above which one is refused."""
+    """How messages are written (``format``: "json", one example per message; "arrow", an Arrow
+    IPC stream of many; "avro", one Avro record per message in the Confluent wire format), their
+    field names, and the size above which one is refused."""
     format: str = "json"
     id: str = "id"
     features: str = "features"

@@ -1,5 +1,5 @@
 """The format that reads messages and writes their predictions (JSON, one example per message;
-Arrow IPC, many per message).
+Arrow IPC, many per message; Avro records of a Schema Registry, one per message, answered in JSON).
 
 The service is handed one ``MessageFormat`` and never asks which one it is.
 """
@@ -13,16 +13,19 @@ import numpy as np
 from nbstream.arrow import FeatureSpec
 
 from .arrow_messages import decode_arrow, encode_predictions
-from .fields import MessageFields
+from .fields import REGISTRY_FORMATS, MessageFields
 from .json_predictions import prediction_values
-from .messages import Decoded, decode
+from .messages import Decoded, decode, decode_objects
 from .records import Polled
+from .registry.records import RegistryRecords
 
 
 class MessageFormat(Protocol):
     def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         """The examples of a poll's message values; label_kind : the kind of label the model learns
-        (a label of another kind is a problem), None to read labels of any kind."""
+        (a label of another kind is a problem), None to read labels of any kind. May raise
+        RegistryUnavailable (a format whose schemas a registry holds): nothing of the poll was used,
+        and the same poll decodes once the registry answers."""
 
     def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
                best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
@@ -52,6 +55,19 @@ class JsonMessages:
         return rows, values
 
 
+class RegistryMessages(JsonMessages):
+    """One record per message in the Confluent wire format, its writer schema in a Schema
+    Registry; read into an object as a JSON message is, and answered by one JSON prediction."""
+
+    def __init__(self, fields: MessageFields, records: RegistryRecords):
+        super().__init__(fields)
+        self.records = records
+
+    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+        objects, problems = self.records.read(values, spec, self.fields)
+        return decode_objects(objects, problems, spec, self.fields, label_kind=label_kind)
+
+
 class ArrowMessages:
     """An Arrow IPC stream of many rows per message, answered by one stream of predictions per message."""
 
@@ -68,6 +84,10 @@ class ArrowMessages:
         return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions)
 
 
-def message_format(fields: MessageFields) -> MessageFormat:
-    """The format ``fields.format`` names (one of FORMATS)."""
+def message_format(fields: MessageFields, records: RegistryRecords | None = None) -> MessageFormat:
+    """The format ``fields.format`` names (one of FORMATS); records : how a format of
+    REGISTRY_FORMATS reads its records."""
+    if fields.format in REGISTRY_FORMATS:
+        assert records is not None, "a registry format needs its records' reader"
+        return RegistryMessages(fields, records)
     return ArrowMessages(fields) if fields.format == "arrow" else JsonMessages(fields)

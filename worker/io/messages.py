@@ -291,12 +291,21 @@ def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None)
 
 
 def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded:
-    n = len(values)
-    errors: list[str | None] = [None] * n
+    parsed = [_parse(value, fields) for value in values]
+    return decode_objects([message for message, _ in parsed], [error for _, error in parsed], spec, fields,
+                          label_kind)
+
+
+def decode_objects(objects: list[dict | None], errors: list[str | None], spec: FeatureSpec, fields: MessageFields,
+                   label_kind: str | None = None) -> Decoded:
+    """The examples of messages already read into objects (JSON objects, or records of a schema),
+    one per message: objects[i] is message i's, or None and errors[i] says why it could not be
+    read. Fields are found by name as in a JSON object; label_kind as ``decode`` takes it."""
+    n = len(objects)
+    errors = list(errors)
     ids, labels = [None] * n, [None] * n
     columns: dict[str, list] = {name: [None] * n for name in spec.columns}
-    for i, value in enumerate(values):
-        message, errors[i] = _parse(value, fields)
+    for i, message in enumerate(objects):
         if message is None:
             continue
         ids[i] = message.get(fields.id)

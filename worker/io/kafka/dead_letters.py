@@ -34,6 +34,8 @@ REASONS = (
     ("prediction of ", "output_too_large"), ("the broker refused", "output_refused"),
     ("duplicate key", "malformed"), ("not an Arrow IPC stream", "malformed"),
     ("column names appear more than once", "malformed"),
+    ("not in the Confluent wire format", "not_wire_format"), ("unknown schema id", "unknown_schema"),
+    ("schema ", "schema"), ("record does not decode", "undecodable"),
 )
 
 

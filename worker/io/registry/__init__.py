@@ -1,0 +1,9 @@
+"""Records in the Confluent wire format, whose schemas a Schema Registry holds.
+
+``wire`` reads the frame every such record has (a zero byte, a 4-byte big-endian schema id, the
+encoded record); ``client`` asks any Confluent-compatible registry for a schema by id (and
+registers one); ``schemas`` fetches each id once and keeps its parsed schema; ``records`` turns
+a poll's values into records (objects, as JSON messages are), with each problem named. One
+decoder per schema format reads a record by its writer schema: ``avro`` for now (Protobuf and
+JSON Schema would be two more decoders behind the same frame and cache).
+"""

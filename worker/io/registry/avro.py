@@ -1,0 +1,77 @@
+"""Avro records by their writer schema (fastavro): each record as the object a JSON message would be.
+
+A record is read with the schema it was written with, whatever version of its subject that is: the
+worker reads fields by name, so a field added with a default in a later version is there in the
+records written with it and absent (as from a JSON object) in the older ones. A record's union
+branch comes as its value, an enum as its symbol, a map or an inner record as an object.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+import fastavro
+from fastavro.schema import SchemaParseException, UnknownType
+
+from .client import RegisteredSchema
+from .schemas import SchemaProblem
+
+if TYPE_CHECKING:
+    from .records import WriterSchema
+
+# What fastavro raises on bytes that are not a record of the schema (cut short, or garbage): a
+# varint or a length past the end, a union branch or enum symbol out of range, bad UTF-8, a date
+# out of range.
+UNREADABLE = (EOFError, IndexError, UnicodeDecodeError, ValueError, OverflowError)
+
+
+@dataclass(frozen=True)
+class AvroSchema:
+    """A writer schema, parsed: an Avro record."""
+    schema_id: int
+    parsed: dict
+    field_names: frozenset[str]
+
+
+class AvroDecoder:
+    """Avro records (a RecordDecoder)."""
+
+    def parse(self, registered: RegisteredSchema) -> AvroSchema:
+        return parse_avro(registered)
+
+    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
+        assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"
+        return read_avro(schema, encoded)
+
+
+def parse_avro(registered: RegisteredSchema) -> AvroSchema:
+    """The registered schema parsed for reading records (raises SchemaProblem)."""
+    if registered.schema_type.upper() != "AVRO":
+        raise SchemaProblem(f"is a {registered.schema_type} schema; --format avro reads Avro schemas")
+    if registered.references:
+        raise SchemaProblem("refers to other schemas (references), which --format avro does not read")
+    try:
+        parsed = fastavro.parse_schema(json.loads(registered.text))
+    except (ValueError, SchemaParseException, UnknownType) as error:  # JSONDecodeError is a ValueError
+        raise SchemaProblem(f"is not a valid Avro schema: {error}") from None
+    if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        raise SchemaProblem("is not an Avro record: a message is one record with named fields")
+    return AvroSchema(registered.schema_id, parsed, frozenset(f["name"] for f in parsed["fields"]))
+
+
+def read_avro(schema: AvroSchema, encoded: bytes) -> tuple[dict | None, str | None]:
+    """(the record, None), or (None, why it does not decode with its writer schema)."""
+    stream = io.BytesIO(encoded)
+    try:
+        record = fastavro.schemaless_reader(stream, schema.parsed, None)
+    except UNREADABLE as error:
+        detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        return None, f"record does not decode with its schema {schema.schema_id}: {detail}"
+    left = len(encoded) - stream.tell()
+    if left:
+        return None, (f"record does not decode with its schema {schema.schema_id}: {left} bytes are left over "
+                      f"after its last field")
+    return cast(dict, record), None  # a record schema's datum is a dict

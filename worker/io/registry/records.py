@@ -1,0 +1,102 @@
+"""A poll's message values to records (objects, as JSON messages are), each problem named.
+
+Every value is unframed (``wire``), its writer schema found by id (``schemas``, fetched once) and
+its record decoded by that schema. A value with a problem gives None and the problem, which makes
+it a dead letter: not in the wire format, a schema id the registry does not know, a schema that is
+not of the format or lacks the field the features come from, a record that does not decode.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from nbstream.arrow import FeatureSpec
+
+from ...errors import UserError
+from ..fields import MessageFields
+from ..messages import value_problem
+from .client import RegisteredSchema, RegistryClient
+from .schemas import SchemaCache
+from .wire import unframe
+
+PLAIN_IDS = (str, int, float, bool, type(None))  # what a JSON prediction can carry as the id, as it came
+
+
+class WriterSchema(Protocol):
+    """A schema records were written with, parsed by its format's decoder."""
+
+    @property
+    def schema_id(self) -> int: ...
+
+    @property
+    def field_names(self) -> frozenset[str]:
+        """The top-level fields its records have."""
+
+
+class RecordDecoder(Protocol):
+    """One schema format (Avro; Protobuf and JSON Schema would be others)."""
+
+    def parse(self, registered: RegisteredSchema) -> WriterSchema:
+        """The schema parsed for reading records (raises SchemaProblem)."""
+
+    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
+        """(the record, None), or (None, why it does not decode with its writer schema)."""
+
+
+class RegistryRecords:
+    """Records of one schema format, whose writer schemas ``client`` fetches (each id once)."""
+
+    def __init__(self, client: RegistryClient, decoder: RecordDecoder):
+        self.decoder = decoder
+        self.cache: SchemaCache[WriterSchema] = SchemaCache(client, decoder.parse)
+        self._lacking: dict[tuple[int, str], str | None] = {}  # (schema id, needed field) -> its problem
+
+    def read(self, values: list[bytes | None], spec: FeatureSpec, fields: MessageFields
+             ) -> tuple[list[dict | None], list[str | None]]:
+        """(records, problems), one of each per value: a record, or None and its problem. Raises
+        RegistryUnavailable, before reading any, when a schema cannot be fetched now."""
+        n = len(values)
+        records: list[dict | None] = [None] * n
+        problems: list[str | None] = [None] * n
+        framed: list[tuple[int, bytes] | None] = [None] * n
+        for i, value in enumerate(values):
+            problem = value_problem(value, fields.max_bytes)
+            unframed = unframe(value) if value is not None and problem is None else problem
+            if isinstance(unframed, tuple):
+                framed[i] = unframed
+            else:
+                problems[i] = unframed
+        schemas = self.cache.resolve({f[0] for f in framed if f is not None})
+        needed = fields.text if spec.kind == "text" else fields.features
+        for i, found in enumerate(framed):
+            if found is None:
+                continue
+            schema = schemas[found[0]]
+            if isinstance(schema, str):
+                problems[i] = schema
+                continue
+            record, problem = None, self._lacks(schema, needed)
+            if problem is None:
+                record, problem = self.decoder.read(schema, found[1])
+            if record is not None and not isinstance(record.get(fields.id), PLAIN_IDS):
+                record, problem = None, f"field {fields.id!r} must be a string or a number"
+            records[i], problems[i] = record, problem
+        return records, problems
+
+    def _lacks(self, schema: WriterSchema, needed: str) -> str | None:
+        """What keeps a writer schema's records from giving the features (checked once per schema)."""
+        key = (schema.schema_id, needed)
+        if key not in self._lacking:
+            self._lacking[key] = None if needed in schema.field_names else \
+                f"schema {schema.schema_id} has no field {needed!r}, where the features are"
+        return self._lacking[key]
+
+
+def registry_records(message_format: str, client: RegistryClient) -> RegistryRecords:
+    """The records of ``message_format`` (one of REGISTRY_FORMATS), read with schemas from ``client``."""
+    assert message_format == "avro", f"no decoder for {message_format!r}"
+    try:
+        from .avro import AvroDecoder  # optional: the registry extra
+    except ModuleNotFoundError:
+        raise UserError("--format avro needs the fastavro package: pip install 'nbstream[registry]'.") from None
+    return RegistryRecords(client, AvroDecoder())
