@@ -1,0 +1,183 @@
+"""Rows keyed by id in the order they came: append, look up, take, remove, the oldest first.
+
+Each append is a chunk of its own: the rows' ids, times (int64 ms) and named columns (numpy
+arrays or feature blocks, see ``pending_rows``), one entry per row. A row lives in its chunk
+until it is removed, which only marks it dead; a sequence number, increasing in the order rows
+came, names it meanwhile. Chunks are tidied after every change, so that their number stays
+logarithmic in the rows held and dead rows never outweigh live ones:
+
+1. a chunk without live rows is dropped;
+2. a chunk with more dead rows than live ones is rewritten with its live rows alone;
+3. the last chunk is merged into the one before it while that one holds no more live rows (the
+   counter of a binary number: each row is copied about log2(rows held / rows per append) times).
+
+A chunk, once made, is never changed but for its mask of live rows: the unit the pending store
+can write once and then refer to (see ``pending.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import count
+
+import numpy as np
+
+from nbstream.ndarrays import BoolArray, IndexArray, IntArray
+
+from .pending_rows import Column, concatenate, take
+
+Id = str | int  # a message id as its message had it
+
+
+@dataclass
+class Chunk:
+    """seqs (n,) int64 increasing; ids, times (n,) int64 ms and columns of one entry per row;
+    alive (n,) bool. ``number`` names the chunk for as long as it exists."""
+    number: int
+    seqs: IntArray
+    ids: list[Id]
+    times: IntArray
+    columns: dict[str, Column]
+    alive: BoolArray = field(init=False)
+    live: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.alive = np.ones(len(self.seqs), dtype=bool)
+        self.live = len(self.seqs)
+
+    def kept(self, positions: IndexArray, number: int) -> Chunk:
+        """A new chunk of the rows at ``positions`` (increasing)."""
+        return Chunk(number, self.seqs[positions], [self.ids[i] for i in positions.tolist()], self.times[positions],
+                     {name: take(column, positions) for name, column in self.columns.items()})
+
+
+@dataclass(frozen=True)
+class Taken:
+    """Rows as taken from a log: ids, times (n,) int64 and columns, in the order asked for."""
+    ids: list[Id]
+    times: IntArray
+    columns: dict[str, Column]
+
+
+class KeyedLog:
+    """Rows keyed by distinct ids (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._seq_of: dict[Id, int] = {}
+        self.chunks: list[Chunk] = []
+        self._next_seq = 0
+        self._numbers = count()
+        self._firsts: IntArray | None = None  # each chunk's first seq, made again after a change
+
+    def __len__(self) -> int:
+        return len(self._seq_of)
+
+    def __contains__(self, key: Id) -> bool:
+        return key in self._seq_of
+
+    def seqs(self, ids: list[Id]) -> IntArray:
+        """(n,) the seq of each id, -1 where the log holds none."""
+        seq_of = self._seq_of
+        return np.fromiter((seq_of.get(key, -1) for key in ids), dtype=np.int64, count=len(ids))
+
+    def append(self, ids: list[Id], times: IntArray, columns: dict[str, Column]) -> None:
+        """Add rows whose ids are distinct and not in the log: ids, times (n,) and columns of n entries."""
+        if not ids:
+            return
+        seqs = np.arange(self._next_seq, self._next_seq + len(ids), dtype=np.int64)
+        expected = len(self._seq_of) + len(ids)
+        self._seq_of.update(zip(ids, seqs.tolist(), strict=True))
+        if len(self._seq_of) != expected:
+            raise AssertionError("ids appended to a pending log must be distinct and new")
+        self._next_seq += len(ids)
+        self.chunks.append(Chunk(next(self._numbers), seqs, list(ids), np.asarray(times, dtype=np.int64), columns))
+        self._tidy()
+
+    def take(self, seqs: IntArray) -> Taken:
+        """The live rows ``seqs`` name ((k,) int64), in that order."""
+        parts, order = [], []
+        for chunk, positions, where in self._located(seqs):
+            parts.append(chunk.kept(positions, -1))
+            order.append(where)
+        if not parts:
+            return Taken([], np.zeros(0, dtype=np.int64), {})
+        merged = _merged(parts, -1)
+        back = np.argsort(np.concatenate(order), kind="stable")  # from chunk order to the order asked for
+        if (back[1:] > back[:-1]).all():
+            return Taken(merged.ids, merged.times, merged.columns)
+        return Taken([merged.ids[i] for i in back.tolist()], merged.times[back],
+                     {name: take(column, back) for name, column in merged.columns.items()})
+
+    def remove(self, seqs: IntArray) -> None:
+        """Remove the live rows ``seqs`` name ((k,) int64, distinct)."""
+        for chunk, positions, _ in self._located(seqs):
+            chunk.alive[positions] = False
+            chunk.live -= len(positions)
+            for i in positions.tolist():
+                del self._seq_of[chunk.ids[i]]
+        self._tidy()
+
+    def oldest(self, n: int) -> IntArray:
+        """The seqs of the ``n`` live rows that came first, oldest first."""
+        found: list[IntArray] = []
+        for chunk in self.chunks:
+            if n <= 0:
+                break
+            seqs = chunk.seqs[chunk.alive][:n]
+            found.append(seqs)
+            n -= len(seqs)
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def older_than(self, cutoff_ms: int) -> IntArray:
+        """The seqs of the live rows whose time is before ``cutoff_ms``, oldest first."""
+        found = [chunk.seqs[chunk.alive & (chunk.times < cutoff_ms)] for chunk in self.chunks]
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def live_seqs(self) -> IntArray:
+        """The seqs of all live rows, oldest first."""
+        found = [chunk.seqs[chunk.alive] for chunk in self.chunks]
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def _located(self, seqs: IntArray) -> Iterator[tuple[Chunk, IndexArray, IndexArray]]:
+        """For each chunk holding some of ``seqs``: (chunk, their positions in it, increasing;
+        where they are in ``seqs``)."""
+        if not len(seqs) or not self.chunks:
+            return
+        if self._firsts is None:
+            self._firsts = np.array([chunk.seqs[0] for chunk in self.chunks], dtype=np.int64)
+        owner = np.searchsorted(self._firsts, seqs, side="right") - 1
+        by_owner = np.argsort(owner, kind="stable")
+        owners, starts = np.unique(owner[by_owner], return_index=True)
+        for number, where in zip(owners.tolist(), np.split(by_owner, starts[1:]), strict=True):
+            chunk = self.chunks[number]
+            positions = np.searchsorted(chunk.seqs, seqs[where])
+            if (positions >= len(chunk.seqs)).any() or not chunk.alive[positions].all() \
+                    or (chunk.seqs[positions] != seqs[where]).any():
+                raise AssertionError("a seq named a row the pending log does not hold")
+            in_order = np.argsort(positions, kind="stable")
+            yield chunk, positions[in_order], where[in_order]
+
+    def _tidy(self) -> None:
+        chunks = [chunk for chunk in self.chunks if chunk.live]
+        chunks = [chunk.kept(np.flatnonzero(chunk.alive), next(self._numbers)) if chunk.live * 2 < len(chunk.seqs)
+                  else chunk for chunk in chunks]
+        while len(chunks) >= 2 and chunks[-2].live <= chunks[-1].live:
+            last = chunks.pop()
+            chunks[-1] = _merged([_live_part(chunks[-1]), _live_part(last)], next(self._numbers))
+        self.chunks = chunks
+        self._firsts = None
+
+
+def _live_part(chunk: Chunk) -> Chunk:
+    return chunk if chunk.live == len(chunk.seqs) else chunk.kept(np.flatnonzero(chunk.alive), -1)
+
+
+def _merged(parts: list[Chunk], number: int) -> Chunk:
+    """One chunk of every row of ``parts``, in their order."""
+    if len(parts) == 1:
+        only = parts[0]
+        return Chunk(number, only.seqs, only.ids, only.times, only.columns)
+    return Chunk(number, np.concatenate([part.seqs for part in parts]), [key for part in parts for key in part.ids],
+                 np.concatenate([part.times for part in parts]),
+                 {name: concatenate([part.columns[name] for part in parts]) for name in parts[0].columns})
