@@ -1,0 +1,119 @@
+"""Any sequence of features, labels, expiries and trips through bytes gives what a dict of the same rules gives."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.service.pending import PendingExamples
+
+
+class Reference:
+    """The rules of the pending store, one id at a time in insertion-ordered dicts."""
+
+    def __init__(self, max_pending: int):
+        self.max_pending = max_pending
+        self.examples: dict = {}  # id -> (feature value, event time)
+        self.labels: dict = {}  # id -> (label, label time)
+        self.joined: dict = {}  # id -> event time
+
+    def add(self, ids, values, times):
+        last = {key: i for i, key in enumerate(ids)}
+        replaced, already, joined = len(ids) - len(last), 0, []
+        for key, i in sorted(last.items(), key=lambda item: item[1]):
+            if key in self.joined:
+                already += 1
+            elif key in self.labels:
+                label, label_time = self.labels.pop(key)
+                joined.append((key, values[i], label, label_time - times[i]))
+                self.joined[key] = times[i]
+            else:
+                replaced += self.examples.pop(key, None) is not None
+                self.examples[key] = (values[i], times[i])
+        self._bound(self.joined)
+        return joined, replaced, already, self._bound(self.examples)
+
+    def add_labels(self, ids, labels, times):
+        first = {}
+        for i, key in enumerate(ids):
+            first.setdefault(key, i)
+        duplicates, waiting, joined = len(ids) - len(first), 0, []
+        for key, i in first.items():
+            if key in self.examples:
+                value, event_time = self.examples.pop(key)
+                joined.append((key, value, labels[i], times[i] - event_time))
+                self.joined[key] = event_time
+            elif key in self.joined or key in self.labels:
+                duplicates += 1
+            else:
+                self.labels[key] = (labels[i], times[i])
+                waiting += 1
+        self._bound(self.joined)
+        return joined, duplicates, waiting, self._bound(self.labels)
+
+    def expire(self, now, ttl):
+        counts = []
+        for log, time_of in ((self.examples, lambda v: v[1]), (self.labels, lambda v: v[1]), (self.joined, int)):
+            old = [key for key, value in log.items() if time_of(value) < now - ttl]
+            for key in old:
+                del log[key]
+            counts.append(len(old))
+        return counts[0], counts[1]
+
+    def _bound(self, log: dict) -> int:
+        excess = max(len(log) - self.max_pending, 0)
+        for key in list(log)[:excess]:
+            del log[key]
+        return excess
+
+
+ids = st.lists(st.one_of(st.integers(0, 12), st.sampled_from(["0", "a", "b", "c", "d"])), max_size=12)
+times = st.integers(0, 1_000)
+steps = st.lists(st.one_of(
+    st.tuples(st.just("add"), ids, times),
+    st.tuples(st.just("labels"), ids, times),
+    st.tuples(st.just("expire"), times, st.integers(0, 500)),
+    st.tuples(st.just("bytes"), st.none(), st.none()),
+), max_size=30)
+
+
+def met(joined) -> list:
+    if not len(joined):
+        return []
+    values = joined.X[:, 0].tolist() if isinstance(joined.X, np.ndarray) else joined.X.toarray()[:, 0].tolist()
+    return list(zip(joined.ids, values, joined.labels.tolist(), joined.delay_ms.tolist(), strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=steps, max_pending=st.integers(1, 8), sparse=st.booleans())
+def test_the_store_follows_the_rules_of_the_reference(steps, max_pending, sparse):
+    import scipy.sparse
+
+    store, reference, counter = PendingExamples(max_pending), Reference(max_pending), 0
+    for kind, first, second in steps:
+        if kind == "add":
+            values = list(range(counter + 1, counter + 1 + len(first)))  # each row told apart by its value
+            counter += len(first)
+            X = np.array(values, dtype=np.float64).reshape(-1, 1)
+            X = scipy.sparse.csr_matrix(X) if sparse else X
+            proba = np.ones((len(first), 1))
+            added = store.add(first, X, np.zeros(len(first)), proba, second, np.arange(len(first)))
+            joined, replaced, already, evicted = reference.add(first, values, [second] * len(first))
+            assert met(added.joined) == joined
+            assert (added.replaced, added.already_joined, added.evicted) == (replaced, already, evicted)
+        elif kind == "labels":
+            labels = [f"label-{i}" for i in range(len(first))]
+            labeled = store.add_labels(first, np.array(labels, dtype=str), second)
+            joined, duplicates, waiting, evicted = reference.add_labels(first, labels, [second] * len(first))
+            assert met(labeled.joined) == joined
+            assert (labeled.duplicates, labeled.waiting, labeled.evicted) == (duplicates, waiting, evicted)
+        elif kind == "expire":
+            expired = store.expire(first, second)
+            assert (expired.examples, expired.labels) == reference.expire(first, second)
+        else:
+            store = PendingExamples.from_bytes(store.to_bytes(), max_pending)
+        assert (len(store), store.waiting_labels) == (len(reference.examples), len(reference.labels))
+        for log, expected in ((store.examples, reference.examples), (store.labels, reference.labels),
+                              (store.joined, reference.joined)):
+            assert log.take(log.live_seqs()).ids == list(expected)  # the same ids, in the same order
