@@ -14,9 +14,10 @@ from nbstream.arrow import FeatureSpec
 from nbstream.drift import DETECTORS
 
 from .errors import ConfigError
-from .io.fields import FORMATS, MessageFields
+from .io.fields import FORMATS, REGISTRY_FORMATS, MessageFields
 from .io.kafka.settings import KafkaSettings
 from .io.kafka.state_topic import state_topic_name
+from .io.registry.settings import RegistrySettings
 
 TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 LONGEST_NGRAMS = 5  # --ngrams at most: a text's n-grams grow with it, and few models gain past 3
@@ -186,6 +187,7 @@ class ServeConfig:
     output_timestamp: str = "input"
     drift_detector: str = "none"
     on_drift: str = "report"
+    schema_registry: RegistrySettings | None = None  # where --format avro finds its writer schemas
 
     def __post_init__(self):
         if self.guarantee not in GUARANTEES:
@@ -196,6 +198,9 @@ class ServeConfig:
             raise ConfigError(f"--start must be earliest or latest; got {self.start!r}.")
         if self.fields.format not in FORMATS:
             raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {self.fields.format!r}.")
+        if self.fields.format in REGISTRY_FORMATS and self.schema_registry is None:
+            raise ConfigError(f"--format {self.fields.format} needs --schema-registry URL: the registry holds the "
+                              f"schemas its records are written with.")
         self._check_distinct_topics()
         self._check_distinct_fields()
         self._check_drift()

@@ -17,6 +17,7 @@ import typer
 
 from ..config import LONGEST_NGRAMS
 from ..io.kafka.settings import KafkaSettings, settings_from
+from ..io.registry.settings import RegistrySettings, registry_settings_from
 
 
 def env(name: str) -> str:
@@ -166,3 +167,42 @@ kafka_options = option_group("kafka", KafkaOptions, {
     "ssl_cafile": (Path | None, SSL_CAFILE), "ssl_certfile": (Path | None, SSL_CERTFILE),
     "ssl_keyfile": (Path | None, SSL_KEYFILE), "kafka_config": (Path | None, KAFKA_CONFIG)})
 """Gives a command the Kafka connection options, received as one ``kafka: KafkaOptions``."""
+
+
+# ---- Schema Registry (serve and produce with --format avro) ---------------------------------
+REGISTRY_PANEL = "Schema Registry"
+SCHEMA_REGISTRY = typer.Option(None, "--schema-registry", envvar=env("SCHEMA_REGISTRY"),
+                               help="URL of a Confluent-compatible Schema Registry's API (--format avro).",
+                               rich_help_panel=REGISTRY_PANEL)
+SCHEMA_REGISTRY_USER = typer.Option(None, "--schema-registry-user", envvar=env("SCHEMA_REGISTRY_USER"),
+                                    help="User name for the registry (HTTP basic).", rich_help_panel=REGISTRY_PANEL)
+SCHEMA_REGISTRY_PASSWORD_FILE = typer.Option(None, "--schema-registry-password-file",
+                                             envvar=env("SCHEMA_REGISTRY_PASSWORD_FILE"),
+                                             help="File holding the registry password; or set "
+                                                  "NBSTREAM_SCHEMA_REGISTRY_PASSWORD. There is no password flag.",
+                                             rich_help_panel=REGISTRY_PANEL)
+SCHEMA_REGISTRY_CAFILE = typer.Option(None, "--schema-registry-cafile", envvar=env("SCHEMA_REGISTRY_CAFILE"),
+                                      help="PEM file of the CA certificates that sign the registry's certificate "
+                                           "(https).", rich_help_panel=REGISTRY_PANEL)
+
+
+@dataclass(frozen=True)
+class RegistryOptions:
+    """The Schema Registry options of a command, as given (``settings()`` checks and reads them)."""
+    schema_registry: str | None
+    schema_registry_user: str | None
+    schema_registry_password_file: Path | None
+    schema_registry_cafile: Path | None
+
+    def settings(self) -> RegistrySettings | None:
+        """Registry settings, with NBSTREAM_SCHEMA_REGISTRY_PASSWORD; None without --schema-registry."""
+        return registry_settings_from(self.schema_registry, self.schema_registry_user,
+                                      os.environ.get("NBSTREAM_SCHEMA_REGISTRY_PASSWORD"),
+                                      self.schema_registry_password_file, self.schema_registry_cafile)
+
+
+registry_options = option_group("registry", RegistryOptions, {
+    "schema_registry": (str | None, SCHEMA_REGISTRY), "schema_registry_user": (str | None, SCHEMA_REGISTRY_USER),
+    "schema_registry_password_file": (Path | None, SCHEMA_REGISTRY_PASSWORD_FILE),
+    "schema_registry_cafile": (Path | None, SCHEMA_REGISTRY_CAFILE)})
+"""Gives a command the Schema Registry options, received as one ``registry: RegistryOptions``."""

@@ -22,15 +22,18 @@ from .options import (
     PATHS,
     PROGRESS,
     KafkaOptions,
+    RegistryOptions,
     columns,
     env,
     kafka_options,
     model_parameters,
+    registry_options,
 )
 
 
 @app.command()
 @kafka_options
+@registry_options
 @model_parameters
 def serve(
     input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="Topic of examples."),
@@ -38,7 +41,9 @@ def serve(
     message_format: str = typer.Option("json", "--format", envvar=env("FORMAT"),
                                        help="json: one example per message (a JSON object); arrow: an Arrow IPC "
                                             "stream of many rows per message (columns as in Parquet), answered "
-                                            "by one Arrow stream of predictions per message."),
+                                            "by one Arrow stream of predictions per message; avro: one Avro "
+                                            "record per message in the Confluent wire format, its schema in "
+                                            "--schema-registry (fields as in JSON), answered in JSON."),
     group: str = typer.Option(..., "--group", envvar=env("GROUP"),
                               help="Consumer group id: every replica of one service uses the same."),
     guarantee: str = typer.Option("exactly-once", "--guarantee", envvar=env("GUARANTEE"),
@@ -120,6 +125,7 @@ def serve(
                                        "libraries' own lines)."),
     *,
     kafka: KafkaOptions,
+    registry: RegistryOptions,
     model_parameters: dict[str, Any],
 ) -> None:
     """Serve predictions for a Kafka topic and learn from its labeled messages (prequential).
@@ -151,7 +157,7 @@ def serve(
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
             session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
             max_classes=max_classes, output_timestamp=output_timestamp, drift_detector=drift_detector,
-            on_drift=on_drift)
+            on_drift=on_drift, schema_registry=registry.settings())
         run_serve(config)
 
 

@@ -200,6 +200,7 @@ class ServiceMetrics:
         self.quality = PrequentialQuality(registry)
         self.ready = False
         self.connected: bool | None = None  # unknown until the first contact
+        self.registry_connected: bool | None = None  # the Schema Registry's, with --format avro: the same
         self.heartbeat = time.monotonic()
 
     def broker_answers(self, answers: bool) -> bool:

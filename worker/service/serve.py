@@ -22,9 +22,13 @@ from nbstream.base import NaiveBayes
 
 from ..config import ServeConfig
 from ..errors import ConfigError
+from ..io.fields import REGISTRY_FORMATS
+from ..io.formats import MessageFormat, message_format
 from ..io.kafka.client import KafkaFailure
 from ..io.kafka.connect import connect
 from ..io.kafka.sink import Refusals
+from ..io.registry.client import RegistryClient, RegistryUnavailable
+from ..io.registry.records import RegistryRecords, registry_records
 from ..snapshot_meta import KafkaOffsets, read_snapshot
 from .metrics_server import serve_metrics
 from .observability import ServiceMetrics
@@ -96,6 +100,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     http = None
     try:
         client = connect(config.kafka)
+        messages = message_format(config.fields, _registry_records(config))
         store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
         start = starting_point(config, store)
         metrics = ServiceMetrics(kafka_client=config.kafka.client)
@@ -111,7 +116,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
         # start-up's own objects (modules, the starting model) are never garbage, and leaving them
         # out of every later collection cut a third of the JSON text path's time.
         gc.freeze()
-        _run_sessions(config, client, start, metrics, store, stop)
+        _run_sessions(config, client, messages, start, metrics, store, stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -119,7 +124,23 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
             http.shutdown()
 
 
-def _run_sessions(config: ServeConfig, client, start: StartingPoint, metrics: ServiceMetrics,
+def _registry_records(config: ServeConfig) -> RegistryRecords | None:
+    """How a registry format's records are read (None for the others). The registry is asked once
+    now: refused credentials or an untrusted certificate end the command (a UserError); a registry
+    that does not answer yet is waited for when the first record needs it."""
+    if config.fields.format not in REGISTRY_FORMATS:
+        return None
+    assert config.schema_registry is not None, "ServeConfig requires a registry for a registry format"
+    client = RegistryClient(config.schema_registry)
+    records = registry_records(config.fields.format, client)
+    try:
+        client.check()
+    except RegistryUnavailable as failure:
+        log.warning("the Schema Registry does not answer yet: records wait for it", extra={"cause": str(failure)})
+    return records
+
+
+def _run_sessions(config: ServeConfig, client, messages: MessageFormat, start: StartingPoint, metrics: ServiceMetrics,
                   store: SnapshotStore | None, stop: threading.Event) -> None:
     """Sessions one after another until ``stop`` is set; a Kafka failure ends a session, not the loop."""
     transactional_id = f"nbstream.{config.group}.{config.instance_id or uuid.uuid4().hex[:12]}"
@@ -129,7 +150,7 @@ def _run_sessions(config: ServeConfig, client, start: StartingPoint, metrics: Se
         session = None
         try:
             session = Session(client, config, metrics, start.fresh, FeatureEncoder.from_json(start.features),
-                              transactional_id, refusals, start.base, store)
+                              transactional_id, refusals, start.base, store, messages)
             metrics.sessions.inc()
             started = True
             if last_failure is not None:

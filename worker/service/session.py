@@ -18,10 +18,11 @@ from nbstream.base import NaiveBayes
 
 from ..checkpoint import CheckpointPolicy
 from ..config import ServeConfig
-from ..io.formats import message_format
+from ..io.formats import MessageFormat, message_format
 from ..io.kafka.client import Consumer, KafkaClient, KafkaFailure, Producer, Start
 from ..io.kafka.sink import Destination, KafkaSink, Refusals
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
+from ..io.registry.client import RegistryUnavailable
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta
 from .commit import ServeCheckpoint, TransactionalProducer
 from .counts import UncommittedCounts
@@ -36,12 +37,15 @@ from .state import SnapshotStore
 log = logging.getLogger(__name__)
 PROBE_SECONDS = 5.0  # how often an idle session checks that the broker answers
 COMMIT_STEP_SECONDS = 20.0  # the longest one step of a commit may wait for Kafka before the session gives up
+# Pauses before a poll is tried again while the Schema Registry does not answer: doubling up to the longest.
+REGISTRY_RETRY_FIRST, REGISTRY_RETRY_LONGEST = 0.5, 5.0
 
 
 class Session:
     """fresh() : an unfitted model with the group's parameters; encoder : the group's feature encoder;
     refusals : what the broker refused, shared across sessions (see KafkaSink); base : a model to start a new group from
-    (--init-model or a snapshot folder); store : where local copies go (--snapshot-dir)."""
+    (--init-model or a snapshot folder); store : where local copies go (--snapshot-dir); messages : the
+    message format, kept across sessions (default: the one config.fields names, without a registry)."""
 
     # the clients, set while the session opens (a session that fails to open closes those it made)
     producer: Producer
@@ -51,8 +55,10 @@ class Session:
     def __init__(self, client: KafkaClient, config: ServeConfig, metrics: ServiceMetrics,
                  fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, transactional_id: str,
                  refusals: Refusals,
-                 base: PartitionState | None = None, store: SnapshotStore | None = None):
+                 base: PartitionState | None = None, store: SnapshotStore | None = None,
+                 messages: MessageFormat | None = None):
         self.config, self.metrics, self.store = config, metrics, store
+        self.messages = messages or message_format(config.fields)
         self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
         self.lag: GroupLag | None = None  # measures the group's lag, with --metrics-port
         try:
@@ -97,7 +103,7 @@ class Session:
             self.checkpoint.start_group_from(base)
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
-        self.loop = PrequentialLoop(message_format(config.fields), self.group, self.sink, self.sink, metrics,
+        self.loop = PrequentialLoop(self.messages, self.group, self.sink, self.sink, metrics,
                                     learn=config.learn, refusals=refusals, max_classes=config.max_classes,
                                     counts=self.counts, drift=drift_settings(config))
         self.consumer.subscribe(self._assigned, self._revoked, self._lost)
@@ -166,13 +172,36 @@ class Session:
         while not should_stop():
             polled = self.consumer.poll(0.5, config.max_poll_records)
             self.group.take_updates(self.follower.poll(0.0))
-            if len(polled):
-                self.loop.process(polled)
+            if len(polled) and self._process(polled, should_stop):
                 self.metrics.quality.update(self.group.owned, self.group.states())
             if self.checkpoint.due(len(polled)):
                 self.commit()
             self._heartbeat(len(polled) > 0)
         self.commit()
+
+    def _process(self, polled, should_stop: Callable[[], bool]) -> bool:
+        """Process a poll; False when stopped first. While the Schema Registry cannot answer for its
+        records, nothing of the poll is used: what came before is committed, the service is not
+        ready, and the same poll is tried again after a growing pause (no dead letter: it is no
+        record's fault)."""
+        pause = REGISTRY_RETRY_FIRST
+        while True:
+            try:
+                self.loop.process(polled)
+            except RegistryUnavailable as failure:
+                if self.metrics.registry_connected is not False:
+                    log.warning("the Schema Registry does not answer: records wait for it",
+                                extra={"cause": str(failure), "retry_in_seconds": pause})
+                self.metrics.registry_connected = self.metrics.ready = False
+                self.commit()
+                if _wait_or_stop(pause, should_stop, self.metrics):
+                    return False
+                pause = min(REGISTRY_RETRY_LONGEST, pause * 2)
+                continue
+            if self.metrics.registry_connected is False:
+                log.info("the Schema Registry answers again")
+            self.metrics.registry_connected = True
+            return True
 
     def commit(self) -> None:
         started = time.monotonic()
@@ -227,7 +256,7 @@ class Session:
                 log.info("the broker answers again")
             else:
                 log.warning("the broker does not answer", extra={"cause": str(reason)})
-        metrics.ready = bool(self.group.owned) and answers
+        metrics.ready = bool(self.group.owned) and answers and metrics.registry_connected is not False
 
     def close(self) -> None:
         """Leave the group and close the clients, committing nothing more; an open transaction is aborted."""
@@ -249,3 +278,14 @@ class Session:
             except Exception as error:  # closing must go on whatever one client says
                 log.debug("an error while closing", extra={"error": str(error)})
 
+
+
+def _wait_or_stop(seconds: float, should_stop: Callable[[], bool], metrics: ServiceMetrics) -> bool:
+    """Pause, staying alive for /healthz; True when asked to stop meanwhile."""
+    deadline = time.monotonic() + seconds
+    while not should_stop():
+        metrics.heartbeat = time.monotonic()
+        if metrics.heartbeat >= deadline:
+            return False
+        time.sleep(min(0.1, deadline - metrics.heartbeat))
+    return True
