@@ -191,6 +191,7 @@ def export(
 
 @app.command()
 @kafka_options
+@registry_options
 def produce(
     paths: list[str] = PATHS,
     topic: str = typer.Option(..., "--topic", envvar=env("TOPIC"), help="Topic to write to."),
@@ -206,17 +207,25 @@ def produce(
                                help="Rows per second (0: as fast as possible; else at least 0.001)."),
     limit: int | None = typer.Option(None, "--limit", min=1, envvar=env("LIMIT"), help="Stop after this many rows."),
     message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"),
-                                       help="json: one row per message; arrow: an Arrow IPC stream of "
-                                            "--rows-per-message rows per message."),
+                                       help="json: one row per message; avro: one Avro record per message in "
+                                            "the Confluent wire format (needs --schema-registry); arrow: an "
+                                            "Arrow IPC stream of --rows-per-message rows per message."),
+    schema_id: int | None = typer.Option(None, "--schema-id", min=0, max=2**32 - 1, envvar=env("SCHEMA_ID"),
+                                         help="avro: write by this schema of the registry (default: one derived "
+                                              "from the columns, registered under TOPIC-value).",
+                                         rich_help_panel="Schema Registry"),
     rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"),
                                          help="Rows per Arrow message."),
     progress: bool | None = PROGRESS,
     *,
     kafka: KafkaOptions,
+    registry: RegistryOptions,
 ) -> None:
-    """Send Parquet rows to a topic as JSON or Arrow messages (for demos and benchmarks); every one is confirmed."""
+    """Send Parquet rows to a topic as JSON, Avro or Arrow messages (for demos and benchmarks); every one is
+    confirmed."""
     from ..io.kafka.client import KafkaFailure
     from ..io.kafka.connect import connect
+    from ..io.registry.client import RegistryUnavailable
     from ..service.produce import produce as run_produce
 
     with reported_errors():
@@ -224,9 +233,12 @@ def produce(
         try:
             result = run_produce(connect(settings), paths, topic, features=features, text=text, label=label,
                                  id_column=id_column, rate=rate, limit=limit, message_format=message_format,
-                                 rows_per_message=rows_per_message, progress=progress)
+                                 rows_per_message=rows_per_message, progress=progress,
+                                 registry=registry.settings(), schema_id=schema_id)
         except KafkaFailure as failure:
             raise UserError(f"Kafka at {settings.bootstrap}: {failure}") from None
+        except RegistryUnavailable as failure:
+            raise UserError(str(failure)) from None
     if result.failed:
         typer.echo(f"error: {result.failed:,} of {result.sent:,} messages were not delivered to {topic} "
                    f"(first: {result.error})", err=True)

@@ -7,3 +7,15 @@ a poll's values into records (objects, as JSON messages are), with each problem 
 decoder per schema format reads a record by its writer schema: ``avro`` for now (Protobuf and
 JSON Schema would be two more decoders behind the same frame and cache).
 """
+
+from __future__ import annotations
+
+import importlib.util
+
+from ...errors import UserError
+
+
+def require_fastavro() -> None:
+    """Avro needs fastavro (the registry extra): a one-line UserError where it is missing."""
+    if importlib.util.find_spec("fastavro") is None:
+        raise UserError("--format avro needs the fastavro package: pip install 'nbstream[registry]'.")

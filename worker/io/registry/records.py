@@ -12,9 +12,9 @@ from typing import Protocol
 
 from nbstream.arrow import FeatureSpec
 
-from ...errors import UserError
 from ..fields import MessageFields
 from ..messages import value_problem
+from . import require_fastavro
 from .client import RegisteredSchema, RegistryClient
 from .schemas import SchemaCache
 from .wire import unframe
@@ -95,8 +95,7 @@ class RegistryRecords:
 def registry_records(message_format: str, client: RegistryClient) -> RegistryRecords:
     """The records of ``message_format`` (one of REGISTRY_FORMATS), read with schemas from ``client``."""
     assert message_format == "avro", f"no decoder for {message_format!r}"
-    try:
-        from .avro import AvroDecoder  # optional: the registry extra
-    except ModuleNotFoundError:
-        raise UserError("--format avro needs the fastavro package: pip install 'nbstream[registry]'.") from None
+    require_fastavro()
+    from .avro import AvroDecoder  # optional: the registry extra
+
     return RegistryRecords(client, AvroDecoder())
