@@ -22,12 +22,11 @@ The rules, by id (a string or an integer, as the message had it; 7 and "7" are t
   order is the order a partition's offsets give).
 
 Ids are looked up in a dict: for 10,000 ids among 100,000 it takes 0.3 ms, against 0.7 to 1.9 ms
-for a sorted numpy array and 1.5 to 2.9 ms for pyarrow's ``index_in`` (``scripts/bench_pending.py``).
+for a sorted numpy array and 1.4 to 2.9 ms for pyarrow's ``index_in`` (``scripts/bench_pending.py``).
 
 As partition state, the store goes to bytes whole (``to_bytes``, ``from_bytes``: see
-``pending_codec``), or by chunk (``pending_segments``): a partition's state record then holds a
-small directory (which chunks, which of their rows still live) and each chunk is written once,
-under a key of its own, when it is made.
+``pending_codec``), or by chunk (``pending_segments``): a small directory (which chunks, which of
+their rows still live) at each commit, and each chunk once, under a key of its own, when it is made.
 """
 
 from __future__ import annotations
@@ -214,9 +213,17 @@ class PendingExamples:
     def from_bytes(cls, data: bytes, max_pending: int = 100_000) -> PendingExamples:
         """The store ``to_bytes`` wrote. Raises ValueError, one line saying what is wrong, for
         anything else. The bound applies from the next ``add`` or ``add_labels`` on."""
-        store = cls(max_pending)
+        logs = {}
         for name, taken in decode(data).items():
-            store.logs()[name].append(taken.ids, taken.times, taken.columns)
+            logs[name] = KeyedLog()
+            logs[name].append(taken.ids, taken.times, taken.columns)
+        return cls.of_logs(logs, max_pending)
+
+    @classmethod
+    def of_logs(cls, logs: dict[str, KeyedLog], max_pending: int = 100_000) -> PendingExamples:
+        """The store of the three logs ``logs`` names (as ``logs()`` gives them)."""
+        store = cls(max_pending)
+        store.examples, store.labels, store.joined = logs[EXAMPLES], logs[LABELS], logs[JOINED]
         return store
 
     def _bound(self, log: KeyedLog) -> int:

@@ -31,27 +31,38 @@ from .pending_rows import Column, DenseRows, Rows, SparseRows
 EXAMPLES, LABELS, JOINED = "examples", "labels", "joined"  # the store's three logs
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
 _COLUMNS = {EXAMPLES: ("rows", "best", "proba", "offset"), LABELS: ("label",), JOINED: ()}
+LOGS = tuple(_COLUMNS)
 _INPUT_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "<i2", "<u2", "|i1", "|u1", "|b1"}
 
 
 def encode(logs: dict[str, KeyedLog]) -> bytes:
     """One frame of every live row of the logs, oldest first."""
+    return encode_rows({name: log.take(log.live_seqs()) for name, log in logs.items()})
+
+
+def decode(data: bytes, what: str = "pending examples") -> dict[str, Taken]:
+    """The rows of each log a frame of ``encode`` holds."""
+    return decode_rows(data, LOGS, what)
+
+
+def encode_rows(logs: dict[str, Taken]) -> bytes:
+    """One frame of the rows of some logs."""
     meta: dict[str, Any] = {"rows": None}
     arrays: dict[str, AnyArray] = {}
-    for name, log in logs.items():
-        rows_meta = _add_arrays(name, log.take(log.live_seqs()), arrays)
+    for name, taken in logs.items():
+        rows_meta = _add_arrays(name, taken, arrays)
         if rows_meta is not None:
             meta["rows"] = rows_meta
     return pack(meta, arrays)
 
 
-def decode(data: bytes, what: str = "pending examples") -> dict[str, Taken]:
-    """The rows of each log a frame of ``encode`` holds."""
+def decode_rows(data: bytes, names: tuple[str, ...], what: str) -> dict[str, Taken]:
+    """The rows of the logs ``names`` a frame of ``encode_rows`` holds (and nothing else)."""
     meta, arrays = unpack(data, what)
     if set(meta) != {"rows"}:
         raise ValueError(f"{what}: the meta must hold rows alone; it holds {sorted(meta)}")
-    logs = {name: _rows_from(name, meta["rows"], arrays, what) for name in _COLUMNS}
-    expected = {array for name in _COLUMNS for array in _array_names(name, meta["rows"], len(logs[name].ids))}
+    logs = {name: _rows_from(name, meta["rows"], arrays, what) for name in names}
+    expected = {array for name in names for array in _array_names(name, meta["rows"], len(logs[name].ids))}
     if set(arrays) != expected:
         raise ValueError(f"{what}: arrays {sorted(set(arrays) ^ expected)} are missing or not expected")
     return logs

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import count
 
 import numpy as np
 
@@ -67,8 +66,32 @@ class KeyedLog:
         self._seq_of: dict[Id, int] = {}
         self.chunks: list[Chunk] = []
         self._next_seq = 0
-        self._numbers = count()
+        self.next_number = 0  # of the next chunk made
         self._firsts: IntArray | None = None  # each chunk's first seq, made again after a change
+
+    @classmethod
+    def restored(cls, chunks: list[tuple[int, Taken, BoolArray]], next_number: int) -> KeyedLog:
+        """The log whose chunks, oldest first, were (number, rows, mask of live rows), as stored.
+        Raises ValueError when an id lives twice, or the numbers are not distinct and below
+        ``next_number`` (a chunk rewritten keeps its place and takes a new number)."""
+        log = cls()
+        numbers = [number for number, _, _ in chunks]
+        if len(set(numbers)) != len(numbers) or max(numbers, default=-1) >= next_number:
+            raise ValueError(f"the chunk numbers {numbers[:10]} must be distinct and below the next one, "
+                             f"{next_number}")
+        for number, taken, alive in chunks:
+            chunk = Chunk(number, np.arange(log._next_seq, log._next_seq + len(alive), dtype=np.int64), taken.ids,
+                          taken.times, taken.columns)
+            chunk.alive, chunk.live = alive.copy(), int(alive.sum())
+            expected = len(log) + chunk.live
+            log._seq_of.update(zip([taken.ids[i] for i in np.flatnonzero(alive).tolist()],
+                                   chunk.seqs[alive].tolist(), strict=True))
+            if len(log) != expected:
+                raise ValueError(f"an id of chunk {number} lives in another chunk too")
+            log.chunks.append(chunk)
+            log._next_seq += len(alive)
+        log.next_number = next_number
+        return log
 
     def __len__(self) -> int:
         return len(self._seq_of)
@@ -91,7 +114,7 @@ class KeyedLog:
         if len(self._seq_of) != expected:
             raise AssertionError("ids appended to a pending log must be distinct and new")
         self._next_seq += len(ids)
-        self.chunks.append(Chunk(next(self._numbers), seqs, list(ids), np.asarray(times, dtype=np.int64), columns))
+        self.chunks.append(Chunk(self._number(), seqs, list(ids), np.asarray(times, dtype=np.int64), columns))
         self._tidy()
 
     def take(self, seqs: IntArray) -> Taken:
@@ -158,13 +181,17 @@ class KeyedLog:
             in_order = np.argsort(positions, kind="stable")
             yield chunk, positions[in_order], where[in_order]
 
+    def _number(self) -> int:
+        self.next_number += 1
+        return self.next_number - 1
+
     def _tidy(self) -> None:
         chunks = [chunk for chunk in self.chunks if chunk.live]
-        chunks = [chunk.kept(np.flatnonzero(chunk.alive), next(self._numbers)) if chunk.live * 2 < len(chunk.seqs)
+        chunks = [chunk.kept(np.flatnonzero(chunk.alive), self._number()) if chunk.live * 2 < len(chunk.seqs)
                   else chunk for chunk in chunks]
         while len(chunks) >= 2 and chunks[-2].live <= chunks[-1].live:
             last = chunks.pop()
-            chunks[-1] = _merged([_live_part(chunks[-1]), _live_part(last)], next(self._numbers))
+            chunks[-1] = _merged([_live_part(chunks[-1]), _live_part(last)], self._number())
         self.chunks = chunks
         self._firsts = None
 

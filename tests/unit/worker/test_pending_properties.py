@@ -1,12 +1,16 @@
-"""Any sequence of features, labels, expiries and trips through bytes gives what a dict of the same rules gives."""
+"""Any sequence of features, labels, expiries and trips through bytes (whole, or by chunk over
+commits) gives what a dict of the same rules gives."""
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.service.pending import PendingExamples
+from worker.service.pending_segments import SegmentWriter, restore
 
 
 class Reference:
@@ -75,6 +79,8 @@ steps = st.lists(st.one_of(
     st.tuples(st.just("labels"), ids, times),
     st.tuples(st.just("expire"), times, st.integers(0, 500)),
     st.tuples(st.just("bytes"), st.none(), st.none()),
+    st.tuples(st.just("commit"), st.none(), st.none()),
+    st.tuples(st.just("restore"), st.none(), st.none()),
 ), max_size=30)
 
 
@@ -91,6 +97,9 @@ def test_the_store_follows_the_rules_of_the_reference(steps, max_pending, sparse
     import scipy.sparse
 
     store, reference, counter = PendingExamples(max_pending), Reference(max_pending), 0
+    # the state topic as the last commit left it: the chunks' records, the directory, and the rules' state then
+    writer, records = SegmentWriter(), {}
+    directory, committed_reference = writer.changes(store).directory, copy.deepcopy(reference)
     for kind, first, second in steps:
         if kind == "add":
             values = list(range(counter + 1, counter + 1 + len(first)))  # each row told apart by its value
@@ -111,8 +120,17 @@ def test_the_store_follows_the_rules_of_the_reference(steps, max_pending, sparse
         elif kind == "expire":
             expired = store.expire(first, second)
             assert (expired.examples, expired.labels) == reference.expire(first, second)
-        else:
-            store = PendingExamples.from_bytes(store.to_bytes(), max_pending)
+        elif kind == "bytes":  # a store of new chunks, all to be written
+            store, writer, records = PendingExamples.from_bytes(store.to_bytes(), max_pending), SegmentWriter(), {}
+        if kind in ("commit", "bytes"):
+            changes = writer.changes(store)
+            records.update(changes.written)
+            for key in changes.dropped:
+                del records[key]
+            directory, committed_reference = changes.directory, copy.deepcopy(reference)
+        elif kind == "restore":  # as the last commit left it: what came since is lost, as in a crash
+            store, writer = restore(directory, records, max_pending)
+            reference = copy.deepcopy(committed_reference)
         assert (len(store), store.waiting_labels) == (len(reference.examples), len(reference.labels))
         for log, expected in ((store.examples, reference.examples), (store.labels, reference.labels),
                               (store.joined, reference.joined)):
