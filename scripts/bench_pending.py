@@ -6,8 +6,9 @@ A store is filled in polls of 10,000 messages (``add``: the mean time of a poll)
 (``to_bytes``, ``from_bytes``); each figure is the best of --rounds. Data: MNIST pixels as Arrow messages give them
 (uint8) and as JSON messages give them (float64, stored as uint8), with 10 served probabilities;
 the SMS messages hashed into 2^20 word counts as ``worker serve --text`` encodes them, with 2. The
-datasets are repeated to reach 100,000 rows. A last table compares ways to look 10,000 ids up
-among 100,000.
+datasets are repeated to reach 100,000 rows. A second table gives what commits by chunk
+(``pending_segments``) write at a steady state, and a last one compares ways to look 10,000 ids
+up among 100,000.
 
     python scripts/bench_pending.py --data-dir ../shared/data    # holds mnist/ and sms_spam/
 """
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nbstream.arrow import FeatureSpec  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist, read_sms_spam  # noqa: E402
 from worker.service.pending import PendingExamples  # noqa: E402
+from worker.service.pending_segments import SegmentWriter  # noqa: E402
 
 POLL = 10_000
 
@@ -80,6 +82,35 @@ def measure(X: Any, classes: int, n: int, rounds: int) -> dict[str, float]:
             "from_bytes": best_of(rounds, lambda: PendingExamples.from_bytes(data, n))}
 
 
+def by_chunk(X: Any, classes: int, n: int, polls: int) -> tuple[float, float, float]:
+    """Commits by chunk (``pending_segments``) of a store held at n pending: each of ``polls``
+    polls adds 10,000 examples (the 10,000 that came first are evicted) and 1,000 labels, then
+    commits. (kB written a commit, ms to make them, kB of the directory), means over the polls."""
+    rng = np.random.default_rng(0)
+    total = n + polls * POLL
+    rows = np.arange(total) % X.shape[0]
+    proba = rng.dirichlet(np.ones(classes), POLL)
+    store, writer = PendingExamples(max_pending=n), SegmentWriter()
+
+    def poll(start: int) -> None:
+        ids = list(range(start, start + POLL))
+        store.add(ids, X[rows[start:start + POLL]], proba.argmax(axis=1), proba, start, np.arange(POLL))
+
+    for start in range(0, n, POLL):
+        poll(start)
+    writer.changes(store)
+    written, spent, directory = 0, 0.0, 0
+    for start in range(n, total, POLL):
+        poll(start)
+        store.add_labels(rng.integers(start - n, start, 1_000).tolist(), np.zeros(1_000), start)
+        began = time.perf_counter()
+        changes = writer.changes(store)
+        spent += time.perf_counter() - began
+        written += len(changes.directory) + sum(len(value) for value in changes.written.values())
+        directory += len(changes.directory)
+    return written / polls / 1e3, spent / polls * 1e3, directory / polls / 1e3
+
+
 def lookup_times(ids: list[Any], queries: list[Any], rounds: int) -> dict[str, float]:
     """way -> ms to find where each of ``queries`` sits among ``ids`` (-1: not held)."""
     where = {key: i for i, key in enumerate(ids)}
@@ -112,17 +143,29 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="10000,100000", help="pending examples per partition, comma-separated")
+    parser.add_argument("--polls", type=int, default=20, help="polls committed by chunk at a steady state")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     print(f"ms, best of {args.rounds}; add: the mean of a poll of {POLL:,} (merges of chunks included); "
           f"add_labels: a poll of {POLL:,} labels\n")
     print("| data | pending | bytes per example | add | add_labels | to_bytes | from_bytes |\n"
           "|---|---:|---:|---:|---:|---:|---:|")
-    for name, (X, classes) in datasets(args.data_dir, max(sizes)).items():
+    data = datasets(args.data_dir, max(sizes))
+    figures = {}
+    for name, (X, classes) in data.items():
         for n in sizes:
-            f = measure(X, classes, n, args.rounds)
+            f = figures[name, n] = measure(X, classes, n, args.rounds)
             print(f"| {name} | {n:,} | {f['bytes']:,.0f} | {f['add']:.1f} | {f['add_labels']:.1f} | "
                   f"{f['to_bytes']:.0f} | {f['from_bytes']:.0f} |", flush=True)
+    print(f"\ncommits by chunk at a steady state: each poll adds {POLL:,} examples (evicting as many) and 1,000 "
+          f"labels, then commits; means over {args.polls} polls\n\n"
+          "| data | pending | kB written a commit | of which the directory | ms to encode |\n|---|---:|---:|---:|---:|")
+    for name, (X, classes) in data.items():
+        for n in sizes:
+            kilobytes, ms, directory = by_chunk(X, classes, n, args.polls)
+            full = n * figures[name, n]["bytes"] / 1e3
+            print(f"| {name} | {n:,} | {kilobytes:,.0f} (whole store: {full:,.0f}) | {directory:,.1f} | {ms:.0f} |",
+                  flush=True)
     print("\nlooking 10,000 ids up among 100,000 (half of them held), ms\n\n| way | string ids | integer ids |\n"
           "|---|---:|---:|")
     for way, (strings, integers) in lookups(args.rounds).items():

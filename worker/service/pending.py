@@ -153,15 +153,13 @@ class PendingExamples:
             meeting = keep[meets]
             joined = _joined(labels.ids, _taken(columns, meeting), times[meeting], labels.columns["label"],
                              labels.times)
-            self.joined.append(labels.ids, times[meeting], {})
+            self._append(self.joined, labels.ids, times[meeting], {})
         stale = self.examples.seqs(kept)
         stale = stale[stale >= 0]
         self.examples.remove(stale)
         new = keep[~done & ~meets]
-        self.examples.append([ids[i] for i in new.tolist()], times[new], _taken(columns, new, n))
-        self._bound(self.joined)
-        return Added(joined, replaced=n - len(keep) + len(stale), already_joined=int(done.sum()),
-                     evicted=self._bound(self.examples))
+        evicted = self._append(self.examples, [ids[i] for i in new.tolist()], times[new], _taken(columns, new, n))
+        return Added(joined, replaced=n - len(keep) + len(stale), already_joined=int(done.sum()), evicted=evicted)
 
     def add_labels(self, ids: list[Id] | AnyArray, labels: AnyArray, label_time_ms: AnyArray | int) -> Labeled:
         """Join labels with their pending examples; keep the others waiting for their features.
@@ -182,12 +180,10 @@ class PendingExamples:
             self.examples.remove(pending[found])
             rows = keep[found]
             joined = _joined(examples.ids, examples.columns, examples.times, labels[rows], times[rows])
-            self.joined.append(examples.ids, examples.times, {})
+            self._append(self.joined, examples.ids, examples.times, {})
         wait = keep[~found & ~seen]
-        self.labels.append([ids[i] for i in wait.tolist()], times[wait], {"label": labels[wait]})
-        self._bound(self.joined)
-        return Labeled(joined, duplicates=n - len(keep) + int(seen.sum()), waiting=len(wait),
-                       evicted=self._bound(self.labels))
+        evicted = self._append(self.labels, [ids[i] for i in wait.tolist()], times[wait], {"label": labels[wait]})
+        return Labeled(joined, duplicates=n - len(keep) + int(seen.sum()), waiting=len(wait), evicted=evicted)
 
     def expire(self, now_event_time_ms: int, ttl_ms: int) -> Expired:
         """Drop examples and waiting labels whose time is more than ``ttl_ms`` before ``now_event_time_ms``."""
@@ -226,13 +222,17 @@ class PendingExamples:
         store.examples, store.labels, store.joined = logs[EXAMPLES], logs[LABELS], logs[JOINED]
         return store
 
-    def _bound(self, log: KeyedLog) -> int:
-        """Drop the rows that came first beyond ``max_pending``; how many."""
-        excess = len(log) - self.max_pending
-        if excess <= 0:
-            return 0
+    def _append(self, log: KeyedLog, ids: list[Id], times: IntArray, columns: dict[str, Column]) -> int:
+        """Append rows to a log, dropping the rows that came first beyond ``max_pending``; how
+        many were dropped. Those already held go before the new rows come, so that no chunk is
+        merged only to lose its rows."""
+        excess = len(log) + len(ids) - self.max_pending
         log.remove(log.oldest(excess))
-        return excess
+        log.append(ids, times, columns)
+        beyond = len(log) - self.max_pending  # new rows alone beyond the bound
+        if beyond > 0:
+            log.remove(log.oldest(beyond))
+        return max(excess, 0)
 
 
 def _joined(ids: list[Id], columns: dict[str, Any], event_times: IntArray, labels: Any,

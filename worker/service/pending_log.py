@@ -8,8 +8,10 @@ logarithmic in the rows held and dead rows never outweigh live ones:
 
 1. a chunk without live rows is dropped;
 2. a chunk with more dead rows than live ones is rewritten with its live rows alone;
-3. the last chunk is merged into the one before it while that one holds no more live rows (the
-   counter of a binary number: each row is copied about log2(rows held / rows per append) times).
+3. the last chunk is merged into the one before it while that one holds no more live rows, and
+   fewer than ``SMALL_CHUNK`` (the counter of a binary number, for chunks too small to be worth
+   their own arrays: each row is copied at most log2(SMALL_CHUNK / rows per append) times, and
+   rows that come in polls of ``SMALL_CHUNK`` or more never).
 
 A chunk, once made, is never changed but for its mask of live rows: the unit the pending store
 can write once and then refer to (see ``pending.py``).
@@ -27,6 +29,7 @@ from nbstream.ndarrays import BoolArray, IndexArray, IntArray
 from .pending_rows import Column, concatenate, take
 
 Id = str | int  # a message id as its message had it
+SMALL_CHUNK = 8_192  # live rows
 
 
 @dataclass
@@ -189,7 +192,7 @@ class KeyedLog:
         chunks = [chunk for chunk in self.chunks if chunk.live]
         chunks = [chunk.kept(np.flatnonzero(chunk.alive), self._number()) if chunk.live * 2 < len(chunk.seqs)
                   else chunk for chunk in chunks]
-        while len(chunks) >= 2 and chunks[-2].live <= chunks[-1].live:
+        while len(chunks) >= 2 and chunks[-2].live <= chunks[-1].live and chunks[-2].live < SMALL_CHUNK:
             last = chunks.pop()
             chunks[-1] = _merged([_live_part(chunks[-1]), _live_part(last)], self._number())
         self.chunks = chunks

@@ -1,6 +1,6 @@
 """Pending examples written by chunk: at each commit, only what changed since the last one.
 
-100,000 pending MNIST examples take 24 MB as one frame (``to_bytes``, 180 ms to write); a commit
+100,000 pending MNIST examples take 24 MB as one frame (``to_bytes``: 180 ms to make); a commit
 every 0.5 s cannot rewrite them all. Each chunk of the store's logs (``pending_log``) never
 changes once made but for its mask of live rows, so the partition's state can hold the store
 as records of its own, in the same transaction as the rest of the state:
@@ -9,14 +9,15 @@ as records of its own, in the same transaction as the rest of the state:
   partition's own), written once, in the commit after the chunk is made, as a frame of its rows
   (``pending_codec.encode_rows``, dead rows included); when tidying drops the chunk, its key gets
   a tombstone (a null value), and the state topic's compaction forgets it;
-- the directory, written at every commit that changed the store: for each log, its chunks in
+- the directory, written at every commit: for each log, its chunks in
   order (number, rows) with their masks of live rows (one bit a row: 12.5 kB for 100,000 rows),
   and the number its next chunk will get.
 
 What a commit writes is then the rows that came since the last one, the chunks tidying rewrote
-(each row about log2(rows held / rows per poll) times in all, plus once for each time dead rows
-came to outweigh the live ones in its chunk), and the directory. Restoring reads the directory
-and the chunks it names; a chunk record it does not name (dropped, tombstone to come) is ignored.
+(small ones merged, and those whose dead rows came to outweigh the live ones), and the directory:
+with 100,000 MNIST examples pending and polls of 10,000, 3.2 MB a commit against 24 MB for the
+whole store (``scripts/bench_pending.py``). Restoring reads the directory and the chunks it
+names; a chunk record it does not name (dropped, its tombstone to come) is ignored.
 """
 
 from __future__ import annotations
