@@ -15,7 +15,7 @@ from nbstream.arrow import FeatureSpec
 from .arrow_messages import decode_arrow, encode_predictions
 from .fields import REGISTRY_FORMATS, MessageFields
 from .json_predictions import prediction_values
-from .messages import Decoded, decode, decode_objects
+from .messages import Decoded, decode, decode_objects, decode_vectors
 from .records import Polled
 from .registry.records import RegistryRecords
 
@@ -64,6 +64,11 @@ class RegistryMessages(JsonMessages):
         self.records = records
 
     def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+        if spec.kind == "vector" and len(values) > 1:
+            read = self.records.vectors(values, self.fields)
+            decoded = None if read is None else decode_vectors(read, spec, label_kind)
+            if decoded is not None:
+                return decoded
         objects, problems = self.records.read(values, spec, self.fields)
         return decode_objects(objects, problems, spec, self.fields, label_kind=label_kind)
 

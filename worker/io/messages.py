@@ -43,7 +43,7 @@ from nbstream.arrow import FeatureSpec, RowProblems
 
 from .fields import LABEL_COLUMN, MessageFields
 from .json_exact import MAX_DEPTH, DuplicateKey, needs_exact_reading, read_exactly
-from .json_vectors import read_vectors
+from .json_vectors import Vectors, read_vectors
 from .records import Polled
 
 STRING, NUMBER = "string", "number"  # the two kinds of label
@@ -147,8 +147,13 @@ def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_
     """The batch (of present values within the size limit) read by simdjson, or None to try the
     general ways."""
     read = read_vectors(values, fields.features, fields.label, fields.id)
-    if read is None:
-        return None
+    return None if read is None else decode_vectors(read, spec, label_kind)
+
+
+def decode_vectors(read: Vectors, spec: FeatureSpec, label_kind: str | None) -> Decoded | None:
+    """The examples of messages whose lists a fast reader took (JSON's, or a schema format's), or
+    None when a label is of no usable kind, of two kinds, not of the model's or not exact: then
+    the messages are to be read one by one, where each one's problem is named."""
     labels = [label for label in read.labels if label is not None]
     kinds = set(map(label_kind_of, labels))
     if None in kinds or len(kinds) > 1 or (label_kind is not None and kinds and kinds != {label_kind}):
@@ -158,7 +163,7 @@ def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_
     kind = kinds.pop() if kinds else None
     features = pa.ListArray.from_arrays(pa.array(read.offsets), pa.array(read.values))
     batch = pa.record_batch({spec.columns[0]: features, LABEL_COLUMN: _label_column(read.labels, kind)})
-    return Decoded(batch, read.ids, RowProblems(len(values)), kind)
+    return Decoded(batch, read.ids, RowProblems(len(read.ids)), kind)
 
 
 _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task

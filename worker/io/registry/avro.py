@@ -14,8 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import fastavro
+import numpy as np
 from fastavro.schema import SchemaParseException, UnknownType
 
+from ..fields import MessageFields
+from ..json_vectors import Vectors
+from .avro_vectors import VectorPlan, read_vectors, vector_plan
 from .client import RegisteredSchema
 from .schemas import SchemaProblem
 
@@ -39,8 +43,26 @@ class AvroSchema:
 class AvroDecoder:
     """Avro records (a RecordDecoder)."""
 
+    def __init__(self):
+        self._plans: dict[tuple[int, str], VectorPlan | None] = {}  # (schema id, features field) -> its plan
+
     def parse(self, registered: RegisteredSchema) -> AvroSchema:
         return parse_avro(registered)
+
+    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+                fields: MessageFields) -> Vectors | None:
+        """The fast path for records whose features are one array of numbers (``avro_vectors``)."""
+        plans = []
+        for schema in schemas:
+            key = (schema.schema_id, fields.features)
+            if key not in self._plans:
+                assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"
+                self._plans[key] = vector_plan(schema.parsed, fields.features)
+            plan = self._plans[key]
+            if plan is None:
+                return None
+            plans.append(plan)
+        return read_vectors(buffer, begins, ends, plans, fields.label, fields.id)
 
     def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
         assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"
