@@ -68,8 +68,8 @@ def status(url: str) -> int:
 
 class ContainerService(Service):
     """`nbstream serve` in a container of ``image`` on the host's network, with ``environment`` and
-    the options a Service gives; its snapshot folder is mounted at the same path, owned by the
-    image's user."""
+    the options a Service gives, its file system read-only as in deploy/kubernetes; its snapshot
+    folder is mounted at the same path, owned by the image's user."""
 
     def __init__(self, image: str, *args, environment: dict[str, object], **kwargs):
         super().__init__(*args, **kwargs)
@@ -79,7 +79,7 @@ class ContainerService(Service):
     def command(self) -> list[str]:
         python, dash_m, program, *arguments = super().command()
         assert [python, dash_m, program] == [sys.executable, "-m", "worker"]
-        return ["podman", "run", "--rm", "--network=host", f"--name={self.container}",
+        return ["podman", "run", "--rm", "--read-only", "--network=host", f"--name={self.container}",
                 f"--volume={self.snapshots}:{self.snapshots}:U",
                 *[f"--env={name}={value}" for name, value in self.environment.items()], self.image, *arguments]
 
