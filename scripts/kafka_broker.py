@@ -1,6 +1,7 @@
 """A single-node Apache Kafka broker (KRaft) for tests and demos, from Maven Central's jars.
 
-    python3 scripts/kafka_broker.py start [--dir DIR] [--ssl] [--sasl-ssl]   # prints the bootstrap address(es)
+    python3 scripts/kafka_broker.py start [--dir DIR] [--ssl] [--sasl-ssl] [--oauthbearer-jwks-url URL]
+                                                                        # prints the bootstrap address(es)
     python3 scripts/kafka_broker.py stop  [--dir DIR]
 
 Needs Java 17 and Maven (the pinned jars in scripts/kafka/pom.xml are fetched once and cached
@@ -12,7 +13,11 @@ DIR/broker.json. The ``Broker`` class does the same for tests, and can also kill
 
 With --ssl it adds a TLS listener, and with --sasl-ssl a SASL_SSL listener with SCRAM-SHA-256
 and SCRAM-SHA-512 users (created at format time), whose certificates it makes with keytool
-(the CA certificate in PEM is DIR/tls/ca.pem). The PLAINTEXT listener stays for administration.
+(the CA certificate in PEM is DIR/tls/ca.pem). With --oauthbearer-jwks-url it adds a
+SASL_PLAINTEXT listener with OAUTHBEARER, whose tokens Kafka's OIDC validator checks against the
+keys at that URL (an OIDC provider's JWKS, which must answer when the broker starts), for the
+audience OAUTH_AUDIENCE; a connection's session ends with its token, so clients re-authenticate
+with a fresh one. The PLAINTEXT listener stays for administration.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ DEFAULT_DIR = Path(os.environ.get("NBSTREAM_BROKER_DIR", "/tmp/nbstream-kafka"))
 STARTED = "started (kafka.server.KafkaRaftServer)"
 SCRAM_USERS = {"alice": "alice-secret"}  # test users of the SASL_SSL listener
 TLS_PASSWORD = "broker-keystore-secret"
+OAUTH_AUDIENCE = "nbstream-test"  # the aud claim the OAUTHBEARER listener expects
+OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"  # Kafka 3.4+
 
 
 def free_port() -> int:
@@ -61,6 +68,7 @@ class Broker:
     directory: Path
     ssl: bool = False
     sasl_ssl: bool = False
+    oauthbearer_jwks_url: str | None = None
     ports: dict[str, int] = field(default_factory=dict)
     pid: int | None = None
 
@@ -85,7 +93,8 @@ class Broker:
         self.directory.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.directory / "data", ignore_errors=True)
         self._classpath = classpath(self.directory)
-        names = ["PLAINTEXT", "CONTROLLER"] + (["SSL"] if self.ssl else []) + (["SASL_SSL"] if self.sasl_ssl else [])
+        names = ["PLAINTEXT", "CONTROLLER"] + (["SSL"] if self.ssl else []) + (["SASL_SSL"] if self.sasl_ssl else []) \
+            + (["SASL_PLAINTEXT"] if self.oauthbearer_jwks_url else [])
         self.ports = {name: free_port() for name in names}
         if self.ssl or self.sasl_ssl:
             self._make_certificates()
@@ -143,8 +152,11 @@ class Broker:
         raise TimeoutError(f"the broker did not start within {timeout:.0f}s; see {log_file}")
 
     def _java(self) -> list[str]:
+        # Kafka 3.9.1 and 4 fetch an OAuth JWKS only from the URLs this system property allows
+        allowed = [f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self.oauthbearer_jwks_url}"] \
+            if self.oauthbearer_jwks_url else []
         return ["java", "-Xms256m", "-Xmx768m", f"-Dlog4j.configuration=file:{self.directory / 'log4j.properties'}",
-                "-cp", self._classpath]
+                *allowed, "-cp", self._classpath]
 
     # ---- configuration --------------------------------------------------------------------
     def _write_config(self) -> Path:
@@ -173,6 +185,16 @@ class Broker:
             for mechanism in ("scram-sha-256", "scram-sha-512"):
                 lines.append(f"listener.name.sasl_ssl.{mechanism}.sasl.jaas.config="
                              "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+        if self.oauthbearer_jwks_url:
+            prefix = "listener.name.sasl_plaintext"
+            lines += [f"{prefix}.sasl.enabled.mechanisms=OAUTHBEARER",
+                      f"{prefix}.oauthbearer.sasl.jaas.config="
+                      "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+                      f"{prefix}.oauthbearer.sasl.server.callback.handler.class={OAUTH_VALIDATOR}",
+                      # sessions last as long as their token (KIP-368): the clients must refresh it
+                      f"{prefix}.oauthbearer.connections.max.reauth.ms=3600000",
+                      f"sasl.oauthbearer.jwks.endpoint.url={self.oauthbearer_jwks_url}",
+                      f"sasl.oauthbearer.expected.audience={OAUTH_AUDIENCE}"]
         config = self.directory / "server.properties"
         config.write_text("\n".join(lines) + "\n")
         (self.directory / "log4j.properties").write_text("\n".join([
@@ -249,11 +271,16 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker")
     parser.add_argument("--ssl", action="store_true", help="add an SSL listener")
     parser.add_argument("--sasl-ssl", action="store_true", help="add a SASL_SSL listener with SCRAM users")
+    parser.add_argument("--oauthbearer-jwks-url", metavar="URL",
+                        help="add a SASL_PLAINTEXT listener with OAUTHBEARER, checking tokens by the JWKS at URL")
     args = parser.parse_args()
     stop_recorded(args.dir)
     if args.action == "start":
-        broker = Broker(args.dir, ssl=args.ssl, sasl_ssl=args.sasl_ssl).start(args.timeout)
+        broker = Broker(args.dir, ssl=args.ssl, sasl_ssl=args.sasl_ssl,
+                        oauthbearer_jwks_url=args.oauthbearer_jwks_url).start(args.timeout)
         print(broker.bootstrap)
+        if "SASL_PLAINTEXT" in broker.ports:
+            print(f"SASL_PLAINTEXT {broker.address('SASL_PLAINTEXT')} (OAUTHBEARER, audience {OAUTH_AUDIENCE})")
         for listener in ("SSL", "SASL_SSL"):
             if listener in broker.ports:
                 print(f"{listener} {broker.address(listener)} (CA certificate: {broker.ca_file})")

@@ -44,6 +44,11 @@ def local_broker(workdir: Path, **listeners):
     return _launcher().Broker(Path(workdir), **listeners).start()
 
 
+def oauth_audience() -> str:
+    """The aud claim a broker's OAUTHBEARER listener expects of a token (see scripts/kafka_broker.py)."""
+    return _launcher().OAUTH_AUDIENCE
+
+
 def _docker_answers() -> bool:
     try:
         import docker

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from ..config import LONGEST_NGRAMS
-from ..io.kafka.settings import KafkaSettings, settings_from
+from ..io.kafka.settings import KafkaSettings, OAuthGiven, settings_from
 from ..io.registry.settings import RegistrySettings, registry_settings_from
 
 
@@ -120,14 +120,30 @@ SECURITY_PROTOCOL = typer.Option(None, "--security-protocol", envvar=env("SECURI
                                  help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.",
                                  rich_help_panel=KAFKA_PANEL)
 SASL_MECHANISM = typer.Option(None, "--sasl-mechanism", envvar=env("SASL_MECHANISM"),
-                              help="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.", rich_help_panel=KAFKA_PANEL)
+                              help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (with --sasl-username), or OAUTHBEARER "
+                                   "(with --sasl-oauth-token-url and --sasl-oauth-client-id).",
+                              rich_help_panel=KAFKA_PANEL)
 SASL_USERNAME = typer.Option(None, "--sasl-username", envvar=env("SASL_USERNAME"), help="SASL user name.",
                              rich_help_panel=KAFKA_PANEL)
 SASL_PASSWORD_FILE = typer.Option(None, "--sasl-password-file", envvar=env("SASL_PASSWORD_FILE"),
                                   help="File holding the SASL password; or set NBSTREAM_SASL_PASSWORD. "
                                        "There is no password flag.", rich_help_panel=KAFKA_PANEL)
+SASL_OAUTH_TOKEN_URL = typer.Option(None, "--sasl-oauth-token-url", envvar=env("SASL_OAUTH_TOKEN_URL"),
+                                    help="OAUTHBEARER: the OIDC provider's token endpoint (client credentials "
+                                         "grant).", rich_help_panel=KAFKA_PANEL)
+SASL_OAUTH_CLIENT_ID = typer.Option(None, "--sasl-oauth-client-id", envvar=env("SASL_OAUTH_CLIENT_ID"),
+                                    help="OAUTHBEARER: the OIDC client id.", rich_help_panel=KAFKA_PANEL)
+SASL_OAUTH_SCOPE = typer.Option(None, "--sasl-oauth-scope", envvar=env("SASL_OAUTH_SCOPE"),
+                                help="OAUTHBEARER: the scope to ask tokens for (space-separated; default: none).",
+                                rich_help_panel=KAFKA_PANEL)
+SASL_OAUTH_CLIENT_SECRET_FILE = typer.Option(None, "--sasl-oauth-client-secret-file",
+                                             envvar=env("SASL_OAUTH_CLIENT_SECRET_FILE"),
+                                             help="OAUTHBEARER: file holding the OIDC client secret; or set "
+                                                  "NBSTREAM_SASL_OAUTH_CLIENT_SECRET. There is no secret flag.",
+                                             rich_help_panel=KAFKA_PANEL)
 SSL_CAFILE = typer.Option(None, "--ssl-cafile", envvar=env("SSL_CAFILE"),
-                          help="PEM file of the CA certificates that sign the brokers' certificates.",
+                          help="PEM file of the CA certificates that sign the brokers' certificates (and an https "
+                               "OAuth token endpoint's).",
                           rich_help_panel=KAFKA_PANEL)
 SSL_CERTFILE = typer.Option(None, "--ssl-certfile", envvar=env("SSL_CERTFILE"),
                             help="PEM client certificate (mutual TLS).", rich_help_panel=KAFKA_PANEL)
@@ -148,22 +164,32 @@ class KafkaOptions:
     sasl_mechanism: str | None
     sasl_username: str | None
     sasl_password_file: Path | None
+    sasl_oauth_token_url: str | None
+    sasl_oauth_client_id: str | None
+    sasl_oauth_scope: str | None
+    sasl_oauth_client_secret_file: Path | None
     ssl_cafile: Path | None
     ssl_certfile: Path | None
     ssl_keyfile: Path | None
     kafka_config: Path | None
 
     def settings(self) -> KafkaSettings:
-        """Connection settings, with NBSTREAM_SASL_PASSWORD (raises ConfigError)."""
+        """Connection settings, with NBSTREAM_SASL_PASSWORD and NBSTREAM_SASL_OAUTH_CLIENT_SECRET (raises
+        ConfigError)."""
+        oauth = OAuthGiven(self.sasl_oauth_token_url, self.sasl_oauth_client_id, self.sasl_oauth_scope,
+                           os.environ.get("NBSTREAM_SASL_OAUTH_CLIENT_SECRET"), self.sasl_oauth_client_secret_file)
         return settings_from(self.bootstrap, self.kafka_client, self.security_protocol, self.sasl_mechanism,
                              self.sasl_username, os.environ.get("NBSTREAM_SASL_PASSWORD"), self.sasl_password_file,
-                             self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.kafka_config)
+                             self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.kafka_config, oauth)
 
 
 kafka_options = option_group("kafka", KafkaOptions, {
     "bootstrap": (str | None, BOOTSTRAP), "kafka_client": (str, KAFKA_CLIENT),
     "security_protocol": (str | None, SECURITY_PROTOCOL), "sasl_mechanism": (str | None, SASL_MECHANISM),
     "sasl_username": (str | None, SASL_USERNAME), "sasl_password_file": (Path | None, SASL_PASSWORD_FILE),
+    "sasl_oauth_token_url": (str | None, SASL_OAUTH_TOKEN_URL),
+    "sasl_oauth_client_id": (str | None, SASL_OAUTH_CLIENT_ID), "sasl_oauth_scope": (str | None, SASL_OAUTH_SCOPE),
+    "sasl_oauth_client_secret_file": (Path | None, SASL_OAUTH_CLIENT_SECRET_FILE),
     "ssl_cafile": (Path | None, SSL_CAFILE), "ssl_certfile": (Path | None, SSL_CERTFILE),
     "ssl_keyfile": (Path | None, SSL_KEYFILE), "kafka_config": (Path | None, KAFKA_CONFIG)})
 """Gives a command the Kafka connection options, received as one ``kafka: KafkaOptions``."""

@@ -63,15 +63,17 @@ def test_two_names_of_one_setting_that_disagree_are_refused(tmp_path, text):
 
 def test_a_mechanism_nbstream_does_not_handle_goes_to_librdkafka_as_written(tmp_path):
     read = settings(tmp_path, "bootstrap.servers=b:1\nsecurity.protocol=SASL_SSL\nsasl.mechanisms=OAUTHBEARER\n"
-                              "sasl.oauthbearer.method=oidc\nsasl.oauthbearer.client.id=me\n")
+                              "sasl.oauthbearer.method=default\nsasl.oauthbearer.config=principal=me\n")
     conf = confluent_connection(read)
-    assert conf["sasl.mechanisms"] == "OAUTHBEARER" and conf["sasl.oauthbearer.method"] == "oidc"
+    assert conf["sasl.mechanisms"] == "OAUTHBEARER" and conf["sasl.oauthbearer.method"] == "default"
+    assert conf["sasl.oauthbearer.config"] == "principal=me" and read.oauth is None
     assert conf["security.protocol"] == "sasl_ssl" and "sasl.mechanism" not in conf
 
 
 def test_kafka_python_refuses_a_mechanism_it_has_no_equivalent_of_by_name(tmp_path):
     with pytest.raises(ConfigError, match=r"^--kafka-config: kafka-python has no equivalent of "
-                                          r"sasl.mechanisms=GSSAPI \(it takes PLAIN, SCRAM-SHA-256, SCRAM-SHA-512\)"):
+                                          r"sasl.mechanisms=GSSAPI \(it takes PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, and "
+                                          r"OAUTHBEARER with OIDC client credentials\)"):
         settings(tmp_path, "bootstrap.servers=b:1\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanisms=GSSAPI\n",
                  "kafka-python")
 

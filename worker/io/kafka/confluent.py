@@ -32,7 +32,8 @@ from .client import (
     TopicInfo,
     refuses_access,
 )
-from .settings import KafkaSettings
+from .oauth import checked_source
+from .settings import KafkaSettings, OAuthClient
 
 _E = ck.KafkaError
 _ACCESS = {_E._AUTHENTICATION, _E._SSL, _E.SASL_AUTHENTICATION_FAILED, _E.TOPIC_AUTHORIZATION_FAILED,
@@ -120,7 +121,21 @@ def connection(settings: KafkaSettings) -> dict:
                                                ("sasl.username", settings.sasl_username),
                                                ("sasl.password", settings.sasl_password and
                                                 settings.sasl_password.reveal())) if value})
+    if settings.oauth is not None:
+        conf.update(oidc(settings.oauth, settings.ssl_cafile))
     conf.update(settings.properties)
+    return conf
+
+
+def oidc(client: OAuthClient, cafile: str | None) -> dict:
+    """librdkafka properties for fetching (and refreshing) OAUTHBEARER tokens itself."""
+    conf = {"sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.token.endpoint.url": client.token_url,
+            "sasl.oauthbearer.client.id": client.client_id,
+            "sasl.oauthbearer.client.secret": client.client_secret.reveal()}
+    if client.scope:
+        conf["sasl.oauthbearer.scope"] = client.scope
+    if client.uses_https and cafile:
+        conf["https.ca.location"] = cafile
     return conf
 
 
@@ -412,6 +427,7 @@ class _Admin(_Reporting, Admin):
 class ConfluentClient(KafkaClient):
     def __init__(self, settings: KafkaSettings):
         super().__init__(settings)
+        checked_source(settings)  # librdkafka fetches its own tokens: this checks the credentials at start
         self._connection = connection(settings)
 
     def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",

@@ -11,6 +11,7 @@ import kafka.errors as errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.net.sasl.oauth import AbstractTokenProvider
 from kafka.protocol.consumer import IsolationLevel
 
 from ...errors import ConfigError
@@ -34,7 +35,8 @@ from .client import (
     refuses_access,
 )
 from .kafka_python_properties import ADMIN, CONSUMER, PRODUCER, options_by_client
-from .settings import KafkaSettings
+from .oauth import TokenSource, checked_source
+from .settings import OAUTHBEARER, KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
            errors.IllegalSaslStateError)
@@ -106,9 +108,26 @@ def translated(method):
 BOOTSTRAP_TIMEOUT_MS = 10_000  # a client that cannot reach any broker gives up after this
 
 
-def connection(settings: KafkaSettings) -> dict:
+class _TokenProvider(AbstractTokenProvider):
+    """OAUTHBEARER tokens for kafka-python, which asks on its network thread each time it opens or
+    re-authenticates a connection; a failure fails that connection, to be tried again."""
+
+    def __init__(self, source: TokenSource):
+        super().__init__()
+        self.source = source
+
+    def token(self) -> str:
+        return self.source.token()
+
+    def __repr__(self) -> str:
+        return repr(self.source)
+
+
+def connection(settings: KafkaSettings, tokens: TokenSource | None = None) -> dict:
     """kafka-python keyword arguments for reaching the cluster, common to its three clients (the
-    --kafka-config properties come on top, see ``kafka_python_properties.py``)."""
+    --kafka-config properties come on top, see ``kafka_python_properties.py``).
+
+    tokens : where OAUTHBEARER's tokens come from (one source for every client: they share its token)."""
     options: dict = {"bootstrap_servers": settings.bootstrap.split(","),
                      "security_protocol": settings.security_protocol, "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS,
                      # several attempts within the bootstrap timeout, and so within a broker's restart
@@ -120,6 +139,8 @@ def connection(settings: KafkaSettings) -> dict:
     if sasl is not None:
         mechanism, username, password = sasl
         options.update(sasl_mechanism=mechanism, sasl_plain_username=username, sasl_plain_password=password)
+    if tokens is not None:
+        options.update(sasl_mechanism=OAUTHBEARER, sasl_oauth_token_provider=_TokenProvider(tokens))
     return options
 
 
@@ -396,7 +417,7 @@ class _Admin(Admin):
 class KafkaPythonClient(KafkaClient):
     def __init__(self, settings: KafkaSettings):
         super().__init__(settings)
-        common, by_client = connection(settings), options_by_client(settings.properties)
+        common, by_client = connection(settings, checked_source(settings)), options_by_client(settings.properties)
         self._options = {client: {**common, **options} for client, options in by_client.items()}
 
     def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",

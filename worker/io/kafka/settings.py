@@ -1,7 +1,10 @@
 """How to reach a Kafka cluster: bootstrap servers, which client library, security, extra properties.
 
 The password never appears in a repr, a log line or a snapshot: it is a ``Secret``, read
-from NBSTREAM_SASL_PASSWORD or --sasl-password-file (or a sasl.jaas.config property).
+from NBSTREAM_SASL_PASSWORD or --sasl-password-file (or a sasl.jaas.config property). So is the
+client secret of SASL/OAUTHBEARER's OIDC client credentials (``OAuthClient``), read from
+NBSTREAM_SASL_OAUTH_CLIENT_SECRET or --sasl-oauth-client-secret-file (or the properties
+sasl.oauthbearer.client.secret, or clientSecret in sasl.jaas.config).
 Extra client properties come from a Java-style ``client.properties`` file (--kafka-config),
 as Kafka's own tools take them; those whose name says they hold a secret (a key password, a
 token) are kept out of log lines too. The values of the properties listed in ``NUMBERS`` and
@@ -11,11 +14,13 @@ attempt, and would be retried forever.
 Property names are librdkafka's or the Java clients' (they share most): librdkafka's aliases
 ``metadata.broker.list`` (for ``bootstrap.servers``) and ``sasl.mechanisms`` (for
 ``sasl.mechanism``) are read as such. The confluent client gets every property as written; a SASL
-mechanism nbstream does not handle itself (GSSAPI, OAUTHBEARER) goes to librdkafka with the rest
-of the file, which librdkafka checks. kafka-python gets the properties it has an equivalent of
-(``kafka_python_properties.py``) and refuses the others by name. Properties the service sets
-itself (``SET_BY_NBSTREAM``: the group, offsets, transactions, batching) keep its values, on both
-clients, with a warning.
+mechanism nbstream does not handle itself (GSSAPI, or OAUTHBEARER by a method other than OIDC
+client credentials) goes to librdkafka with the rest of the file, which librdkafka checks.
+OIDC client credentials in the file (librdkafka's sasl.oauthbearer.* names, or the Java clients'
+sasl.jaas.config) are read as the --sasl-oauth-* options are, for either client. kafka-python gets
+the properties it has an equivalent of (``kafka_python_properties.py``) and refuses the others by
+name. Properties the service sets itself (``SET_BY_NBSTREAM``: the group, offsets, transactions,
+batching) keep its values, on both clients, with a warning.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import logging
 import re
 import ssl
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +41,10 @@ log = logging.getLogger(__name__)
 
 CLIENTS = ("kafka-python", "confluent")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # a user name and a password
+OAUTHBEARER = "OAUTHBEARER"  # an access token of OIDC client credentials
+SASL_MECHANISMS = (*PASSWORD_MECHANISMS, OAUTHBEARER)
+OAUTH_OPTIONS = "--sasl-oauth-token-url, --sasl-oauth-client-id, --sasl-oauth-scope and --sasl-oauth-client-secret-file"
 
 
 class Secret:
@@ -62,6 +71,24 @@ class Secret:
 
 
 @dataclass(frozen=True)
+class OAuthClient:
+    """OIDC client credentials for SASL/OAUTHBEARER: where access tokens come from, and who asks."""
+    token_url: str
+    client_id: str
+    client_secret: Secret
+    scope: str | None = None
+
+    def __post_init__(self):
+        parts = urllib.parse.urlsplit(self.token_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigError(f"--sasl-oauth-token-url must be an http:// or https:// URL; got {self.token_url!r}.")
+
+    @property
+    def uses_https(self) -> bool:
+        return self.token_url.lower().startswith("https:")
+
+
+@dataclass(frozen=True)
 class KafkaSettings:
     """Connection settings shared by every command that talks to Kafka."""
     bootstrap: str
@@ -74,6 +101,7 @@ class KafkaSettings:
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     properties: dict[str, str] = field(default_factory=dict)  # librdkafka's or Java's names, e.g. "client.id"
+    oauth: OAuthClient | None = None  # under OAUTHBEARER
 
     def __post_init__(self):
         if self.client not in CLIENTS:
@@ -81,12 +109,17 @@ class KafkaSettings:
         if self.security_protocol not in SECURITY_PROTOCOLS:
             raise ConfigError(f"--security-protocol must be one of {', '.join(SECURITY_PROTOCOLS)}; "
                               f"got {self.security_protocol!r}.")
+        if self.oauth is not None and self.sasl_mechanism != OAUTHBEARER:
+            raise ConfigError(f"{OAUTH_OPTIONS} are for --sasl-mechanism OAUTHBEARER; got "
+                              f"{self.sasl_mechanism or 'no --sasl-mechanism'}.")
         uses_sasl = self.security_protocol.startswith("SASL_")
         if uses_sasl and not self.passes_sasl_through:  # (librdkafka checks the settings of its own mechanisms)
             if self.sasl_mechanism not in SASL_MECHANISMS:
                 raise ConfigError(f"--security-protocol {self.security_protocol} needs --sasl-mechanism, one of "
                                   f"{', '.join(SASL_MECHANISMS)}; got {self.sasl_mechanism!r}.")
-            if not self.sasl_username or self.sasl_password is None:
+            if self.sasl_mechanism == OAUTHBEARER:
+                _check_oauthbearer(self.oauth, self.sasl_username)
+            elif not self.sasl_username or self.sasl_password is None:
                 raise ConfigError(f"--security-protocol {self.security_protocol} needs --sasl-username and a "
                                   "password (NBSTREAM_SASL_PASSWORD or --sasl-password-file).")
         elif not uses_sasl and (self.sasl_mechanism or self.sasl_username):
@@ -114,7 +147,8 @@ class KafkaSettings:
         return self.client == "confluent" and self.sasl_mechanism is None and PASSED_MECHANISM in self.properties
 
     def sasl(self) -> tuple[str, str, str] | None:
-        """(mechanism, user name, password) under a SASL protocol (checked complete above), else None."""
+        """(mechanism, user name, password) under a SASL protocol with a password mechanism (checked
+        complete above), else None (see ``oauth`` for OAUTHBEARER)."""
         if not self.sasl_mechanism or not self.sasl_username or self.sasl_password is None:
             return None
         return self.sasl_mechanism, self.sasl_username, self.sasl_password.reveal()
@@ -122,9 +156,17 @@ class KafkaSettings:
     def describe(self) -> str:
         """Where and how it connects, for a log line (no secret)."""
         mechanism = self.sasl_mechanism or self.properties.get(PASSED_MECHANISM)
-        who = f" as {self.sasl_username} ({mechanism})" if self.sasl_username else f" ({mechanism})" if mechanism \
-            else ""
+        user = self.sasl_username or (self.oauth and self.oauth.client_id)
+        who = f" as {user} ({mechanism})" if user else f" ({mechanism})" if mechanism else ""
         return f"{self.bootstrap} over {self.security_protocol}{who} with {self.client}"
+
+
+def _check_oauthbearer(oauth: OAuthClient | None, username: str | None) -> None:
+    if oauth is None:
+        raise ConfigError("--sasl-mechanism OAUTHBEARER needs --sasl-oauth-token-url, --sasl-oauth-client-id and a "
+                          "client secret (NBSTREAM_SASL_OAUTH_CLIENT_SECRET or --sasl-oauth-client-secret-file).")
+    if username:
+        raise ConfigError("--sasl-username is for PLAIN and SCRAM; OAUTHBEARER signs in as --sasl-oauth-client-id.")
 
 
 def _check_certificates(path: str) -> None:
@@ -177,7 +219,7 @@ def _check_property(name: str, value: str) -> None:
             raise ConfigError(f"--kafka-config: {name} has {len(value):,} characters; at most {NAMES[name]:,}.")
 
 
-_JAAS = re.compile(r"""(username|password)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_JAAS = re.compile(r"""(username|password|clientId|clientSecret|scope)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -237,26 +279,89 @@ def _drop_set_by_nbstream(properties: dict[str, str]) -> None:
         del properties[name]
 
 
-def _mechanism(given: str | None, client: str, properties: dict[str, str]) -> str | None:
-    """The SASL mechanism a --kafka-config file names, when nbstream handles it itself; one it does
-    not is left in ``properties`` for librdkafka (as PASSED_MECHANISM), or refused for kafka-python."""
-    if given is None or given.upper() in SASL_MECHANISMS:
+def _mechanism(given: str | None, client: str, properties: dict[str, str], oidc: bool) -> str | None:
+    """The SASL mechanism a --kafka-config file names, when nbstream handles it itself (OAUTHBEARER
+    when ``oidc``: given client credentials); one it does not is left in ``properties`` for
+    librdkafka (as PASSED_MECHANISM), or refused for kafka-python."""
+    if given is None or given.upper() in PASSWORD_MECHANISMS or given.upper() == OAUTHBEARER and oidc:
         return given.upper() if given else None
     if client != "confluent":
         raise ConfigError(f"--kafka-config: kafka-python has no equivalent of sasl.mechanisms={given} (it takes "
-                          f"{', '.join(SASL_MECHANISMS)}); --kafka-client confluent passes it to librdkafka.")
+                          f"{', '.join(PASSWORD_MECHANISMS)}, and OAUTHBEARER with OIDC client credentials); "
+                          f"--kafka-client confluent passes it to librdkafka.")
     properties[PASSED_MECHANISM] = given
     return None
 
 
+# librdkafka's names of OIDC client credentials (the Java clients share the URL's, and give the
+# others in sasl.jaas.config), by OAuthGiven's field.
+OIDC_PROPERTIES = {"token_url": "sasl.oauthbearer.token.endpoint.url", "client_id": "sasl.oauthbearer.client.id",
+                   "scope": "sasl.oauthbearer.scope", "client_secret": "sasl.oauthbearer.client.secret"}
+_OIDC_METHOD = "sasl.oauthbearer.method"  # librdkafka's: "oidc", or "default" (a token of its own making)
+_JAVA_OIDC_LOGIN = "sasl.login.callback.handler.class"  # the Java clients' client-credentials login
+
+
+@dataclass(frozen=True)
+class OAuthGiven:
+    """The --sasl-oauth-* options as given (any may be missing); the client secret's value comes from
+    NBSTREAM_SASL_OAUTH_CLIENT_SECRET, or the file."""
+    token_url: str | None = None
+    client_id: str | None = None
+    scope: str | None = None
+    client_secret: str | None = None
+    client_secret_file: Path | None = None
+
+    @property
+    def options_given(self) -> bool:
+        """Whether an option asks for OAUTHBEARER (a secret alone, say in the environment of every
+        deployment, does not)."""
+        return any(value is not None for value in (self.token_url, self.client_id, self.scope,
+                                                   self.client_secret_file))
+
+
+def _oidc_from_file(properties: dict[str, str], jaas: dict[str, str]) -> dict[str, str | None]:
+    """The OIDC client credentials a --kafka-config file gives (taken out of ``properties``), by
+    OAuthGiven's field; none when it asks librdkafka for OAUTHBEARER by another method."""
+    if properties.get(_OIDC_METHOD, "oidc").strip().lower() != "oidc":
+        return {}
+    properties.pop(_OIDC_METHOD, None)
+    if properties.get(_JAVA_OIDC_LOGIN, "").endswith(".OAuthBearerLoginCallbackHandler"):
+        del properties[_JAVA_OIDC_LOGIN]
+    from_jaas = {"client_id": jaas.get("clientId"), "scope": jaas.get("scope"),
+                 "client_secret": jaas.get("clientSecret")}
+    return {field_: properties.pop(name, None) or from_jaas.get(field_) for field_, name in OIDC_PROPERTIES.items()}
+
+
+def _oauth_client(given: OAuthGiven, in_file: dict[str, str | None]) -> OAuthClient | None:
+    """The OIDC client of the options (each wins over the file's value), None when neither asks for
+    one; ConfigError naming what is missing."""
+    secret: str | None
+    if given.client_secret_file is not None:
+        secret = read_small_text(given.client_secret_file, "--sasl-oauth-client-secret-file").rstrip("\r\n")
+    else:
+        secret = given.client_secret or in_file.get("client_secret")
+    token_url, client_id = given.token_url or in_file.get("token_url"), given.client_id or in_file.get("client_id")
+    if not (given.options_given or token_url or client_id):
+        return None
+    if not (token_url and client_id and secret):
+        missing = [name for name, value in (
+            ("--sasl-oauth-token-url", token_url), ("--sasl-oauth-client-id", client_id),
+            ("a client secret (NBSTREAM_SASL_OAUTH_CLIENT_SECRET or --sasl-oauth-client-secret-file)", secret))
+            if not value]
+        raise ConfigError(f"OAUTHBEARER's client credentials need {' and '.join(missing)}.")
+    return OAuthClient(token_url, client_id, Secret(secret), given.scope or in_file.get("scope") or None)
+
+
 def settings_from(bootstrap: str | None, client: str, security_protocol: str | None, sasl_mechanism: str | None,
                   sasl_username: str | None, sasl_password: str | None, sasl_password_file: Path | None,
-                  ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config: Path | None) -> KafkaSettings:
+                  ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config: Path | None,
+                  oauth: OAuthGiven = OAuthGiven()) -> KafkaSettings:
     """Settings from command-line options; a --kafka-config file fills what the options leave out."""
     properties = read_properties(kafka_config) if kafka_config else {}
     _drop_set_by_nbstream(properties)
     jaas = dict((m.group(1), m.group(2) if m.group(2) is not None else m.group(3))
                 for m in _JAAS.finditer(properties.pop("sasl.jaas.config", "")))
+    oauth_client = _oauth_client(oauth, _oidc_from_file(properties, jaas))
     # every setting the options give too is taken out of the file's properties: the option wins
     in_file = {name: properties.pop(name, None) for name in ("security.protocol", "sasl.username", "sasl.password",
                                                              "ssl.ca.location", "ssl.certificate.location",
@@ -266,7 +371,7 @@ def settings_from(bootstrap: str | None, client: str, security_protocol: str | N
     if not bootstrap:
         raise ConfigError("give --bootstrap HOST:PORT (or bootstrap.servers in --kafka-config).")
     file_mechanism = _aliased(properties, "sasl.mechanism")
-    mechanism = sasl_mechanism or _mechanism(file_mechanism, client, properties)
+    mechanism = sasl_mechanism or _mechanism(file_mechanism, client, properties, oidc=oauth_client is not None)
     if sasl_password_file is not None:
         sasl_password = read_small_text(sasl_password_file, "--sasl-password-file").rstrip("\r\n")
     password = sasl_password or in_file["sasl.password"] or jaas.get("password")
@@ -278,4 +383,4 @@ def settings_from(bootstrap: str | None, client: str, security_protocol: str | N
         ssl_cafile=str(ssl_cafile) if ssl_cafile else in_file["ssl.ca.location"],
         ssl_certfile=str(ssl_certfile) if ssl_certfile else in_file["ssl.certificate.location"],
         ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else in_file["ssl.key.location"],
-        properties=properties)
+        properties=properties, oauth=oauth_client)

@@ -1,0 +1,133 @@
+"""OAUTHBEARER tokens from an OIDC token endpoint (a real HTTP server in the test): the client
+credentials grant, the cached token and its refresh, and each failure as one line without the secret."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import socket
+
+import pytest
+from kafka.net.sasl.oauth import SaslMechanismOAuth
+
+from tests.helpers.oidc import OidcProvider
+from worker.errors import UserError
+from worker.io.kafka import kafka_python
+from worker.io.kafka.oauth import REFRESH_AT, TokenRefused, TokenSource, TokenUnavailable, checked_source
+from worker.io.kafka.settings import KafkaSettings, OAuthClient, Secret
+from worker.redaction import redact
+
+SECRET = "s3cr3t-of-the-client"
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def provider():
+    provider = OidcProvider("kafka").start()
+    yield provider
+    provider.stop()
+
+
+def source(provider, client_id, clock=None, **behaviour) -> TokenSource:
+    provider.add_client(client_id, SECRET, **behaviour)
+    client = OAuthClient(provider.token_url, client_id, Secret(SECRET), scope="kafka.read kafka.write")
+    return TokenSource(client, clock=clock or Clock())
+
+
+def test_a_token_is_asked_for_with_the_client_credentials_and_kept(provider):
+    tokens = source(provider, "kept")
+    first = tokens.token()
+    assert tokens.token() == first and provider.issued["kept"] == 1
+    form, authorization = provider.requests[-1]
+    assert form == {"grant_type": "client_credentials", "scope": "kafka.read kafka.write"}
+    assert base64.b64decode(authorization.removeprefix("Basic ")).decode() == f"kept:{SECRET}"
+    claims = first.split(".")[1]
+    assert b'"sub": "kept"' in base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4))
+
+
+def test_a_new_token_is_fetched_once_80_percent_of_its_lifetime_has_passed(provider):
+    clock = Clock()
+    tokens = source(provider, "short", clock, lifetime_s=10)
+    tokens.token()
+    clock.now += REFRESH_AT * 10 - 0.01
+    tokens.token()
+    assert provider.issued["short"] == 1
+    clock.now += 0.01
+    tokens.token()
+    assert provider.issued["short"] == 2
+    clock.now += 7.99
+    tokens.token()
+    assert provider.issued["short"] == 2
+
+
+@pytest.mark.parametrize("behaviour, expected", [
+    ({"secret": "not-it"}, r"^the OAuth token endpoint http://127\.0\.0\.1:\d+/token refused the client credentials "
+                           r"of {id} \(HTTP 401\) \(invalid_client: client authentication failed\): check "
+                           r"--sasl-oauth-client-id, its secret and --sasl-oauth-scope\.$"),
+    ({"answer": "html"}, r"^the OAuth token endpoint \S+ did not answer with JSON: is it the token endpoint of an "
+                         r"OIDC provider\?$"),
+    ({"answer": "no token"}, r"^the OAuth token endpoint \S+ answered without an access_token\.$"),
+])
+def test_a_refusal_or_an_answer_without_a_token_is_one_line_naming_the_endpoint(provider, behaviour, expected):
+    client_id = f"refused-{len(provider.clients)}"
+    provider.add_client(client_id, behaviour.pop("secret", SECRET), **behaviour)
+    tokens = TokenSource(OAuthClient(provider.token_url, client_id, Secret(SECRET)))
+    with pytest.raises(TokenRefused, match=expected.replace("{id}", client_id)) as refused:
+        tokens.token()
+    assert isinstance(refused.value, UserError) and SECRET not in str(refused.value)
+
+
+def test_an_endpoint_that_cannot_answer_now_is_unavailable_not_refused(provider):
+    with pytest.raises(TokenUnavailable, match=r"answered HTTP 500 \(server_error\)$"):
+        source(provider, "overloaded", answer="500").token()
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/token"
+    with pytest.raises(TokenUnavailable, match=rf"^the OAuth token endpoint {closed} cannot be reached: "):
+        TokenSource(OAuthClient(closed, "me", Secret(SECRET))).token()
+
+
+def test_the_secret_shows_in_no_repr(provider):
+    tokens = source(provider, "shown")
+    settings = KafkaSettings("b:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+                             oauth=tokens.client)
+    options = kafka_python.connection(settings, tokens)
+    for text in (repr(tokens), repr(tokens.client), repr(settings), repr(options), settings.describe()):
+        assert SECRET not in text
+    assert settings.describe() == "b:1 over SASL_PLAINTEXT as shown (OAUTHBEARER) with kafka-python"
+    token = tokens.token()
+    assert redact(f"auth=Bearer {token} for {SECRET}") == "auth=Bearer *** for ***"  # whatever logs them
+
+
+def test_kafka_python_sends_the_sources_token_in_its_oauthbearer_exchange(provider):
+    tokens = source(provider, "kafka-python")
+    settings = KafkaSettings("b:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+                             oauth=tokens.client)
+    options = kafka_python.connection(settings, tokens)
+    assert options["sasl_mechanism"] == "OAUTHBEARER"
+    mechanism = SaslMechanismOAuth(**options)  # refuses a provider that is not kafka-python's kind
+    assert mechanism.auth_bytes() == f"n,,\x01auth=Bearer {tokens.token()}\x01\x01".encode()
+
+
+def test_credentials_are_checked_at_start_but_an_endpoint_not_up_yet_is_waited_for(provider, caplog):
+    provider.add_client("checked", SECRET)
+    given = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"}
+    right = KafkaSettings("b:1", **given, oauth=OAuthClient(provider.token_url, "checked", Secret(SECRET)))
+    assert checked_source(right).token() and provider.issued["checked"] == 1  # the token fetched at start is kept
+    wrong = KafkaSettings("b:1", **given, oauth=OAuthClient(provider.token_url, "checked", Secret("wrong")))
+    with pytest.raises(TokenRefused, match="refused the client credentials of checked"):
+        checked_source(wrong)
+    provider.add_client("later", SECRET, answer="500")
+    later = KafkaSettings("b:1", **given, oauth=OAuthClient(provider.token_url, "later", Secret(SECRET)))
+    with caplog.at_level(logging.WARNING):
+        assert checked_source(later) is not None
+    assert [record.message for record in caplog.records] == [
+        "no OAuth token yet: asked again when a connection needs one"]
+    assert checked_source(KafkaSettings("b:1")) is None

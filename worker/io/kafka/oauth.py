@@ -1,0 +1,157 @@
+"""OAuth 2.0 access tokens for SASL/OAUTHBEARER, from an OIDC provider's token endpoint.
+
+``TokenSource`` performs the client-credentials grant (RFC 6749, 4.4) on the standard library,
+keeps the token, and asks for a new one once 80% of its lifetime has passed. kafka-python asks it
+for a token each time it opens (or re-authenticates) a connection; librdkafka fetches its own
+tokens, and is given the same settings (see ``confluent.connection``).
+
+Each failure says whose fault it is: ``TokenRefused`` (the endpoint refused the credentials, or
+answered with no token, or its certificate is not trusted: the settings' fault, one line at
+start), ``TokenUnavailable`` (unreachable, timed out, a 5xx: nobody's, asked again on the next
+connection). Neither the client secret nor a token appears in a message, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from ...errors import UserError
+from ...redaction import keep_secret
+from .settings import KafkaSettings, OAuthClient
+
+log = logging.getLogger(__name__)
+
+REFRESH_AT = 0.8  # of a token's lifetime
+UNSTATED_LIFETIME_S = 300.0  # when neither expires_in nor the token's exp claim says
+TIMEOUT_S = 10.0  # kafka-python waits for the token on its network thread: keep it short
+
+
+class TokenRefused(UserError):
+    """The token endpoint refused the client credentials, or gave no usable token."""
+
+
+class TokenUnavailable(Exception):
+    """The token endpoint could not answer now (unreachable, timed out, overloaded)."""
+
+
+class TokenSource:
+    """Access tokens of one OIDC client, fetched when none is held or the held one is due for refresh.
+
+    Thread-safe: kafka-python's consumer, producer and admin client share one source.
+    """
+
+    def __init__(self, client: OAuthClient, cafile: str | None = None, clock=time.monotonic):
+        """cafile : PEM certificates that sign an https endpoint's certificate (else the system's)."""
+        self.client = client
+        self._context = ssl.create_default_context(cafile=cafile) if cafile else None
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._token: str | None = None
+        self._refresh_at = 0.0
+
+    def __repr__(self) -> str:  # kafka-python logs its configuration, this object with it
+        return f"TokenSource({self.client.token_url!r}, client_id={self.client.client_id!r})"
+
+    def token(self) -> str:
+        """The held access token, or a new one when it is due (raises TokenRefused, TokenUnavailable)."""
+        with self._lock:
+            if self._token is None or self._clock() >= self._refresh_at:
+                asked_at = self._clock()
+                token, lifetime_s = self._fetch()
+                keep_secret(token)  # kafka-python logs its requests at debug level, the token with them
+                self._token, self._refresh_at = token, asked_at + REFRESH_AT * lifetime_s
+                log.debug("OAuth token fetched", extra={"token_url": self.client.token_url,
+                                                        "refresh_in_s": round(REFRESH_AT * lifetime_s, 1)})
+            return self._token
+
+    def _fetch(self) -> tuple[str, float]:
+        """A new (access token, lifetime in seconds) from the endpoint."""
+        url = self.client.token_url
+        form = {"grant_type": "client_credentials"} | ({"scope": self.client.scope} if self.client.scope else {})
+        # HTTP basic, the credentials as they are: what librdkafka sends, so that both clients
+        # pass (or fail) alike with one provider.
+        credentials = f"{self.client.client_id}:{self.client.client_secret.reveal()}".encode()
+        request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), method="POST", headers={
+            "Authorization": "Basic " + base64.b64encode(credentials).decode(), "Accept": "application/json",
+            "Content-Type": "application/x-www-form-urlencoded"})
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=self._context) as reply:
+                body = reply.read()
+        except urllib.error.HTTPError as error:
+            raise _http_failure(url, self.client.client_id, error) from None
+        except urllib.error.URLError as error:
+            if isinstance(error.reason, ssl.SSLCertVerificationError):
+                raise TokenRefused(f"the OAuth token endpoint {url} has a certificate that is not trusted "
+                                   f"({error.reason.verify_message}); give its CA's certificate with "
+                                   f"--ssl-cafile.") from None
+            raise TokenUnavailable(f"the OAuth token endpoint {url} cannot be reached: {error.reason}") from None
+        except OSError as error:  # timed out, connection reset
+            raise TokenUnavailable(f"the OAuth token endpoint {url} did not answer: "
+                                   f"{error or type(error).__name__}") from None
+        return _token_of(url, body)
+
+
+def checked_source(settings: KafkaSettings) -> TokenSource | None:
+    """The token source of the settings' OIDC client (None without one), having asked it for a first
+    token: credentials the endpoint refuses end the command at start (TokenRefused), while an
+    endpoint that does not answer yet is asked again when a connection needs a token."""
+    if settings.oauth is None:
+        return None
+    source = TokenSource(settings.oauth, settings.ssl_cafile if settings.oauth.uses_https else None)
+    try:
+        source.token()
+    except TokenUnavailable as error:
+        log.warning("no OAuth token yet: asked again when a connection needs one", extra={"cause": str(error)})
+    return source
+
+
+def _http_failure(url: str, client_id: str, error: urllib.error.HTTPError) -> Exception:
+    """The failure an HTTP error status stands for; the endpoint's own error code and description
+    (RFC 6749, 5.2) when it gives them."""
+    try:
+        answer = json.loads(error.read())
+        said = ": ".join(str(answer[key]) for key in ("error", "error_description") if answer.get(key))
+    except (OSError, ValueError, AttributeError, TypeError):
+        said = ""
+    said = f" ({said})" if said else ""
+    if error.code >= 500 or error.code in (408, 429):
+        return TokenUnavailable(f"the OAuth token endpoint {url} answered HTTP {error.code}{said}")
+    return TokenRefused(f"the OAuth token endpoint {url} refused the client credentials of {client_id} "
+                        f"(HTTP {error.code}){said}: check --sasl-oauth-client-id, its secret and "
+                        f"--sasl-oauth-scope.")
+
+
+def _token_of(url: str, body: bytes) -> tuple[str, float]:
+    """(access token, lifetime in seconds) from a token endpoint's answer (RFC 6749, 5.1)."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        raise TokenRefused(f"the OAuth token endpoint {url} did not answer with JSON: is it the token "
+                           f"endpoint of an OIDC provider?") from None
+    token = answer.get("access_token") if isinstance(answer, dict) else None
+    if not isinstance(token, str) or not token:
+        raise TokenRefused(f"the OAuth token endpoint {url} answered without an access_token.")
+    lifetime = answer.get("expires_in")
+    if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool) and lifetime > 0:
+        return token, float(lifetime)
+    expires = _expiry_claim(token)
+    return token, max(1.0, expires - time.time()) if expires is not None else UNSTATED_LIFETIME_S
+
+
+def _expiry_claim(token: str) -> float | None:
+    """The exp claim of a JWT (not verified: the broker does that), or None."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        expires = claims.get("exp")
+    except (IndexError, ValueError, AttributeError):
+        return None
+    return float(expires) if isinstance(expires, (int, float)) and not isinstance(expires, bool) else None
