@@ -66,7 +66,7 @@ class TokenSource:
             if self._token is None or self._clock() >= self._refresh_at:
                 asked_at = self._clock()
                 token, lifetime_s = self._fetch()
-                keep_secret(token)  # kafka-python logs its requests at debug level, the token with them
+                keep_secret(token, passing=True)  # kafka-python logs its requests at debug level, the token with them
                 self._token, self._refresh_at = token, asked_at + REFRESH_AT * lifetime_s
                 log.debug("OAuth token fetched", extra={"token_url": self.client.token_url,
                                                         "refresh_in_s": round(REFRESH_AT * lifetime_s, 1)})
