@@ -21,6 +21,7 @@ from .io.registry.settings import RegistrySettings
 
 TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 LONGEST_NGRAMS = 5  # --ngrams at most: a text's n-grams grow with it, and few models gain past 3
+MOST_CLASSES = 1 << 20  # --max-classes at most: the service's quality keeps counts per class
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from ..config import LONGEST_NGRAMS
+from ..config import LONGEST_NGRAMS, MOST_CLASSES
 from ..io.kafka.settings import KafkaSettings, OAuthGiven, settings_from
 from ..io.registry.settings import RegistrySettings, registry_settings_from
 
@@ -79,7 +79,7 @@ VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=env("VAR_SMO
                              help="Gaussian: variance smoothing (default: 1e-9).", rich_help_panel=MODEL_PANEL)
 MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_CATEGORIES"),
                               help="Categorical: minimum categories per feature.", rich_help_panel=MODEL_PANEL)
-MAX_CLASSES = typer.Option(1_000, "--max-classes", min=1, envvar=env("MAX_CLASSES"),
+MAX_CLASSES = typer.Option(1_000, "--max-classes", min=1, max=MOST_CLASSES, envvar=env("MAX_CLASSES"),
                            help="Most classes the model may hold: a label that would add one more is a bad "
                                 "row (train: an error, or set aside with --skip-invalid; serve: a dead "
                                 "letter). With sparse counts (hashed text) a class costs 16 bytes per (class, "

@@ -38,10 +38,11 @@ import numpy as np
 from nbstream.evaluation import brier_score, example_losses
 from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 
+from ..config import MOST_CLASSES
 from ..io.checked_json import integer, number, shown
 
 RECENT_HALF_LIFE = 1_000  # examples: the recent window forgets at this pace
-MOST_LABELS = 1 << 20  # labels a quality holds (classes, and labels no class stood for)
+MOST_LABELS = MOST_CLASSES  # labels a quality holds: each becomes a class once learned
 LOWEST_LABEL, HIGHEST_LABEL = -(1 << 63), (1 << 64) - 1  # integer labels: of int64 or uint64
 EXACT_COUNT = 1 << 53  # a float64 counts exactly up to here
 JUDGED_TOTALS = ("judged", "correct", "scored", "log_loss", "brier")
