@@ -177,6 +177,7 @@ class ServeConfig:
     transaction_timeout: float = 60.0
     start: str = "earliest"
     keep_snapshots: int = 3
+    snapshot_interval: float = 60.0  # seconds between local copies in snapshot_dir at least
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     max_poll_records: int = 10_000

@@ -50,8 +50,10 @@ def serve(
                                   help="exactly-once: predictions, dead letters, state and offsets commit in one "
                                        "Kafka transaction; at-least-once: a crash may repeat predictions."),
     snapshot_dir: Path | None = typer.Option(None, "--snapshot-dir", envvar=env("SNAPSHOT_DIR"),
-                                                help="Keep a local copy of the group's model here after each "
-                                                     "commit (also: a first start from such a copy)."),
+                                                help="Keep a local copy of the group's model here, at the "
+                                                     "first commit --snapshot-interval seconds after the last "
+                                                     "copy and at shutdown (also: a first start from such a "
+                                                     "copy)."),
     init_model: Path | None = typer.Option(None, "--init-model", envvar=env("INIT_MODEL"),
                                               help="Start a new group from this worker train snapshot (its "
                                                    "model and features) and keep learning."),
@@ -100,6 +102,9 @@ def serve(
                                               help="Compacted topic of the partitions' states "
                                                    "(default: INPUT.GROUP.nbstream-state)."),
     keep_snapshots: int = typer.Option(3, "--keep-snapshots", min=1, envvar=env("KEEP_SNAPSHOTS")),
+    snapshot_interval: float = typer.Option(60.0, "--snapshot-interval", min=0, envvar=env("SNAPSHOT_INTERVAL"),
+                                            help="Seconds between local copies in --snapshot-dir at least (0: "
+                                                 "after every commit)."),
     metrics_port: int | None = typer.Option(None, "--metrics-port", envvar=env("METRICS_PORT"),
                                                help="Serve /metrics, /healthz, /readyz on this port."),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", envvar=env("METRICS_HOST"),
@@ -154,6 +159,7 @@ def serve(
             dead_letter_topic=dead_letter_topic, state_topic=state_topic, guarantee=guarantee,
             checkpoint_every=checkpoint_every, checkpoint_interval=checkpoint_interval,
             transaction_timeout=transaction_timeout, start=start, keep_snapshots=keep_snapshots,
+            snapshot_interval=snapshot_interval,
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
             session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
             max_classes=max_classes, output_timestamp=output_timestamp, drift_detector=drift_detector,

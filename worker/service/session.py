@@ -10,6 +10,7 @@ the next session resumes from what was committed, so nothing is lost or counted 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -61,6 +62,8 @@ class Session:
         self.messages = messages or message_format(config.fields)
         self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
         self.lag: GroupLag | None = None  # measures the group's lag, with --metrics-port
+        self._copied = -math.inf  # when the last local copy was written: the first commit writes one
+        self._copy_due = False  # whether a commit since that copy changed what a copy would hold
         try:
             self._open(client, fresh, encoder, transactional_id, refusals, base)
         except BaseException:
@@ -177,7 +180,7 @@ class Session:
             if self.checkpoint.due(len(polled)):
                 self.commit()
             self._heartbeat(len(polled) > 0)
-        self.commit()
+        self.commit(last=True)
 
     def _process(self, polled, should_stop: Callable[[], bool]) -> bool:
         """Process a poll; False when stopped first. While the Schema Registry cannot answer for its
@@ -203,7 +206,9 @@ class Session:
             self.metrics.registry_connected = True
             return True
 
-    def commit(self) -> None:
+    def commit(self, last: bool = False) -> None:
+        """Commit what changed; with --snapshot-dir, write a local copy of what was committed when
+        --snapshot-interval has passed since the last copy, or at the session's ``last`` commit."""
         started = time.monotonic()
         if self.checkpoint.commit():
             self.counts.publish(self.metrics)
@@ -211,12 +216,14 @@ class Session:
             self.metrics.last_checkpoint.set(time.time())
             self.metrics.commit_seconds.observe(time.monotonic() - started)
             self.metrics.state_bytes.inc(self.checkpoint.last_bytes)
+            self._copy_due = self.store is not None
+        if self._copy_due and (last or time.monotonic() - self._copied >= self.config.snapshot_interval):
             self._keep_local_copy()
 
     def _keep_local_copy(self) -> None:
-        """With --snapshot-dir: the global model as a snapshot file, with every partition's next offset."""
-        if self.store is None:
-            return
+        """The global model as a snapshot file in --snapshot-dir, with every partition's next offset."""
+        assert self.store is not None
+        self._copied, self._copy_due = time.monotonic(), False
         model = self.global_model
         if model.stale:
             model.rebuild(self.group.states())

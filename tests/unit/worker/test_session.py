@@ -22,6 +22,7 @@ from worker.service.observability import ServiceMetrics
 from worker.service.partition_state import PartitionState
 from worker.service.serve import starting_point
 from worker.service.session import Session
+from worker.service.state import SnapshotStore
 from worker.snapshot_meta import SnapshotMeta, write_snapshot
 
 from .fake_kafka import FakeKafka, runs
@@ -307,3 +308,17 @@ def test_the_broker_answers_again_only_after_it_did_not(caplog):
     assert broker_lines(caplog) == [("WARNING", "the broker does not answer", "no broker at 127.0.0.1:9"),
                                     ("INFO", "the broker answers again", None)]
     assert (connected(metrics), metrics.ready) == (1, True)
+
+
+@pytest.mark.parametrize("interval, copies", [(0.0, 3), (3600.0, 2)])  # after each commit; the first and the last
+def test_local_copies_come_every_snapshot_interval_and_at_the_last_commit(tmp_path, interval, copies):
+    kafka = cluster(messages=6)
+    config = settings(max_poll_records=2, checkpoint_every=2, snapshot_dir=tmp_path, snapshot_interval=interval)
+    start = starting_point(config, None)
+    session = Session(kafka, config, ServiceMetrics(), start.fresh, FeatureEncoder.from_json(start.features),
+                      "nbstream.g.test", Refusals(), start.base, store=SnapshotStore(tmp_path))
+    session.run(polls(3))  # three polls of two messages, a commit after each; then the final commit
+    written = sorted(tmp_path.glob("snapshot-*.nbs"))
+    assert len(written) == copies
+    model, meta, _ = SnapshotStore(tmp_path).latest()
+    assert model.n_examples_seen_ == 6 and meta.source.offsets == {0: 6}  # the last copy holds every commit
