@@ -66,7 +66,7 @@ sys.path.insert(0, str(REPO))
 
 from scripts.bench.contenders import CONFLUENT_READER, CONFLUENT_RELAY, KAFKA_PYTHON_READER, KAFKA_PYTHON_RELAY  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
-from scripts.kafka_broker import free_port  # noqa: E402
+from scripts.local_process import free_port  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
 SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window")

@@ -28,13 +28,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: scripts.* import
+from scripts.local_process import free_port, maven_classpath, send_signal, terminate, wait_gone  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "kafka" / "pom.xml"
@@ -46,20 +48,8 @@ OAUTH_AUDIENCE = "nbstream-test"  # the aud claim the OAUTHBEARER listener expec
 OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"  # Kafka 3.4+
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
-def classpath(directory: Path) -> str:
-    """The broker's classpath, resolved by Maven (quietly; its log goes to DIR/maven.log)."""
-    target = directory / "classpath.txt"
-    with open(directory / "maven.log", "wb") as log:
-        subprocess.run(["mvn", "-q", "-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(POM),
-                        "dependency:build-classpath", f"-Dmdep.outputFile={target}"], check=True, stdout=log,
-                       stderr=subprocess.STDOUT)
-    return target.read_text().strip()
 
 
 @dataclass
@@ -92,7 +82,7 @@ class Broker:
         """Format a fresh broker and start it (the data of a previous start in DIR is discarded)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.directory / "data", ignore_errors=True)
-        self._classpath = classpath(self.directory)
+        self._classpath = maven_classpath(POM, self.directory, "classpath.txt")
         names = ["PLAINTEXT", "CONTROLLER"] + (["SSL"] if self.ssl else []) + (["SASL_SSL"] if self.sasl_ssl else []) \
             + (["SASL_PLAINTEXT"] if self.oauthbearer_jwks_url else [])
         self.ports = {name: free_port() for name in names}
@@ -115,17 +105,14 @@ class Broker:
     def kill(self) -> None:
         """SIGKILL: the broker dies as in a crash, its data left as it was."""
         if self.pid is not None:
-            _signal(self.pid, signal.SIGKILL)
-            _wait_gone(self.pid, 30)
+            send_signal(self.pid, signal.SIGKILL)
+            wait_gone(self.pid, 30)
             self.pid = None
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM, and SIGKILL if it has not shut down within ``timeout`` seconds."""
         if self.pid is not None:
-            _signal(self.pid, signal.SIGTERM)
-            if not _wait_gone(self.pid, timeout):
-                _signal(self.pid, signal.SIGKILL)
-                _wait_gone(self.pid, 30)
+            terminate(self.pid, timeout)
             self.pid = None
         self.state_file.unlink(missing_ok=True)
 
@@ -234,26 +221,8 @@ class Broker:
                 "-file", str(tls / "broker.pem"))
 
 
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:  # reap it if it is our child
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        time.sleep(0.1)
-    return False
 
 
 def stop_recorded(directory: Path) -> None:

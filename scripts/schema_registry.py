@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -31,6 +30,9 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: scripts.* import
+from scripts.local_process import free_port, maven_classpath, send_signal, terminate  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "kafka" / "schema-registry.pom.xml"
@@ -41,10 +43,6 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nbstre
 CONFLUENT_PATH = "/apis/ccompat/v7"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def application(directory: Path) -> Path:
@@ -52,12 +50,7 @@ def application(directory: Path) -> Path:
     log goes to DIR/maven.log), unpacked once into CACHE."""
     if (CACHE / RUNNER).exists():
         return CACHE
-    target = directory / "archive.txt"
-    with open(directory / "maven.log", "wb") as log:
-        subprocess.run(["mvn", "-q", "-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(POM),
-                        "dependency:build-classpath", f"-Dmdep.outputFile={target}"], check=True, stdout=log,
-                       stderr=subprocess.STDOUT)
-    archive = Path(target.read_text().strip())
+    archive = Path(maven_classpath(POM, directory, "archive.txt"))
     unpacking = CACHE.with_name(f"{CACHE.name}.{os.getpid()}")
     shutil.rmtree(unpacking, ignore_errors=True)
     with tarfile.open(archive) as tar:
@@ -119,45 +112,23 @@ class Registry:
     def pause(self) -> None:
         """SIGSTOP: the registry stops answering, its connections left open."""
         if self.pid is not None:
-            _signal(self.pid, signal.SIGSTOP)
+            send_signal(self.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
         """SIGCONT: it answers again, as it was."""
         if self.pid is not None:
-            _signal(self.pid, signal.SIGCONT)
+            send_signal(self.pid, signal.SIGCONT)
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM, and SIGKILL if it has not shut down within ``timeout`` seconds."""
         if self.pid is not None:
-            _signal(self.pid, signal.SIGCONT)  # a paused process would not act on SIGTERM
-            _signal(self.pid, signal.SIGTERM)
-            if not _wait_gone(self.pid, timeout):
-                _signal(self.pid, signal.SIGKILL)
-                _wait_gone(self.pid, 30)
+            terminate(self.pid, timeout)
             self.pid = None
         self.state_file.unlink(missing_ok=True)
 
 
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:  # reap it if it is our child
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        time.sleep(0.1)
-    return False
 
 
 def stop_recorded(directory: Path) -> None:

@@ -12,10 +12,8 @@ what the worker did, whatever client the worker used.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import time
 import uuid
 from contextlib import contextmanager
@@ -24,29 +22,19 @@ from pathlib import Path
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
-from .paths import REPO
+from .paths import script
 
 CLIENTS = ["kafka-python", "confluent"]
 
 
-def _launcher():
-    """scripts/kafka_broker.py as a module (it is a script, not part of the package)."""
-    if "kafka_broker" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("kafka_broker", REPO / "scripts" / "kafka_broker.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["kafka_broker"] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    return sys.modules["kafka_broker"]
-
-
 def local_broker(workdir: Path, **listeners):
     """A started broker of our own (see scripts/kafka_broker.py); ``stop()`` it when done."""
-    return _launcher().Broker(Path(workdir), **listeners).start()
+    return script("kafka_broker").Broker(Path(workdir), **listeners).start()
 
 
 def oauth_audience() -> str:
     """The aud claim a broker's OAUTHBEARER listener expects of a token (see scripts/kafka_broker.py)."""
-    return _launcher().OAUTH_AUDIENCE
+    return script("kafka_broker").OAUTH_AUDIENCE
 
 
 def _docker_answers() -> bool:

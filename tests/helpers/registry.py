@@ -10,28 +10,16 @@ serializer: an independent client checks what the worker reads and writes.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .paths import REPO
-
-
-def _launcher():
-    """scripts/schema_registry.py as a module (it is a script, not part of the package)."""
-    if "schema_registry" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("schema_registry", REPO / "scripts" / "schema_registry.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["schema_registry"] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    return sys.modules["schema_registry"]
+from .paths import script
 
 
 def local_registry(workdir: Path):
     """A started registry of our own (see scripts/schema_registry.py); ``stop()`` it when done."""
-    return _launcher().Registry(Path(workdir)).start()
+    return script("schema_registry").Registry(Path(workdir)).start()
 
 
 @contextmanager

@@ -46,7 +46,8 @@ class Service:
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "worker", "serve", *self.connection, "--input", self.topic,
                    "--output", self.output, "--group", self.group, "--snapshot-dir", str(self.snapshots),
-                   "--snapshot-interval", "0", "--kafka-client", self.client, "--checkpoint-every", "200", "--checkpoint-interval", "0.5"]
+                   "--snapshot-interval", "0", "--kafka-client", self.client, "--checkpoint-every", "200",
+                   "--checkpoint-interval", "0.5"]
         if self.instance:
             command += ["--instance-id", self.instance]
         return command + self.extra
