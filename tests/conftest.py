@@ -39,10 +39,11 @@ def mnist_parquet(mnist, tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-def _no_broker(error: Exception):
+def _missing(server: str, error: Exception, needs: str = ""):
+    """A test server that could not start fails the run in CI, and skips its tests elsewhere."""
     if os.environ.get("CI"):
-        pytest.fail(f"no Kafka broker for the Kafka tests: {error}")
-    pytest.skip(f"no Kafka broker: {error}")
+        pytest.fail(f"no {server} for the tests that need one: {error}")
+    pytest.skip(f"no {server}{needs}: {error}")
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +55,7 @@ def kafka_bootstrap(tmp_path_factory) -> str:
     try:
         bootstrap = manager.__enter__()
     except Exception as error:  # noqa: BLE001 - any failure to start means no broker
-        _no_broker(error)
+        _missing("Kafka broker", error)
     yield bootstrap
     manager.__exit__(None, None, None)
 
@@ -74,15 +75,9 @@ def own_broker(tmp_path_factory):
     try:
         broker = local_broker(tmp_path_factory.mktemp("own-kafka"), ssl=True, sasl_ssl=True)
     except Exception as error:  # noqa: BLE001
-        _no_broker(error)
+        _missing("Kafka broker", error)
     yield broker
     broker.stop()
-
-
-def _no_registry(error: Exception):
-    if os.environ.get("CI"):
-        pytest.fail(f"no Schema Registry for the registry tests: {error}")
-    pytest.skip(f"no Schema Registry (needs Java 17 and Maven, or NBSTREAM_SCHEMA_REGISTRY_URL): {error}")
 
 
 @pytest.fixture(scope="session")
@@ -94,7 +89,7 @@ def schema_registry_url(tmp_path_factory) -> str:
     try:
         url = manager.__enter__()
     except Exception as error:  # noqa: BLE001 - any failure to start means no registry
-        _no_registry(error)
+        _missing("Schema Registry", error, " (needs Java 17 and Maven, or NBSTREAM_SCHEMA_REGISTRY_URL)")
     yield url
     manager.__exit__(None, None, None)
 
@@ -108,6 +103,6 @@ def own_registry(tmp_path_factory):
     try:
         registry = local_registry(tmp_path_factory.mktemp("own-schema-registry"))
     except Exception as error:  # noqa: BLE001
-        _no_registry(error)
+        _missing("Schema Registry", error, " (needs Java 17 and Maven, or NBSTREAM_SCHEMA_REGISTRY_URL)")
     yield registry
     registry.stop()
