@@ -5,7 +5,9 @@
   1. outputs: the sink flushes the predictions and dead letters sent since the last commit
      (inside the open transaction under exactly-once) and confirms every delivery
   2. state: every partition state changed since its last write (and, once, the group's base
-     state) becomes records of the state topic, flushed
+     state) becomes records of the state topic, flushed; a partition's pending examples, when
+     the service keeps them, are written around it (``pending_records.py``): the chunks made
+     since the last commit before it, tombstones for those dropped after it
   3. upstream: under exactly-once, the owned partitions' next offsets join the transaction with
      this member's group metadata (KIP-447: a fenced zombie cannot commit), then predictions,
      dead letters, states and offsets commit together; under at-least-once the consumer
@@ -22,6 +24,7 @@ from ..io.kafka.client import Consumer, Producer
 from ..io.kafka.state_topic import write_records
 from .group_state import BASE, GroupState, state_name
 from .partition_state import PartitionState
+from .pending_records import PendingRecords, PendingWrite
 
 
 class ServeCheckpoint:
@@ -77,18 +80,31 @@ class StateWriter:
             return False
         self.last_bytes = 0
         for name, state in changed.items():
+            pending = self._pending(name, state)
             payload = state.to_payload(state.encoder or self.group.global_model.encoder, self.label_field)
             write = write_records(name, payload, replaced=self.group.chunk_keys.get(name, ()))
-            for key, value in write.records:
+            for key, value in pending.before + write.records + pending.after:
                 self.producer.send(self.topic, value, key=key)
             self.group.chunk_keys[name] = write.chunk_keys
-            self.last_bytes += write.payload_bytes
+            self.last_bytes += write.payload_bytes + pending.payload_bytes
             state.changed = False
         self.producer.flush(self.flush_timeout_s)
         if self.base is not None:
             self.group.start_from(self.base)
             self.base = None
         return True
+
+    @staticmethod
+    def _pending(name: str, state: PartitionState) -> PendingWrite:
+        """The records of the state's pending examples that changed (none when it keeps none)."""
+        if state.pending is not None and state.pending_records is None:
+            state.pending_records = PendingRecords()
+        if state.pending_records is None:
+            return PendingWrite()
+        write = state.pending_records.write(name, state.pending)
+        if state.pending is None:  # its records are tombstoned: nothing is left to list
+            state.pending_records = None
+        return write
 
 
 class TransactionCommit:

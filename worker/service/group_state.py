@@ -10,6 +10,11 @@ A record of the state topic the service did not write, or cannot read, is skippe
 warning (and counted in ``nbstream_state_records_skipped_total``); its partition keeps its
 last state that reads. A state that reads but was learned with another model or other
 features is a ConfigError: the service's options, not the record, are then in question.
+
+A partition's pending examples (delayed labels) are records of their own, named after its
+state (``pending_records.py``). They are kept as read, compressed, until tombstones delete
+them, since any replica may take the partition over; a state is taken only if every chunk
+record it lists is there, and its store is restored from them when its partition is assigned.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 
 import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
@@ -27,6 +33,8 @@ from ..io.kafka.state_topic import ForeignRecord, StateAssembler
 from .global_model import GlobalModel
 from .observability import STATE_RECORDS_SKIPPED
 from .partition_state import PartitionState, UnreadableState, partition_number
+from .pending import PendingExamples
+from .pending_records import PendingRecords, pending_name, pending_of
 
 log = logging.getLogger(__name__)
 BASE = "base"
@@ -43,8 +51,10 @@ def partition_of(name: str) -> int | None:
 
 
 def is_state_name(name: str) -> bool:
-    """Whether the service writes states under this name: the base, or a partition's."""
-    return name == BASE or partition_of(name) is not None
+    """Whether the service writes states under this name: the base, a partition's, or a chunk of a
+    partition's pending examples."""
+    pending = pending_of(name)
+    return name == BASE or partition_of(name if pending is None else pending[0]) is not None
 
 
 class StateFollower:
@@ -52,17 +62,18 @@ class StateFollower:
 
     def __init__(self, reader: Reader, topic: str):
         self.reader, self.topic = reader, topic
-        self.assembler = StateAssembler(on_skip=self._skipped, is_name=is_state_name)
+        self.assembler = StateAssembler(on_skip=self.skipped, is_name=is_state_name)
         self.bytes_read = 0
         reader.assign(topic)
 
     def poll(self, timeout_s: float = 0.0) -> list[str]:
-        """Names whose newest state became complete in what was read now."""
+        """Names whose newest state became complete in what was read now (the base's and
+        partitions'; the records of pending examples are kept until a partition is taken over)."""
         completed = []
         for record in self.reader.poll(timeout_s):
             self.bytes_read += len(record.value or b"")
             name = self.assembler.add(record.key, record.value)
-            if name is not None:
+            if name is not None and pending_of(name) is None:
                 completed.append(name)
         return completed
 
@@ -83,29 +94,61 @@ class StateFollower:
 
         def read(payload: bytes) -> tuple[PartitionState, FeatureEncoder]:
             try:
-                return PartitionState.from_payload(payload, fresh_model, name)
+                state, encoder = PartitionState.from_payload(payload, fresh_model, name)
             except UnreadableState as error:
-                raise ForeignRecord(f"unreadable partition state ({error.reason})") from None
+                raise ForeignRecord(unreadable(error.reason)) from None
+            records = state.pending_records
+            missing = [] if records is None else [segment for segment, digest in records.digests.items()
+                                                   if not self.assembler.holds(pending_name(name, segment), digest)]
+            if missing:
+                raise ForeignRecord(unreadable(f"pending examples: the records of chunks {sorted(missing)[:5]} "
+                                               "it lists are not in the topic"))
+            return state, encoder
 
         return self.assembler.take(name, read)
+
+    def pending_in_topic(self, name: str) -> dict[str, frozenset[bytes]]:
+        """The records of the pending examples of the state ``name`` read so far: segment -> chunk keys."""
+        found = {}
+        for record_name in self.assembler.names(pending_name(name, "")):
+            pending = pending_of(record_name)
+            if pending is not None and pending[0] == name:
+                found[pending[1]] = self.assembler.chunk_keys(record_name)
+        return found
+
+    def read_pending(self, name: str, segment: str, digest: str) -> bytes:
+        """The bytes of one chunk of the pending examples of the state ``name``, from its record of
+        that digest (which stays, for another take-over). Raises ForeignRecord when it is not there
+        or does not read."""
+        return self.assembler.read(pending_name(name, segment), digest)
 
     def drop(self, name: str) -> None:
         """Forget the states of ``name`` read so far without reading them."""
         self.assembler.drop(name)
 
-    def _skipped(self, key: str, problem: str) -> None:
+    def skipped(self, key: str, problem: str) -> None:
+        """Report a record passed over: one warning line, counted."""
         shown = key if len(key) <= _KEY_SHOWN else f"{key[:_KEY_SHOWN]}... ({len(key):,} characters)"
         log.warning("skipped a state-topic record the service did not write or cannot read",
                     extra={"topic": self.topic, "key": shown, "problem": problem})
         STATE_RECORDS_SKIPPED.inc()
 
 
+def unreadable(reason: str) -> str:
+    """The problem a skipped partition state is reported with."""
+    return f"unreadable partition state ({reason})"
+
+
 class GroupState:
-    """fresh() : an unfitted model with the configured parameters; encoder : the configured encoder."""
+    """fresh() : an unfitted model with the configured parameters; encoder : the configured encoder;
+    max_pending : the most pending examples each owned partition keeps (delayed labels), None
+        when the service keeps none (the pending records a partition has in the topic are then
+        tombstoned at its next commit)."""
 
     def __init__(self, fresh: Callable[[], nbstream.base.NaiveBayes], global_model: GlobalModel,
-                 follower: StateFollower, start: str = "earliest"):
+                 follower: StateFollower, start: str = "earliest", max_pending: int | None = None):
         self.fresh, self.global_model, self.follower, self.start = fresh, global_model, follower, start
+        self.max_pending = max_pending
         self.owned: dict[int, PartitionState] = {}
         self.latest: dict[int, PartitionState] = {}  # newest committed state of partitions not owned
         self.base: PartitionState | None = None
@@ -184,7 +227,9 @@ class GroupState:
         starts: dict[int, Start] = {}
         for partition in partitions:
             state = self.latest.pop(partition, None)
-            if partition in behind:
+            if state is not None:
+                state = self._with_pending(state_name(partition), state)
+            if partition in behind and state is not None:
                 log.warning("a partition's state is behind its committed offset: continuing from the state, so "
                             "some predictions may repeat", extra={"partition": partition, "committed":
                                                                   committed.get(partition),
@@ -195,11 +240,31 @@ class GroupState:
                     log.warning("a partition has a committed offset but no state: starting it afresh",
                                 extra={"partition": partition, "committed": committed[partition],
                                        "start": self._default_start(partition)})
+                self._with_pending(state_name(partition), state)
             self.chunk_keys[state_name(partition)] = self.follower.assembler.chunk_keys(state_name(partition))
             self.owned[partition] = state
             starts[partition] = state.next_offset if state.next_offset is not None else self._default_start(partition)
         self.global_model.invalidate()
         return starts
+
+    def _with_pending(self, name: str, state: PartitionState) -> PartitionState | None:
+        """The state with its pending examples as the service keeps them: restored from their
+        records, kept (a live state this replica released), a new store, or none. None when they
+        do not restore: the state is then unreadable, reported as one skipped."""
+        records = state.pending_records or PendingRecords()
+        if self.max_pending is None:
+            state.pending, records = None, PendingRecords()  # it lists nothing: every record is stale
+        elif state.pending is None and state.pending_records is None:
+            state.pending = PendingExamples(self.max_pending)
+        elif state.pending is None:
+            try:
+                state.pending = records.restore(partial(self.follower.read_pending, name), self.max_pending)
+            except ValueError as error:  # ForeignRecord too: a record missing or forged
+                self.follower.skipped(name, unreadable(str(error)[:300]))
+                return None
+        records.found(self.follower.pending_in_topic(name))
+        state.pending_records = records if state.pending is not None or records.stale else None
+        return state
 
     def _behind(self, partition: int, committed: int | None) -> bool:
         """Whether the partition has a committed offset its known state (if any) has not reached."""

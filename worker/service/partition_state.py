@@ -10,6 +10,12 @@ keeps the prequential quality under "quality" (``quality.py``), and its accuracy
 "judged", "correct", "recent_judged" and "recent_correct" too: the previous version wrote and
 reads those (so its replicas still read these states during a rolling upgrade), and a state it
 wrote, without "quality", is read with its accuracy carried over.
+
+When the service keeps pending examples (delayed labels), the header's "pending" field lists
+them: their directory and the digest of each of their chunks' records, which are records of
+the state topic of their own (``pending_records.py``). Without pending examples the field is
+left out: the payload is byte for byte what it was before the field existed. The previous
+version ignores header fields it does not know, so it reads these states' statistics as they are.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from nbstream.snapshot import NewerFormatError, dumps, loads
 from ..config import LONGEST_NGRAMS
 from ..errors import ConfigError
 from ..io.checked_json import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
+from .pending import PendingExamples
+from .pending_records import PendingRecords
 from .quality import EXACT_COUNT, PredictionQuality
 
 _MAGIC = b"NBPS"
@@ -46,6 +54,9 @@ class PartitionState:
     starts : the base state only: where partitions without a state of their own start
     label_field : the message field its labels were read from, as stored (None: not recorded)
     drift : the state of its drift watch, when the service watches for drift
+    pending : its pending examples, when the service keeps them (delayed labels), else None; a
+        state just read has none until its partition is taken over (``group_state``)
+    pending_records : where its pending examples are in the state topic, as last read or written
     """
     model: NaiveBayes
     encoder: FeatureEncoder | None = None
@@ -54,6 +65,8 @@ class PartitionState:
     starts: dict[int, int] = field(default_factory=dict)
     label_field: str | None = None
     drift: dict | None = None  # its drift watch as JSON (worker/service/drift_watch.py), checked when restored
+    pending: PendingExamples | None = None
+    pending_records: PendingRecords | None = None
     changed: bool = False  # since it was last written
 
     def judge(self, y_true: AnyArray, classes: AnyArray, proba: FloatArray) -> None:
@@ -68,11 +81,16 @@ class PartitionState:
 
     def to_payload(self, features: FeatureEncoder, label_field: str | None = None) -> bytes:
         """features : the encoder whose JSON to store (this partition's own, or the group's);
-        label_field : the message field labels come from (export writes it into its snapshot)."""
+        label_field : the message field labels come from (export writes it into its snapshot).
+        Pending examples are listed as ``pending_records`` last wrote (or read) them: their chunks'
+        records are written first (``commit.StateWriter``)."""
         header = {"next_offset": self.next_offset, "quality": self.quality.to_json(), **self.quality.accuracy_sums(),
                   "starts": {str(p): o for p, o in self.starts.items()}, "features": features.to_json(),
                   "fitted": self.model.is_fitted, "label_field": label_field or self.label_field,
                   "drift": self.drift}
+        listing = None if self.pending_records is None else self.pending_records.listing()
+        if listing is not None:
+            header["pending"] = listing
         header_bytes = json.dumps(header).encode()
         model = dumps(self.model, tables=False) if self.model.is_fitted else b""
         return _MAGIC + struct.pack("<I", len(header_bytes)) + header_bytes + model
@@ -92,7 +110,7 @@ class PartitionState:
             state = cls(model=model, next_offset=next_offset, quality=_quality(header),
                         starts=_starts(required(header, "starts")),
                         label_field=optional_text(header.get("label_field"), "label_field"),
-                        drift=_drift(header.get("drift")))
+                        drift=_drift(header.get("drift")), pending_records=_pending(header.get("pending")))
             return state, encoder
         except NewerFormatError as error:  # the service's own state, of a newer version: not to be passed over
             raise ConfigError(f"{error} A newer nbstream wrote this group's states: serve it with that version, "
@@ -161,6 +179,10 @@ def _drift(value: object) -> dict | None:
     if value is not None and not isinstance(value, dict):
         raise ValueError(f"drift must be a JSON object or null; got {shown(value)}")
     return value
+
+
+def _pending(value: object) -> PendingRecords | None:
+    return None if value is None else PendingRecords.from_listing(value)
 
 
 def _starts(value: object) -> dict[int, int]:

@@ -22,6 +22,11 @@ field of a manifest (sizes at most ``MAX_STATE_BYTES``), then, when the state is
 chunks, digest and decompressed size (the decompressor stops at the size declared: it never
 allocates what a manifest claims). A record that fails is reported to the assembler's
 ``on_skip`` and passed over; the state of its name stays the newest one that reads.
+
+A state is taken once (``take``: the newest that reads, then forgotten), or read by its
+manifest's digest as often as needed (``read``: it stays until tombstones delete it), which is
+how another state's payload can name it: each chunk of a partition's pending examples is such
+a state (``worker/service/pending_records.py``).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ _CHUNK_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _PIECE = 1 << 20  # bytes decompressed at a time
 T = TypeVar("T")
+Record = tuple[bytes, bytes | None]  # (key, value); value None is a tombstone
 
 
 class ForeignRecord(ValueError):
@@ -116,9 +122,10 @@ class Manifest:
 @dataclass(frozen=True)
 class StateWrite:
     """The records that write one state, in order, and the chunk keys the next write will replace."""
-    records: list[tuple[bytes, bytes | None]]  # (key, value); value None is a tombstone
+    records: list[Record]
     chunk_keys: frozenset[bytes]
     payload_bytes: int  # compressed
+    digest: str = ""  # its manifest's sha256: names this very write among the states of its name
 
 
 def write_records(name: str, payload: bytes, replaced: Iterable[bytes] = ()) -> StateWrite:
@@ -133,9 +140,15 @@ def write_records(name: str, payload: bytes, replaced: Iterable[bytes] = ()) -> 
     keys = [chunk_key(name, generation, i) for i in range(len(chunks))]
     manifest = Manifest(generation, len(chunks), len(packed), hashlib.sha256(packed).hexdigest(), "zstd",
                         len(payload))
-    records: list[tuple[bytes, bytes | None]] = [*zip(keys, chunks, strict=True), (name.encode(), manifest.to_json())]
+    records: list[Record] = [*zip(keys, chunks, strict=True), (name.encode(), manifest.to_json())]
     records += [(key, None) for key in sorted(set(replaced) - set(keys))]
-    return StateWrite(records, frozenset(keys), len(packed))
+    return StateWrite(records, frozenset(keys), len(packed), manifest.sha256)
+
+
+def delete_records(name: str, chunk_keys: Iterable[bytes]) -> list[Record]:
+    """The tombstones that delete a state: its chunks' keys, then its manifest's."""
+    keys = [*sorted(chunk_keys), name.encode()]
+    return [(key, None) for key in keys]
 
 
 def _any_name(name: str) -> bool:
@@ -212,7 +225,10 @@ class StateAssembler:
             self.drop(name)
             return
         self._chunks.pop(key, None)
-        self._keys.get(name, set()).discard(key)
+        keys = self._keys.get(name, set())
+        keys.discard(key)
+        if not keys:
+            self._keys.pop(name, None)
         generation = rest.partition(_SEPARATOR)[0]
         if name in self._manifests:  # a state that lost a chunk can no longer be put together
             self._manifests[name] = [m for m in self._manifests[name] if m.generation != generation]
@@ -247,6 +263,30 @@ class StateAssembler:
     def chunk_keys(self, name: str) -> frozenset[bytes]:
         """Every chunk key of ``name`` still in the topic as far as read (the next write tombstones them)."""
         return frozenset(self._keys.get(name, ()))
+
+    def names(self, prefix: str) -> list[str]:
+        """The names starting with ``prefix`` that have a chunk or a manifest in the topic, as far as read."""
+        return sorted(name for name in self._keys.keys() | self._manifests.keys() if name.startswith(prefix))
+
+    def holds(self, name: str, digest: str) -> bool:
+        """Whether the state of ``name`` whose manifest's digest is ``digest`` has all its chunks here,
+        of the bytes its manifest says (their digest is checked when it is read)."""
+        return any(self._complete(name, manifest) for manifest in self._manifests.get(name, ())
+                   if manifest.sha256 == digest)
+
+    def read(self, name: str, digest: str) -> bytes:
+        """The payload of the state of ``name`` whose manifest's digest is ``digest``, which stays here
+        (to be read again) until tombstones delete it. Raises ForeignRecord when it is not here or
+        does not read."""
+        for manifest in reversed(self._manifests.get(name, [])):
+            if manifest.sha256 == digest:
+                return self._payload(name, manifest)
+        raise ForeignRecord(f"no record of digest {digest[:12]}... in the topic")
+
+    def _complete(self, name: str, manifest: Manifest) -> bool:
+        keys = [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
+        return all(key in self._chunks for key in keys) and \
+            sum(len(self._chunks[key]) for key in keys) == manifest.packed_bytes
 
     def _release(self, name: str, manifests: list[Manifest]) -> None:
         for manifest in manifests:
