@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, required, shown
 from nbstream.drift import ADWIN, DETECTORS, DriftDetector, PageHinkley, drift_detector
 
-from ..io.checked_json import INT32_MAX, INT64_MAX, integer, number, required, shown
 from .observability import DRIFT_DETECTED
 
 log = logging.getLogger(__name__)

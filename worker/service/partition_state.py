@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 import nbstream
 from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
+from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
 from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
 from ..config import LONGEST_NGRAMS
 from ..errors import ConfigError
-from ..io.checked_json import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
 from .pending import PendingExamples
 from .pending_records import PendingRecords
 from .quality import EXACT_COUNT, PredictionQuality

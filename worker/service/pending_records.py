@@ -33,7 +33,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..io.checked_json import shown
+from nbstream.checked import shown
+
 from ..io.kafka.state_topic import Record, delete_records, write_records
 from .pending import PendingExamples
 from .pending_codec import LOGS

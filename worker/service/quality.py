@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from nbstream.checked import integer, number, shown
 from nbstream.evaluation import brier_score, example_losses
 from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 
 from ..config import MOST_CLASSES
-from ..io.checked_json import integer, number, shown
 
 RECENT_HALF_LIFE = 1_000  # examples: the recent window forgets at this pace
 MOST_LABELS = MOST_CLASSES  # labels a quality holds: each becomes a class once learned

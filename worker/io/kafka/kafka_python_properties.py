@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nbstream.checked import shown
+
 from ...errors import ConfigError
-from ..checked_json import shown
 
 CONSUMER, PRODUCER, ADMIN = "consumer", "producer", "admin"
 EVERY_CLIENT = (CONSUMER, PRODUCER, ADMIN)

@@ -32,9 +32,10 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nbstream.checked import INT32_MAX, shown
+
 from ...errors import ConfigError
 from ...redaction import keep_secret
-from ..checked_json import INT32_MAX, shown
 from ..files import not_a_regular_file, read_small_text
 
 log = logging.getLogger(__name__)

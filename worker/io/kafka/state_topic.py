@@ -43,8 +43,9 @@ from typing import Any, TypeVar, overload
 
 import pyarrow as pa
 
+from nbstream.checked import integer, required, shown
+
 from ...errors import ConfigError
-from ..checked_json import integer, required, shown
 
 CHUNK_BYTES = 512 * 1024  # below every common broker default (1 MiB), with room for the batch overhead
 TOPIC_CONFIG = {"cleanup.policy": "compact", "max.message.bytes": str(2 * CHUNK_BYTES),
