@@ -268,7 +268,8 @@ def test_a_file_as_confluent_cloud_hands_it_out_reaches_a_sasl_listener(own_brok
 @pytest.mark.parametrize("lines, expected", [
     (["socket.keepalive.enable=true"], "kafka-python has no equivalent of the property socket.keepalive.enable"),
     (["security.protocol=SASL_PLAINTEXT", "sasl.mechanisms=GSSAPI"],
-     "kafka-python has no equivalent of sasl.mechanisms=GSSAPI (it takes PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
+     "kafka-python has no equivalent of sasl.mechanisms=GSSAPI (it takes PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+     "and OAUTHBEARER"),
     (["ssl.cipher.suites=ECDHE-RSA-AES256-GCM-SHA384"],
      "kafka-python's admin client has no equivalent of the property ssl.cipher.suites"),
 ], ids=["librdkafka only", "a mechanism", "not for its admin client"])
