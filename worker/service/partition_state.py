@@ -13,7 +13,8 @@ wrote, without "quality", is read with its accuracy carried over.
 
 When the service keeps pending examples (delayed labels), the header's "pending" field lists
 them: their directory and the digest of each of their chunks' records, which are records of
-the state topic of their own (``pending_records.py``). Without pending examples the field is
+the state topic of their own (``pending_records.py``), and "labels_next_offset" where the
+partition stopped on the labels topic. Without pending examples the fields are
 left out: the payload is byte for byte what it was before the field existed. The previous
 version ignores header fields it does not know, so it reads these states' statistics as they are.
 """
@@ -57,6 +58,8 @@ class PartitionState:
     pending : its pending examples, when the service keeps them (delayed labels), else None; a
         state just read has none until its partition is taken over (``group_state``)
     pending_records : where its pending examples are in the state topic, as last read or written
+    labels_next_offset : the next offset of the partition of the same number on the labels topic
+        (delayed labels), None when the service reads no labels topic or read nothing there yet
     """
     model: NaiveBayes
     encoder: FeatureEncoder | None = None
@@ -67,6 +70,7 @@ class PartitionState:
     drift: dict | None = None  # its drift watch as JSON (worker/service/drift_watch.py), checked when restored
     pending: PendingExamples | None = None
     pending_records: PendingRecords | None = None
+    labels_next_offset: int | None = None
     changed: bool = False  # since it was last written
 
     def judge(self, y_true: AnyArray, classes: AnyArray, proba: FloatArray) -> None:
@@ -91,6 +95,8 @@ class PartitionState:
         listing = None if self.pending_records is None else self.pending_records.listing()
         if listing is not None:
             header["pending"] = listing
+        if self.labels_next_offset is not None:
+            header["labels_next_offset"] = self.labels_next_offset
         header_bytes = json.dumps(header).encode()
         model = dumps(self.model, tables=False) if self.model.is_fitted else b""
         return _MAGIC + struct.pack("<I", len(header_bytes)) + header_bytes + model
@@ -107,10 +113,14 @@ class PartitionState:
             model = _model(model_bytes, required(header, "fitted"), fresh_model, encoder)
             stored_offset = required(header, "next_offset")
             next_offset = None if stored_offset is None else integer(stored_offset, "next_offset", 0, INT64_MAX)
+            labels_offset = header.get("labels_next_offset")
+            labels_next_offset = None if labels_offset is None else \
+                integer(labels_offset, "labels_next_offset", 0, INT64_MAX)
             state = cls(model=model, next_offset=next_offset, quality=_quality(header),
                         starts=_starts(required(header, "starts")),
                         label_field=optional_text(header.get("label_field"), "label_field"),
-                        drift=_drift(header.get("drift")), pending_records=_pending(header.get("pending")))
+                        drift=_drift(header.get("drift")), pending_records=_pending(header.get("pending")),
+                        labels_next_offset=labels_next_offset)
             return state, encoder
         except NewerFormatError as error:  # the service's own state, of a newer version: not to be passed over
             raise ConfigError(f"{error} A newer nbstream wrote this group's states: serve it with that version, "

@@ -20,8 +20,12 @@ def encoder():
 
 
 def header_of(payload: bytes) -> dict:
+    return json.loads(header_of_bytes(payload))
+
+
+def header_of_bytes(payload: bytes) -> bytes:
     (length,) = struct.unpack_from("<I", payload, 4)
-    return json.loads(payload[8:8 + length])
+    return payload[8:8 + length]
 
 
 def learned_state() -> PartitionState:
@@ -74,3 +78,25 @@ def test_a_fresh_state_reads_back_with_nothing_judged():
     payload = PartitionState(nbstream.MultinomialNB()).to_payload(encoder())
     state, _ = PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
     assert state.quality.report()["all"]["accuracy"] is None and state.quality.labels == []
+
+
+def test_where_the_partition_stopped_on_the_labels_topic_is_kept_and_left_out_when_unknown():
+    state = learned_state()
+    assert "labels_next_offset" not in header_of(state.to_payload(encoder()))
+    state.labels_next_offset = 31
+    restored, _ = PartitionState.from_payload(state.to_payload(encoder()), nbstream.MultinomialNB(), "partition-0")
+    assert restored.labels_next_offset == 31 and restored.next_offset == 12
+
+
+@pytest.mark.parametrize("forged", [-1, 2 ** 63, "31", 31.5, True])
+def test_a_forged_labels_offset_makes_the_state_unreadable(forged):
+    state = learned_state()
+    state.labels_next_offset = 31
+    written = state.to_payload(encoder())
+    header = header_of(written)
+    header["labels_next_offset"] = forged
+    header_bytes = json.dumps(header).encode()
+    model = written[8 + len(header_of_bytes(written)):]
+    payload = b"NBPS" + struct.pack("<I", len(header_bytes)) + header_bytes + model
+    with pytest.raises(nbstream.SnapshotError, match="labels_next_offset"):
+        PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
