@@ -6,6 +6,7 @@ The command line builds these; the commands take nothing else.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,11 @@ from .io.registry.settings import RegistrySettings
 TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 LONGEST_NGRAMS = 5  # --ngrams at most: a text's n-grams grow with it, and few models gain past 3
 MOST_CLASSES = 1 << 20  # --max-classes at most: the service's quality keeps counts per class
+MOST_PENDING = 10_000_000  # --max-pending at most: each pending example is kept in memory (a few hundred bytes)
+WEEK_SECONDS = 7 * 24 * 3600  # --label-ttl's default
+LONGEST_TTL = 3650 * 24 * 3600  # --label-ttl at most: ten years, far inside what milliseconds in int64 hold
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 @dataclass
@@ -190,6 +196,10 @@ class ServeConfig:
     drift_detector: str = "none"
     on_drift: str = "report"
     schema_registry: RegistrySettings | None = None  # where --format avro finds its writer schemas
+    labels_topic: str | None = None  # labels arriving later, joined by id to earlier messages
+    label_ttl: float = WEEK_SECONDS  # seconds a message waits for its label (event time)
+    max_pending: int = 100_000  # messages waiting for their label per partition at most
+    dlq_unmatched_labels: bool = False  # a label matching no waiting message goes to the dead-letter topic
 
     def __post_init__(self):
         if self.guarantee not in GUARANTEES:
@@ -206,6 +216,21 @@ class ServeConfig:
         self._check_distinct_topics()
         self._check_distinct_fields()
         self._check_drift()
+        self._check_labels_topic()
+
+    def _check_labels_topic(self) -> None:
+        if not 0 < self.label_ttl <= LONGEST_TTL:
+            raise ConfigError(f"--label-ttl must be more than 0 and at most 3650d; got {self.label_ttl!r} seconds.")
+        if not 1 <= self.max_pending <= MOST_PENDING:
+            raise ConfigError(f"--max-pending must be 1 to {MOST_PENDING:,}; got {self.max_pending!r}.")
+        if self.labels_topic is None:
+            if self.dlq_unmatched_labels:
+                raise ConfigError("--dlq-unmatched-labels needs --labels-topic: without it no label is unmatched.")
+            return
+        if not self.learn:
+            raise ConfigError("--labels-topic needs learning: with --no-learn labels are ignored.")
+        if self.fields.format == "arrow":
+            raise ConfigError("--labels-topic reads messages of one example each: not --format arrow.")
 
     def _check_drift(self) -> None:
         if self.drift_detector not in DRIFT_DETECTORS:
@@ -224,7 +249,10 @@ class ServeConfig:
         forever, and a state topic shared with anything else would be unreadable as state."""
         roles: dict[str, str] = {}
         for role, option, topic in (("input", "--input", self.input), ("output", "--output", self.output),
-                                    ("dead-letter", "--dlq", self.dlq), ("state", "--state-topic", self.states)):
+                                    ("dead-letter", "--dlq", self.dlq), ("state", "--state-topic", self.states),
+                                    ("labels", "--labels-topic", self.labels_topic)):
+            if topic is None:
+                continue
             if topic in roles:
                 raise ConfigError(f"the {role} topic {topic} ({option}) is also the {roles[topic]} topic; give "
                                   f"each role a topic of its own.")
@@ -299,3 +327,11 @@ def parse_classes(values: list[str]) -> list:
     if repeated:
         raise ConfigError(f"--classes lists {repeated[0]!r} more than once.")
     return classes
+
+
+def parse_duration(text: str, option: str) -> float:
+    """Seconds in a duration as a user writes it: 90, 90s, 15m, 36h, 7d (decimals allowed)."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None or float(match[1]) <= 0:
+        raise ConfigError(f"{option} must be a positive duration such as 90s, 15m, 36h or 7d; got {text!r}.")
+    return float(match[1]) * _UNIT_SECONDS[match[2]]

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from ..config import ModelOptions, ServeConfig, parse_classes
+from ..config import MOST_PENDING, ModelOptions, ServeConfig, parse_classes, parse_duration
 from ..errors import UserError
 from ..io.fields import MessageFields
 from .app import app, reported_errors
@@ -96,6 +96,22 @@ def serve(
     on_drift: str = typer.Option("report", "--on-drift", envvar=env("ON_DRIFT"),
                                  help="report a drift only, or reset-to-window: drop the partition's window "
                                       "buckets from before the change (needs --window)."),
+    labels_topic: str | None = typer.Option(None, "--labels-topic", envvar=env("LABELS_TOPIC"),
+                                               help="Topic of labels that come later: JSON objects with "
+                                                    "--id-field and --label-field, keyed like the message they "
+                                                    "label (same partition count as --input). A message with an "
+                                                    "id and no label waits for its label, then is learned and "
+                                                    "its served prediction judged."),
+    label_ttl: str = typer.Option("7d", "--label-ttl", envvar=env("LABEL_TTL"),
+                                  help="How long a message waits for its label, by its event time (90s, 15m, "
+                                       "36h, 7d)."),
+    max_pending: int = typer.Option(100_000, "--max-pending", min=1, max=MOST_PENDING, envvar=env("MAX_PENDING"),
+                                    help="Messages waiting for their label per partition at most (the oldest "
+                                         "give way; as many labels waiting for their message)."),
+    dlq_unmatched_labels: bool = typer.Option(False, "--dlq-unmatched-labels", envvar=env("DLQ_UNMATCHED_LABELS"),
+                                              help="Send a label whose message never came within --label-ttl "
+                                                   "(never seen, or expired) to the dead-letter topic; otherwise "
+                                                   "it is only counted."),
     dead_letter_topic: str | None = typer.Option(None, "--dlq", envvar=env("DLQ"),
                                                     help="Dead-letter topic (default: INPUT.dlq)."),
     state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
@@ -163,7 +179,9 @@ def serve(
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
             session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
             max_classes=max_classes, output_timestamp=output_timestamp, drift_detector=drift_detector,
-            on_drift=on_drift, schema_registry=registry.settings())
+            on_drift=on_drift, schema_registry=registry.settings(), labels_topic=labels_topic,
+            label_ttl=parse_duration(label_ttl, "--label-ttl"), max_pending=max_pending,
+            dlq_unmatched_labels=dlq_unmatched_labels)
         run_serve(config)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.config import FeatureOptions, ModelOptions, ServeConfig
+from worker.config import FeatureOptions, ModelOptions, ServeConfig, parse_duration
 from worker.errors import ConfigError
 from worker.io.fields import MessageFields
 from worker.io.kafka.settings import KafkaSettings
@@ -60,6 +60,8 @@ def test_model_options_are_checked_before_any_data():
     (dict(dead_letter_topic="in"), "the dead-letter topic in (--dlq) is also the input topic"),
     (dict(output="in.dlq"), "the dead-letter topic in.dlq (--dlq) is also the output topic"),  # the default --dlq
     (dict(state_topic="out"), "the state topic out (--state-topic) is also the output topic"),
+    (dict(labels_topic="in"), "the labels topic in (--labels-topic) is also the input topic"),
+    (dict(labels_topic="out"), "the labels topic out (--labels-topic) is also the output topic"),
 ])
 def test_each_topic_has_one_role(topics, message):
     """An output that is also the input would be read back as input, forever."""
@@ -95,3 +97,29 @@ def test_a_class_listed_twice_is_refused(values, repeated):
 
     with pytest.raises(ConfigError, match=f"--classes lists {repeated} more than once"):
         parse_classes(values)
+
+
+@pytest.mark.parametrize("text, seconds", [("90", 90), ("90s", 90), ("15m", 900), ("36h", 129_600),
+                                           ("7d", 604_800), ("1.5h", 5_400), (" 2D ", 172_800)])
+def test_a_duration_is_read_as_a_user_writes_it(text, seconds):
+    assert parse_duration(text, "--label-ttl") == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0", "0s", "-5m", "7 days", "1e9", "inf", "nan", "5w", "٣d"])
+def test_a_duration_that_is_not_one_is_refused_in_one_line(text):
+    with pytest.raises(ConfigError, match="--label-ttl must be a positive duration such as 90s"):
+        parse_duration(text, "--label-ttl")
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(dlq_unmatched_labels=True), "--dlq-unmatched-labels needs --labels-topic"),
+    (dict(labels_topic="labels", learn=False), "--labels-topic needs learning"),
+    (dict(labels_topic="labels", fields=MessageFields(format="arrow")), "not --format arrow"),
+    (dict(labels_topic="labels", label_ttl=0.0), "--label-ttl must be more than 0"),
+    (dict(labels_topic="labels", label_ttl=3651 * 86400.0), "at most 3650d"),
+    (dict(labels_topic="labels", max_pending=0), "--max-pending must be 1 to 10,000,000"),
+])
+def test_delayed_label_settings_that_cannot_work_are_refused(settings, message):
+    with pytest.raises(ConfigError, match=message):
+        ServeConfig("b", "in", "out", "g", **settings)
+    assert ServeConfig("b", "in", "out", "g", labels_topic="labels").label_ttl == 7 * 86400
