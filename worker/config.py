@@ -231,6 +231,9 @@ class ServeConfig:
             raise ConfigError("--labels-topic needs learning: with --no-learn labels are ignored.")
         if self.fields.format == "arrow":
             raise ConfigError("--labels-topic reads messages of one example each: not --format arrow.")
+        if self.model.kind == "categorical":
+            raise ConfigError("--labels-topic does not take --model categorical: its partitions learn category "
+                              "codes of their own, which pending examples do not keep.")
 
     def _check_drift(self) -> None:
         if self.drift_detector not in DRIFT_DETECTORS:

@@ -329,6 +329,44 @@ def decode_objects(objects: list[dict | None], errors: list[str | None], spec: F
     return Decoded(pa.record_batch(arrays), ids, problems, label_kind if any(v is not None for v in labels) else None)
 
 
+@dataclass
+class LabelEvents:
+    """Label events, one per message: ``{"id": ..., "label": ...}`` under the fields' names.
+    ids[i], labels[i] : message i's (None where it is unusable); errors[i] : why it is unusable, or None."""
+    ids: list
+    labels: list
+    errors: list[str | None]
+
+
+def read_label_events(values: list[bytes | None], fields: MessageFields, label_kind: str | None) -> LabelEvents:
+    """The label events of a poll's message values, read as messages are (``_parse``). An event
+    needs an id (a string or an integer: the id of the message it labels) and a label of the
+    model's kind (label_kind as ``decode`` takes it)."""
+    events = LabelEvents([], [], [])
+    for value in values:
+        message, error = _parse(value, fields)
+        key = label = None
+        if message is not None:
+            key, label = message.get(fields.id), message.get(fields.label)
+            error = _id_problem(key, fields.id) or (
+                f"field {fields.label!r} is missing: a label event carries a label" if label is None
+                else label_problem(label, label_kind))
+        if error is None:
+            label_kind = label_kind or label_kind_of(label)
+        events.ids.append(key if error is None else None)
+        events.labels.append(label if error is None else None)
+        events.errors.append(error)
+    return events
+
+
+def _id_problem(key, field: str) -> str | None:
+    if key is None:
+        return f"field {field!r} is missing: a label event names the message it labels by its id"
+    if type(key) is not str and type(key) is not int:
+        return f"field {field!r} must be a string or an integer; got {_json_type(key)}"
+    return None
+
+
 def _parse(value: bytes | None, fields: MessageFields) -> tuple[dict | None, str | None]:
     """(message, None) or (None, the problem)."""
     problem = value_problem(value, fields.max_bytes)

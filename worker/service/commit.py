@@ -108,18 +108,21 @@ class StateWriter:
 
 
 class TransactionCommit:
-    """The checkpoint's upstream step under exactly-once: the owned partitions' offsets join the
-    open transaction with this member's group metadata (so a fenced zombie cannot commit), then
-    predictions, dead letters, states and offsets commit together."""
+    """The checkpoint's upstream step under exactly-once: the owned partitions' offsets (of the
+    input, and of the labels topic when one is read) join the open transaction with this member's
+    group metadata (so a fenced zombie cannot commit), then predictions, dead letters, states and
+    offsets commit together."""
 
     def __init__(self, producer: TransactionalProducer, consumer: Consumer, group: GroupState,
                  timeout_s: float = 60.0):
         self.producer, self.consumer, self.group, self.timeout_s = producer, consumer, group, timeout_s
 
     def acknowledge(self) -> None:
-        offsets = self.group.offsets()
-        if offsets:
-            self.producer.send_offsets(self.consumer.topic, offsets, self.consumer.group_metadata(), self.timeout_s)
+        consumer = self.consumer
+        for topic, offsets in ((consumer.topic, self.group.offsets()),
+                               (consumer.labels_topic, self.group.label_offsets())):
+            if topic is not None and offsets:
+                self.producer.send_offsets(topic, offsets, consumer.group_metadata(), self.timeout_s)
         self.producer.commit_transaction(self.timeout_s)
 
 
@@ -130,7 +133,7 @@ class OffsetCommit:
         self.consumer, self.group = consumer, group
 
     def acknowledge(self) -> None:
-        self.consumer.commit(self.group.offsets())
+        self.consumer.commit(self.group.offsets(), self.group.label_offsets())
 
 
 class TransactionalProducer(Producer):

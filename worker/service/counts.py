@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .observability import ServiceMetrics
 
 
@@ -20,6 +22,8 @@ class UncommittedCounts:
     predictions: int = 0
     learned: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)  # error -> how many
+    labels: Counter[str] = field(default_factory=Counter)  # delayed labels: what became of them -> how many
+    label_delays: list[np.ndarray] = field(default_factory=list)  # seconds from input to label, of joined pairs
 
     def dead_lettered(self, error: str) -> None:
         """Told of every dead letter sent (the sink's callback)."""
@@ -32,5 +36,11 @@ class UncommittedCounts:
         metrics.learned.inc(self.learned)
         for error, count in self.dead_letters.items():
             metrics.dead_lettered(error, count)
+        for outcome, count in self.labels.items():
+            metrics.delayed_labels[outcome].inc(count)
+        for delays in self.label_delays:
+            metrics.label_delay.observe_many(delays)
         self.messages = self.predictions = self.learned = 0
         self.dead_letters.clear()
+        self.labels.clear()
+        self.label_delays.clear()

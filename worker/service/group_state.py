@@ -297,3 +297,16 @@ class GroupState:
     def offsets(self) -> dict[int, int]:
         """The next offset of every owned partition that has processed something."""
         return {p: s.next_offset for p, s in self.owned.items() if s.next_offset is not None}
+
+    def label_offsets(self) -> dict[int, int]:
+        """The next labels-topic offset of every owned partition that has read a label."""
+        return {p: s.labels_next_offset for p, s in self.owned.items() if s.labels_next_offset is not None}
+
+    def label_starts(self, partitions: list[int]) -> dict[int, Start]:
+        """Where each of these owned partitions starts reading the labels topic (after ``assign``):
+        where its state stopped there, else where a partition without state starts."""
+        starts: dict[int, Start] = {}
+        for partition in partitions:
+            offset = self.owned[partition].labels_next_offset
+            starts[partition] = self.start if offset is None else offset
+        return starts

@@ -6,6 +6,9 @@ once, exactly), then the labeled ones are learned into the state of the partitio
 from (and into the global model). A message that cannot be used goes to the reject sink (the dead-letter topic) with its
 error, and nothing else happens to it; either way its offset is passed.
 
+With a labels topic (``label_join.py``), a message with an id and no label is kept pending in its
+partition's state once predicted, and learned when its label comes, judged by what it was served.
+
 The loop sees its sinks only through their interfaces, so it runs in unit tests on fakes.
 """
 
@@ -22,17 +25,20 @@ from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label
 from nbstream.labels import ClassSet
 
 from ..config import ServeConfig
-from ..io.fields import LABEL_COLUMN
+from ..io.fields import LABEL_COLUMN, MessageFields
 from ..io.formats import MessageFormat
 from ..io.interfaces import PredictionSink, RejectSink
 from ..io.kafka.sink import Refusals
+from ..io.messages import read_label_events
 from ..io.records import Polled
 from .counts import UncommittedCounts
 from .drift_watch import DriftWatch
 from .global_model import Predictions
 from .group_state import GroupState
+from .label_join import LabelSettings, served, unmatched_letters, widened, with_id
 from .observability import ServiceMetrics
 from .partition_state import PartitionState
+from .pending import Joined
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +48,18 @@ class PrequentialLoop:
     counts : where the work is counted until it is committed (the session publishes it then).
     refusals : what the broker refused (see KafkaSink); a poisoned input is dead-lettered.
     max_classes : a label that would grow an open class set beyond it is dead-lettered.
-    drift : how each partition's prequential errors are watched for drift (None: not watched)."""
+    drift : how each partition's prequential errors are watched for drift (None: not watched).
+    labels : how labels that come later are joined (None: no labels topic); fields : the
+        message fields (the names label events use)."""
 
     def __init__(self, messages: MessageFormat, group: GroupState, predictions: PredictionSink, rejects: RejectSink,
                  metrics: ServiceMetrics, *, learn: bool = True, refusals: Refusals | None = None,
                  max_classes: int = 1_000, counts: UncommittedCounts | None = None,
-                 drift: DriftSettings | None = None):
+                 drift: DriftSettings | None = None, labels: LabelSettings | None = None,
+                 fields: MessageFields | None = None):
         self.messages, self.group = messages, group
+        self.labels, self.fields = labels, fields or MessageFields()
+        self._clocks: dict[int, int] = {}  # partition -> the newest event time seen (ms), with a labels topic
         self.predictions, self.rejects, self.metrics = predictions, rejects, metrics
         self.counts = counts or UncommittedCounts()
         self.learn, self.max_classes = learn, max_classes
@@ -58,16 +69,26 @@ class PrequentialLoop:
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
-    def process(self, polled: Polled) -> None:
+    def process(self, polled: Polled, labels: Polled | None = None) -> None:
+        """Serve and learn a poll's messages, then join the labels topic's records of the same poll."""
         started = time.perf_counter()
-        owned = np.isin(polled.partitions, list(self.group.owned))
-        if not owned.all():
-            # A rebalance inside the poll that fetched them revoked their partitions (after this
-            # replica committed them): their new owner reads them from the committed offset.
-            polled = polled.only(owned)
+        polled = self._owned(polled)
+        labels = self._owned(labels) if labels is not None and self.labels is not None else None
+        if self.labels is not None:
+            self._expire(polled, labels)  # first: a label that comes past the TTL of its message is too late
         if len(polled):
             self._process(polled)
+        if labels is not None and len(labels):
+            self._join(labels)
+        if self.labels is not None:
+            self.metrics.pending.set(sum(len(s.pending) for s in self.group.owned.values() if s.pending is not None))
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _owned(self, polled: Polled) -> Polled:
+        owned = np.isin(polled.partitions, list(self.group.owned))
+        # A rebalance inside the poll that fetched them revoked their partitions (after this
+        # replica committed them): their new owner reads them from the committed offset.
+        return polled if owned.all() else polled.only(owned)
 
     def _process(self, polled: Polled) -> None:
         model = self.group.global_model
@@ -88,6 +109,8 @@ class PrequentialLoop:
             self._emit(polled, rows, decoded, good, predictions)
             if self.learn:
                 self._learn(rows, decoded.batch, X, y, learn, good, predictions)
+            if self.labels is not None:
+                self._keep_pending(rows, decoded.ids, X, good & ~labeled, good, predictions)
         self._advance(polled)
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[np.ndarray, np.ndarray]:
@@ -156,8 +179,7 @@ class PrequentialLoop:
                 X_rows = state.encoder.encode(batch.filter(pa.array(rows)), learn=True)[0]
             else:
                 X_rows = _rows_of(X, rows)
-            state.model.partial_fit(X_rows, _rows_of(y, rows),
-                                    classes=model.classes if not state.model.is_fitted else None)
+            self._fit(state, X_rows, _rows_of(y, rows))
             if judged[rows].any():
                 assert predictions.classes is not None and predictions.proba is not None  # judged rows were scored
                 state.judge(y[rows & judged], predictions.classes, predictions.proba[(rows & judged)[good]])
@@ -169,6 +191,104 @@ class PrequentialLoop:
             model.learn(X_learn, _rows_of(y, learn))
         self.counts.learned += int(learn.sum())
         self.metrics.examples_seen.set(model.version)
+
+    def _fit(self, state: PartitionState, X, y: np.ndarray) -> None:
+        """Learn rows into a partition's state (the global model learns them apart)."""
+        model = self.group.global_model
+        state.model.partial_fit(X, y, classes=model.classes if not state.model.is_fitted else None)
+
+    # ---- labels that come later ---------------------------------------------------------------
+    def _keep_pending(self, rows: Polled, ids: list, X, keep: np.ndarray, good: np.ndarray,
+                      predictions: Predictions) -> None:
+        """Keep the served rows in ``keep`` that have an id as pending in their partitions' states,
+        with what each was served; those whose label came first join at once."""
+        keep = keep & with_id(ids)
+        if not keep.any():
+            return
+        scored = predictions.scored
+        for partition in np.unique(rows.partitions[keep]).tolist():
+            state = self.group.owned[partition]
+            assert state.pending is not None  # the group keeps pending examples with a labels topic
+            mine = keep & (rows.partitions == partition)
+            best, proba = served(predictions.best, predictions.proba, scored, mine[good])
+            added = state.pending.add([ids[i] for i in np.flatnonzero(mine).tolist()], _rows_of(X, mine), best,
+                                      proba, rows.timestamps[mine], rows.offsets[mine])
+            self.counts.labels["evicted"] += added.evicted
+            self._learn_joined(partition, state, added.joined)
+            state.changed = True
+
+    def _join(self, labels: Polled) -> None:
+        """Join a poll's label events to their partitions' pending examples; a bad event is a dead letter."""
+        model = self.group.global_model
+        events = read_label_events(labels.values, self.fields, model.label_kind())
+        problems = RowProblems(len(labels))
+        errors = np.array(events.errors, dtype=object)
+        problems.flag(errors != None, "message", errors)  # noqa: E711 - elementwise
+        given, y = self._labels(pa.array(events.labels), problems)
+        self.rejects.reject(labels, problems)
+        good = given & problems.good
+        for partition in np.unique(labels.partitions).tolist():
+            state = self.group.owned[partition]
+            assert state.pending is not None
+            mine = good & (labels.partitions == partition)
+            if mine.any():
+                met = state.pending.add_labels([events.ids[i] for i in np.flatnonzero(mine).tolist()], y[mine],
+                                               labels.timestamps[mine], labels.offsets[mine])
+                self.counts.labels["duplicate"] += met.duplicates
+                self.counts.labels["unmatched"] += met.evicted
+                self._learn_joined(partition, state, met.joined)
+            following = int(labels.offsets[labels.partitions == partition].max()) + 1
+            if state.labels_next_offset is None or following > state.labels_next_offset:
+                state.labels_next_offset = following
+            state.changed = True
+
+    def _learn_joined(self, partition: int, state: PartitionState, joined: Joined) -> None:
+        """Learn the examples that met their label, and judge what each was served (those served
+        before the model knew a class are not judged)."""
+        if not len(joined):
+            return
+        model = self.group.global_model
+        if model.stale:
+            model.rebuild(self.group.states())
+        y = joined.labels
+        self._fit(state, joined.X, y)
+        if model.learns_apart:
+            model.learn(joined.X, y)
+        judged = joined.best >= 0
+        classes = model.model.classes_ if model.model.is_fitted else None
+        if judged.any() and classes is not None:
+            proba = widened(joined.proba[judged], len(classes))
+            state.judge(y[judged], classes, proba)
+            self._watch(partition, state, classes[joined.best[judged]] != y[judged])
+        self.counts.labels["joined"] += len(joined)
+        self.counts.label_delays.append(joined.delay_ms / 1000)
+        self.counts.learned += len(joined)
+        self.metrics.examples_seen.set(model.version)
+        state.changed = True
+
+    def _expire(self, polled: Polled, labels: Polled | None) -> None:
+        """Move each partition's event-time clock to the newest timestamp of the poll, and drop what
+        is older than the TTL by it; a waiting label dropped never met its message."""
+        assert self.labels is not None
+        moved = set()
+        for records in (polled, labels):
+            if records is None or not len(records):
+                continue
+            for partition in np.unique(records.partitions).tolist():
+                newest = int(records.timestamps[records.partitions == partition].max())
+                if newest > self._clocks.get(partition, -1):
+                    self._clocks[partition] = newest
+                    moved.add(partition)
+        for partition in sorted(moved):
+            state = self.group.owned[partition]
+            if state.pending is not None:
+                expired = state.pending.expire(self._clocks[partition], self.labels.ttl_ms)
+                if expired.examples or expired.labels:
+                    self.counts.labels["expired"] += expired.examples
+                    self.counts.labels["unmatched"] += expired.labels
+                    if self.labels.dlq_unmatched and expired.unmatched is not None:
+                        self.rejects.reject(*unmatched_letters(self.labels.topic, partition, expired.unmatched))
+                    state.changed = True
 
     def _watch(self, partition: int, state: PartitionState, errors: np.ndarray) -> None:
         """Feed a partition's drift watch its newly judged errors ((n,) bool, in stream order);

@@ -31,6 +31,17 @@ log = logging.getLogger(__name__)
 
 MOST_CLASS_SERIES = 100  # classes with per-class quality series; the others have none
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# A label comes a second to weeks after its message (negative: before it, counted in the first bucket)
+LABEL_DELAY_BUCKETS = (0.0, 1.0, 10.0, 60.0, 600.0, 3600.0, 6 * 3600.0, 86400.0, 7 * 86400.0, 30 * 86400.0)
+# What became of delayed labels and pending examples: the counter of each outcome, and its help
+LABEL_OUTCOMES = {
+    "joined": ("nbstream_labels_joined", "Labels joined to their message, which was then learned"),
+    "duplicate": ("nbstream_labels_duplicate", "Labels for an id that had one already (the first wins)"),
+    "unmatched": ("nbstream_labels_unmatched", "Labels whose message never came within --label-ttl, or that "
+                  "gave way for --max-pending"),
+    "expired": ("nbstream_pending_expired", "Messages whose label did not come within --label-ttl"),
+    "evicted": ("nbstream_pending_evicted", "Messages that gave way to newer ones for --max-pending"),
+}
 # Of the process, like the process and GC collectors: the state topic is read where no
 # ServiceMetrics is at hand (and by `worker export`, which serves none).
 STATE_RECORDS_SKIPPED = Counter("nbstream_state_records_skipped", "State-topic records skipped: not written by "
@@ -198,6 +209,12 @@ class ServiceMetrics:
               "partition state of the group (checked every 5 s)", registry=registry).set_function(
             lambda: max(0.0, time.time() - self.caught_up_at))
         self.quality = PrequentialQuality(registry)
+        self.pending = Gauge("nbstream_pending_examples", "Messages of the owned partitions waiting for their label "
+                             "(--labels-topic)", registry=registry)
+        self.delayed_labels = {outcome: Counter(name, documentation, registry=registry)
+                               for outcome, (name, documentation) in LABEL_OUTCOMES.items()}
+        self.label_delay = BatchHistogram("nbstream_label_delay_seconds", "From a message's timestamp to its label's, "
+                                          "for the pairs joined", LABEL_DELAY_BUCKETS, registry)
         self.ready = False
         self.connected: bool | None = None  # unknown until the first contact
         self.registry_connected: bool | None = None  # the Schema Registry's, with --format avro: the same

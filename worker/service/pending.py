@@ -39,7 +39,7 @@ import numpy as np
 from nbstream.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
 from .pending_codec import EXAMPLES, JOINED, LABELS, decode, encode
-from .pending_log import Id, KeyedLog
+from .pending_log import Id, KeyedLog, Taken
 from .pending_rows import Column, Rows, rows_of, take
 
 
@@ -97,9 +97,11 @@ class Labeled:
 
 @dataclass(frozen=True)
 class Expired:
-    """What ``expire`` dropped: pending examples and waiting labels."""
+    """What ``expire`` dropped: pending examples, and waiting labels (``unmatched``: their ids,
+    label times (n,) int64 and columns "label" (n,) and "offset" (n,) int64, -1 where not known)."""
     examples: int
     labels: int
+    unmatched: Taken | None = None
 
 
 class PendingExamples:
@@ -161,13 +163,17 @@ class PendingExamples:
         evicted = self._append(self.examples, [ids[i] for i in new.tolist()], times[new], _taken(columns, new, n))
         return Added(joined, replaced=n - len(keep) + len(stale), already_joined=int(done.sum()), evicted=evicted)
 
-    def add_labels(self, ids: list[Id] | AnyArray, labels: AnyArray, label_time_ms: AnyArray | int) -> Labeled:
+    def add_labels(self, ids: list[Id] | AnyArray, labels: AnyArray, label_time_ms: AnyArray | int,
+                   offsets: AnyArray | None = None) -> Labeled:
         """Join labels with their pending examples; keep the others waiting for their features.
 
-        ids : n ids; labels : (n,); label_time_ms : (n,) or one for all."""
+        ids : n ids; labels : (n,); label_time_ms : (n,) or one for all; offsets : (n,) where
+        each label is in its topic (kept with a waiting label; None: not known, -1)."""
         ids = _checked_ids(ids)
         n = len(ids)
         labels = _column(labels, n, None, "labels")
+        label_offsets = np.full(n, -1, dtype=np.int64) if offsets is None else _column(offsets, n, np.int64,
+                                                                                        "offsets")
         times = _times(label_time_ms, n)
         keep = _first_of_each(ids)
         kept = [ids[i] for i in keep.tolist()]
@@ -182,7 +188,8 @@ class PendingExamples:
             joined = _joined(examples.ids, examples.columns, examples.times, labels[rows], times[rows])
             self._append(self.joined, examples.ids, examples.times, {})
         wait = keep[~found & ~seen]
-        evicted = self._append(self.labels, [ids[i] for i in wait.tolist()], times[wait], {"label": labels[wait]})
+        evicted = self._append(self.labels, [ids[i] for i in wait.tolist()], times[wait],
+                               {"label": labels[wait], "offset": label_offsets[wait]})
         return Labeled(joined, duplicates=n - len(keep) + int(seen.sum()), waiting=len(wait), evicted=evicted)
 
     def expire(self, now_event_time_ms: int, ttl_ms: int) -> Expired:
@@ -191,11 +198,14 @@ class PendingExamples:
             raise ValueError(f"ttl_ms must be at least 0; got {ttl_ms}")
         cutoff = now_event_time_ms - ttl_ms
         dropped = []
+        unmatched = None
         for log in (self.examples, self.labels, self.joined):
             old = log.older_than(cutoff)
+            if log is self.labels and len(old):
+                unmatched = log.take(old)
             log.remove(old)
             dropped.append(len(old))
-        return Expired(examples=dropped[0], labels=dropped[1])
+        return Expired(examples=dropped[0], labels=dropped[1], unmatched=unmatched)
 
     def logs(self) -> dict[str, KeyedLog]:
         """The store's three logs by name: what the codecs write."""

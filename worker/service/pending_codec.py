@@ -4,9 +4,10 @@ Arrays of log L (examples, labels, joined), n rows each::
 
     L.ids     uint8: UTF-8 JSON list of the n ids (strings and integers: exact, 2**70 included)
     L.times   (n,) int64 ms
-    examples.best (n,) int32, examples.proba (n, C) float32/64, examples.offset (n,) int64,
-    examples.rows (n, d) dense, or examples.rows.data / .indices (int32) / .indptr (int64) for CSR
-    labels.label (n,) numbers or strings
+    examples.best (n,) int32 (-1: served before the model knew a class), examples.proba (n, C)
+    float32/64, examples.offset (n,) int64, examples.rows (n, d) dense, or examples.rows.data /
+    .indices (int32) / .indptr (int64) for CSR
+    labels.label (n,) numbers or strings, labels.offset (n,) int64 (-1: not known)
 
 and in the meta, under "rows", the feature rows' layout ("dense" or "csr"), the dtype they
 came in and their number of columns. Reading checks each array's dtype, shape and values (ids
@@ -30,7 +31,7 @@ from .pending_rows import Column, DenseRows, Rows, SparseRows
 
 EXAMPLES, LABELS, JOINED = "examples", "labels", "joined"  # the store's three logs
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
-_COLUMNS = {EXAMPLES: ("rows", "best", "proba", "offset"), LABELS: ("label",), JOINED: ()}
+_COLUMNS = {EXAMPLES: ("rows", "best", "proba", "offset"), LABELS: ("label", "offset"), JOINED: ()}
 LOGS = tuple(_COLUMNS)
 _INPUT_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "<i2", "<u2", "|i1", "|u1", "|b1"}
 
@@ -109,8 +110,10 @@ def _rows_from(name: str, rows_meta: object, arrays: dict[str, AnyArray], what: 
         proba = _array(arrays, f"{name}.proba", ("<f8", "<f4"), 2, where, (n, None))
         if not ((proba >= 0) & (proba <= 1)).all():  # NaN fails too
             raise ValueError(f"{where}: served probabilities must lie in [0, 1]")
-        columns["best"] = _in_range(_array(arrays, f"{name}.best", "<i4", 1, where, (n,)), proba.shape[1], "best",
-                                    where)
+        best = _array(arrays, f"{name}.best", "<i4", 1, where, (n,))
+        if len(best) and (best.min() < -1 or best.max() >= proba.shape[1]):
+            raise ValueError(f"{where}: each best must be from -1 (nothing served) to {proba.shape[1] - 1:,}")
+        columns["best"] = best
         columns["proba"] = proba
         offsets = _array(arrays, f"{name}.offset", "<i8", 1, where, (n,))
         if (offsets < 0).any():
@@ -123,6 +126,10 @@ def _rows_from(name: str, rows_meta: object, arrays: dict[str, AnyArray], what: 
                              f"got {'none' if labels is None else labels.shape}")
         _finite(labels, f"{where}: the labels")
         columns["label"] = labels
+        label_offsets = _array(arrays, f"{name}.offset", "<i8", 1, where, (n,))
+        if (label_offsets < -1).any():
+            raise ValueError(f"{where}: label offsets must be at least -1 (not known)")
+        columns["offset"] = label_offsets
     return Taken(ids, times, columns)
 
 

@@ -47,7 +47,7 @@ def pack(meta: dict[str, Any], arrays: dict[str, AnyArray]) -> bytes:
             raise ValueError(f"{name}: a frame holds 1-D or 2-D arrays of numbers or strings; got {array.dtype} "
                              f"of {array.ndim} dimensions")
     listed = [[name, array.dtype.str, list(array.shape)] for name, array in arrays.items()]
-    raw = b"".join(np.ascontiguousarray(array).data.cast("B") for array in arrays.values())
+    raw = b"".join(_bytes_of(array) for array in arrays.values())
     body = _ZSTD.compress(raw, asbytes=True) if raw else b""
     compression = "zstd"
     if len(raw) > MOST_EXPANSION * len(body):
@@ -142,3 +142,9 @@ def _check_code_points(array: AnyArray, what: str) -> None:
     points = array.view(np.uint32)
     if ((points > 0x10FFFF) | ((points >= 0xD800) & (points <= 0xDFFF))).any():
         raise ValueError(f"{what}: the strings hold values that are not Unicode code points")
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    """The array's bytes in C order, without a copy where it is contiguous (empty shapes too, such
+    as the (n, 0) probabilities served before the model knew a class)."""
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8).data

@@ -19,8 +19,9 @@ from nbstream.base import NaiveBayes
 
 from ..checkpoint import CheckpointPolicy
 from ..config import ServeConfig
+from ..errors import ConfigError
 from ..io.formats import MessageFormat, message_format
-from ..io.kafka.client import Consumer, KafkaClient, KafkaFailure, Producer, Start
+from ..io.kafka.client import Consumer, KafkaClient, KafkaFailure, Producer, Start, TopicInfo
 from ..io.kafka.sink import Destination, KafkaSink, Refusals
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..io.registry.client import RegistryUnavailable
@@ -29,6 +30,7 @@ from .commit import ServeCheckpoint, TransactionalProducer
 from .counts import UncommittedCounts
 from .global_model import GlobalModel
 from .group_state import GroupState, StateFollower
+from .label_join import label_settings
 from .lag import GroupLag
 from .loop import PrequentialLoop, drift_settings
 from .observability import ServiceMetrics
@@ -89,7 +91,8 @@ class Session:
             self.producer = raw
         self.follower = StateFollower(client.reader(read_committed=True), config.states)
         self.global_model = GlobalModel(fresh, encoder, config.classes or None)
-        self.group = GroupState(fresh, self.global_model, self.follower, start=config.start)
+        self.group = GroupState(fresh, self.global_model, self.follower, start=config.start,
+                                max_pending=config.max_pending if config.labels_topic else None)
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
@@ -98,7 +101,7 @@ class Session:
                               input_timestamps=config.output_timestamp == "input")
         self.consumer = client.consumer(config.input, config.group, instance_id=config.instance_id,
                                         session_timeout_s=config.session_timeout, start=config.start,
-                                        read_committed=True)
+                                        read_committed=True, labels_topic=config.labels_topic)
         self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
                                           self.producer, self.consumer, self.group, self.sink, config.states,
                                           config.fields.label, COMMIT_STEP_SECONDS)
@@ -108,8 +111,9 @@ class Session:
                                                                if base.model.is_fitted else 0})
         self.loop = PrequentialLoop(self.messages, self.group, self.sink, self.sink, metrics,
                                     learn=config.learn, refusals=refusals, max_classes=config.max_classes,
-                                    counts=self.counts, drift=drift_settings(config))
-        self.consumer.subscribe(self._assigned, self._revoked, self._lost)
+                                    counts=self.counts, drift=drift_settings(config), labels=label_settings(config),
+                                    fields=config.fields)
+        self.consumer.subscribe(self._assigned, self._revoked, self._lost, label_starts=self.group.label_starts)
         self._probed = time.monotonic()
         if config.metrics_port is not None:  # measured only to be shown
             self.lag = GroupLag(client, config.input, config.group, config.start, metrics)
@@ -128,6 +132,8 @@ class Session:
             wanted = {config.output: (partitions, {"max.message.bytes": str(2 << 20)}),
                       config.dlq: (partitions, {"max.message.bytes": str(dead_letter_bytes)}),
                       config.states: (1, STATE_TOPIC_CONFIG)}
+            if config.labels_topic is not None:
+                _check_labels_topic(admin.topic(config.labels_topic), config.labels_topic, config.input, source)
             limits = {}
             for name, (count, topic_config) in wanted.items():
                 info = admin.topic(name)
@@ -174,15 +180,16 @@ class Session:
         config = self.config
         while not should_stop():
             polled = self.consumer.poll(0.5, config.max_poll_records)
+            labels = self.consumer.polled_labels()
             self.group.take_updates(self.follower.poll(0.0))
-            if len(polled) and self._process(polled, should_stop):
+            if (len(polled) or len(labels)) and self._process(polled, labels, should_stop):
                 self.metrics.quality.update(self.group.owned, self.group.states())
-            if self.checkpoint.due(len(polled)):
+            if self.checkpoint.due(len(polled) + len(labels)):
                 self.commit()
-            self._heartbeat(len(polled) > 0)
+            self._heartbeat(len(polled) + len(labels) > 0)
         self.commit(last=True)
 
-    def _process(self, polled, should_stop: Callable[[], bool]) -> bool:
+    def _process(self, polled, labels, should_stop: Callable[[], bool]) -> bool:
         """Process a poll; False when stopped first. While the Schema Registry cannot answer for its
         records, nothing of the poll is used: what came before is committed, the service is not
         ready, and the same poll is tried again after a growing pause (no dead letter: it is no
@@ -190,7 +197,7 @@ class Session:
         pause = REGISTRY_RETRY_FIRST
         while True:
             try:
-                self.loop.process(polled)
+                self.loop.process(polled, labels)
             except RegistryUnavailable as failure:
                 if self.metrics.registry_connected is not False:
                     log.warning("the Schema Registry does not answer: records wait for it",
@@ -285,6 +292,17 @@ class Session:
             except Exception as error:  # closing must go on whatever one client says
                 log.debug("an error while closing", extra={"error": str(error)})
 
+
+
+def _check_labels_topic(labels: TopicInfo | None, name: str, input_topic: str, source: TopicInfo | None) -> None:
+    """A labels topic is read beside the input by partition number: it must have as many partitions."""
+    if labels is None:
+        raise ConfigError(f"the labels topic {name} does not exist: create it with as many partitions as "
+                          f"{input_topic}, and write each label keyed like the message it labels.")
+    if source is not None and labels.partitions != source.partitions:
+        raise ConfigError(f"the labels topic {name} has {labels.partitions} partitions and {input_topic} "
+                          f"{source.partitions}: a label is read by partition number, beside the message it "
+                          f"labels, so both topics need as many (and each label keyed like its message).")
 
 
 def _wait_or_stop(seconds: float, should_stop: Callable[[], bool], metrics: ServiceMetrics) -> bool:

@@ -75,8 +75,8 @@ class FakeKafka(KafkaClient):
 
     # ---- the client seam ---------------------------------------------------------------------
     def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
-                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None) -> FakeConsumer:
-        self.consumers.append(FakeConsumer(self, topic, group))
+                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None, labels_topic=None) -> FakeConsumer:
+        self.consumers.append(FakeConsumer(self, topic, group, labels_topic))
         return self.consumers[-1]
 
     def reader(self, *, read_committed=True) -> FakeReader:
@@ -162,10 +162,13 @@ class FakeConsumer(Consumer):
     """A member that is given every partition of its topic at its first poll. What later polls do
     before reading is queued with ``revoke`` and ``fail``, one event a poll."""
 
-    def __init__(self, kafka: FakeKafka, topic: str, group: str):
-        self.kafka, self.topic, self.group = kafka, topic, group
+    def __init__(self, kafka: FakeKafka, topic: str, group: str, labels_topic: str | None = None):
+        self.kafka, self.topic, self.group, self.labels_topic = kafka, topic, group, labels_topic
         self.handlers = None
+        self.label_starts = None
         self.positions: dict[int, int] = {}  # owned partition -> next offset to return
+        self.label_positions: dict[int, int] = {}  # the same on the labels topic
+        self.labels = Polled.of(labels_topic or "", [])
         self.events: deque = deque()
         self.generation = 0
 
@@ -177,9 +180,10 @@ class FakeConsumer(Consumer):
         """At the next poll, raise ``failure``."""
         self.events.append(("fail", failure))
 
-    def subscribe(self, on_assigned, on_revoked, on_lost) -> None:
+    def subscribe(self, on_assigned, on_revoked, on_lost, label_starts=None) -> None:
         self.kafka.journal.append("consumer.subscribe")
         self.handlers = on_assigned, on_revoked, on_lost
+        self.label_starts = label_starts
         self.events.appendleft(("assign", list(range(self.kafka.topics[self.topic].partitions))))
 
     def poll(self, timeout_s: float, max_records: int) -> Polled:
@@ -192,7 +196,20 @@ class FakeConsumer(Consumer):
             read += records
         if read:
             self.kafka.journal.append(f"consumer.poll {len(read)} records")
+        if self.labels_topic is not None:
+            self.labels = Polled.of(self.labels_topic, self._read(self.labels_topic, self.label_positions, max_records))
         return Polled.of(self.topic, read)
+
+    def _read(self, name: str, positions: dict[int, int], max_records: int) -> list:
+        topic, read = self.kafka.topics[name], []
+        for partition, position in positions.items():
+            records = topic.log[partition][position:position + max_records - len(read)]
+            positions[partition] += len(records)
+            read += records
+        return read
+
+    def polled_labels(self) -> Polled:
+        return self.labels
 
     def _happen(self, kind: str, argument) -> None:
         on_assigned, on_revoked, _ = self.handlers
@@ -208,11 +225,18 @@ class FakeConsumer(Consumer):
                 start = starts[partition]
                 self.positions[partition] = 0 if start == "earliest" else topic.end(partition) \
                     if start == "latest" else start
+            if self.labels_topic is not None:
+                labels, label_starts = self.kafka.topics[self.labels_topic], self.label_starts(argument)
+                for partition in argument:
+                    start = label_starts[partition]
+                    self.label_positions[partition] = 0 if start == "earliest" else labels.end(partition) \
+                        if start == "latest" else start
         elif kind == "revoke":
             self.kafka.journal.append(f"consumer.revoke {argument}")
             on_revoked(argument)
             for partition in argument:
                 self.positions.pop(partition, None)
+                self.label_positions.pop(partition, None)
             self.kafka.journal.append(f"consumer.released {argument}")
 
     def assignment(self) -> set[int]:
@@ -227,9 +251,11 @@ class FakeConsumer(Consumer):
         self.kafka.ask()
         return {partition: self.kafka.topics[self.topic].end(partition) for partition in partitions}
 
-    def commit(self, offsets: dict[int, int]) -> None:
-        self.kafka.journal.append(f"consumer.commit {offsets}")
+    def commit(self, offsets: dict[int, int], label_offsets: dict[int, int] | None = None) -> None:
+        self.kafka.journal.append(f"consumer.commit {offsets}" + (f" labels {label_offsets}" if label_offsets else ""))
         self.kafka.group_offsets.setdefault(self.group, {}).update(offsets)
+        if label_offsets:
+            self.kafka.group_offsets.setdefault(f"{self.group} labels", {}).update(label_offsets)
 
     def group_metadata(self) -> GroupMetadata:
         return GroupMetadata(self.group, self.generation)
@@ -277,7 +303,9 @@ class FakeProducer(Producer):
     def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
         self._log(f"send_offsets {topic} {offsets} {group_metadata}")
         assert self.in_transaction, "offsets sent outside a transaction"
-        self.offsets.append((group_metadata.group, dict(offsets)))
+        consumer = next((c for c in self.kafka.consumers if c.group == group_metadata.group), None)
+        labels = consumer is not None and topic == consumer.labels_topic
+        self.offsets.append((group_metadata.group + (" labels" if labels else ""), dict(offsets)))
 
     def commit_transaction(self, timeout_s: float) -> None:
         self._log("commit_transaction")

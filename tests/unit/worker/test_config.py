@@ -118,6 +118,8 @@ def test_a_duration_that_is_not_one_is_refused_in_one_line(text):
     (dict(labels_topic="labels", label_ttl=0.0), "--label-ttl must be more than 0"),
     (dict(labels_topic="labels", label_ttl=3651 * 86400.0), "at most 3650d"),
     (dict(labels_topic="labels", max_pending=0), "--max-pending must be 1 to 10,000,000"),
+    (dict(labels_topic="labels", model=ModelOptions("categorical"), fields=MessageFields(feature_names=["a"])),
+     "--labels-topic does not take --model categorical"),
 ])
 def test_delayed_label_settings_that_cannot_work_are_refused(settings, message):
     with pytest.raises(ConfigError, match=message):

@@ -149,7 +149,7 @@ EDITS = {
     "a NaN probability": (lambda m, a: a["examples.proba"].__setitem__((0, 0), np.nan), "must lie in \\[0, 1\\]"),
     "a probability above 1": (lambda m, a: a["examples.proba"].__setitem__((0, 0), 1.5), "must lie in \\[0, 1\\]"),
     "a served class beyond the probabilities": (lambda m, a: a["examples.best"].__setitem__(0, 10),
-                                                "each best must be from 0 to 9"),
+                                                "each best must be from -1 \\(nothing served\\) to 9"),
     "a negative offset": (lambda m, a: a["examples.offset"].__setitem__(0, -1), "offsets must be at least 0"),
     "times of another dtype": (lambda m, a: a.update({"examples.times": a["examples.times"].astype(np.float64)}),
                                "examples.times must be <i8"),

@@ -83,18 +83,29 @@ RevokeHandler = Callable[[list[int]], None]
 
 
 class Consumer(ABC):
-    """A member of a consumer group reading one topic; offsets are committed only when asked."""
+    """A member of a consumer group reading one topic, and beside it, when given one, the topic of
+    its labels (``labels_topic``: partition p of both goes to the same member, the range assignor's
+    rule for topics of equal partition counts); offsets are committed only when asked."""
 
     topic: str
+    labels_topic: str | None = None
 
     @abstractmethod
-    def subscribe(self, on_assigned: AssignHandler, on_revoked: RevokeHandler, on_lost: RevokeHandler) -> None:
+    def subscribe(self, on_assigned: AssignHandler, on_revoked: RevokeHandler, on_lost: RevokeHandler,
+                  label_starts: AssignHandler | None = None) -> None:
         """Join the group. The handlers run inside ``poll``; an exception they raise comes out of ``poll``.
-        on_revoked: partitions about to move (commit what you have); on_lost: partitions already gone."""
+        on_revoked: partitions about to move (commit what you have); on_lost: partitions already gone.
+        The handlers see the topic's partitions; the labels topic's partitions of the same numbers
+        move with them, starting where ``label_starts`` (called after on_assigned) says. A member
+        given other partitions of the labels topic than of the topic fails its poll."""
 
     @abstractmethod
     def poll(self, timeout_s: float, max_records: int) -> Polled:
-        """The next messages, each partition's in order; none after the timeout."""
+        """The topic's next messages, each partition's in order; none after the timeout."""
+
+    def polled_labels(self) -> Polled:
+        """The labels topic's messages the last ``poll`` brought (none without a labels topic)."""
+        return Polled.of(self.labels_topic or "", [])
 
     @abstractmethod
     def assignment(self) -> set[int]:
@@ -112,8 +123,9 @@ class Consumer(ABC):
             partition whose end is not known yet is asked for)."""
 
     @abstractmethod
-    def commit(self, offsets: dict[int, int]) -> None:
-        """Commit these next offsets for the group (at-least-once; transactions commit offsets themselves)."""
+    def commit(self, offsets: dict[int, int], label_offsets: dict[int, int] | None = None) -> None:
+        """Commit these next offsets for the group, and those of the labels topic (at-least-once;
+        transactions commit offsets themselves)."""
 
     @abstractmethod
     def group_metadata(self) -> object:
@@ -234,7 +246,7 @@ class KafkaClient(ABC):
     @abstractmethod
     def consumer(self, topic: str, group: str, *, instance_id: str | None = None, session_timeout_s: float = 10.0,
                  start: str = "earliest", read_committed: bool = True, fetch_max_bytes: int = 64 << 20,
-                 client_id: str | None = None) -> Consumer: ...
+                 client_id: str | None = None, labels_topic: str | None = None) -> Consumer: ...
 
     @abstractmethod
     def reader(self, *, read_committed: bool = True) -> Reader: ...
@@ -247,3 +259,10 @@ class KafkaClient(ABC):
 
     @abstractmethod
     def admin(self) -> Admin: ...
+
+
+def mismatched_assignment(topic: str, partitions: set[int], labels_topic: str, label_partitions: set[int]) -> str:
+    """Why a member given these partitions of the two topics cannot join their messages."""
+    return (f"the group gave this member partitions {sorted(partitions)} of {topic} but {sorted(label_partitions)} "
+            f"of {labels_topic}: a message and its label must be read by the same member (the topics need "
+            f"as many partitions, and every member the range assignor)")

@@ -30,6 +30,7 @@ from .client import (
     Producer,
     Reader,
     TopicInfo,
+    mismatched_assignment,
     refuses_access,
 )
 from .oauth import checked_source
@@ -140,33 +141,48 @@ def oidc(client: OAuthClient, cafile: str | None) -> dict:
 
 
 class _Consumer(_Reporting, Consumer):
-    def __init__(self, topic: str, conf: dict):
+    def __init__(self, topic: str, conf: dict, labels_topic: str | None = None):
         super().__init__()
-        self.topic = topic
+        self.topic, self.labels_topic = topic, labels_topic
+        self._labels = Polled.of(labels_topic or "", [])
         self._callback_error: BaseException | None = None
         self._consumer = self._configured(ck.Consumer, conf)
 
     def _tp(self, partition: int, offset: int = ck.OFFSET_INVALID) -> ck.TopicPartition:
         return ck.TopicPartition(self.topic, partition, offset)
 
-    def _run(self, handler, partitions):
+    def _run(self, handler, partitions, topic: str | None = None):
         try:
-            return handler(sorted(tp.partition for tp in partitions if tp.topic == self.topic))
+            return handler(sorted(tp.partition for tp in partitions if tp.topic == (topic or self.topic)))
         except BaseException as error:  # noqa: BLE001 - re-raised by poll
             self._callback_error = self._callback_error or error
             return None
 
+    def _label_starts(self, handler, partitions) -> dict:
+        """Where the labels topic's partitions start; none when they are not the topic's."""
+        ours = {tp.partition for tp in partitions if tp.topic == self.topic}
+        labels = {tp.partition for tp in partitions if tp.topic == self.labels_topic}
+        if ours != labels:
+            assert self.labels_topic is not None
+            self._callback_error = self._callback_error or KafkaFailure(
+                mismatched_assignment(self.topic, ours, self.labels_topic, labels))
+            return {}
+        return (self._run(handler, partitions, self.labels_topic) or {}) if handler else {}
+
     @translated
-    def subscribe(self, on_assigned, on_revoked, on_lost) -> None:
+    def subscribe(self, on_assigned, on_revoked, on_lost, label_starts=None) -> None:
         def assigned(consumer, partitions):
-            starts = self._run(on_assigned, partitions) or {}
+            starts = {self.topic: self._run(on_assigned, partitions) or {}}
+            if self.labels_topic is not None:
+                starts[self.labels_topic] = self._label_starts(label_starts, partitions)
             for tp in partitions:
-                start = starts.get(tp.partition)
+                start = starts.get(tp.topic, {}).get(tp.partition)
                 if start is not None:
                     tp.offset = {"earliest": ck.OFFSET_BEGINNING, "latest": ck.OFFSET_END}.get(start, start)
             consumer.assign(partitions)
 
-        self._consumer.subscribe([self.topic], on_assign=assigned,
+        topics = [self.topic] if self.labels_topic is None else [self.topic, self.labels_topic]
+        self._consumer.subscribe(topics, on_assign=assigned,
                                  on_revoke=lambda consumer, partitions: self._run(on_revoked, partitions),
                                  on_lost=lambda consumer, partitions: self._run(on_lost, partitions))
 
@@ -190,13 +206,14 @@ class _Consumer(_Reporting, Consumer):
                 if error is not None:
                     _library_log.debug("consumer: %s", describe(error))
             messages = [m for m, error in zip(messages, errors, strict=True) if error is None]
-        n = len(messages)  # each column in one pass of C calls: a Python loop per message costs more
-        headers = list(map(ck.Message.headers, messages))
-        return Polled(self.topic, list(map(ck.Message.value, messages)), list(map(ck.Message.key, messages)),
-                      np.fromiter(map(ck.Message.partition, messages), np.int64, n),
-                      np.fromiter(map(ck.Message.offset, messages), np.int64, n),
-                      np.fromiter(map(_SECOND, map(ck.Message.timestamp, messages)), np.int64, n),
-                      headers=headers if any(headers) else None)
+        if self.labels_topic is None:
+            return _polled(self.topic, messages)
+        labels = self.labels_topic
+        self._labels = _polled(labels, [m for m in messages if m.topic() == labels])
+        return _polled(self.topic, [m for m in messages if m.topic() != labels])
+
+    def polled_labels(self) -> Polled:
+        return self._labels
 
     def assignment(self) -> set[int]:
         return {tp.partition for tp in self._consumer.assignment() if tp.topic == self.topic}
@@ -215,9 +232,12 @@ class _Consumer(_Reporting, Consumer):
         return ends
 
     @translated
-    def commit(self, offsets: dict[int, int]) -> None:
-        if offsets:
-            results = self._consumer.commit(offsets=[self._tp(p, o) for p, o in offsets.items()], asynchronous=False)
+    def commit(self, offsets: dict[int, int], label_offsets: dict[int, int] | None = None) -> None:
+        tps = [self._tp(p, o) for p, o in offsets.items()]
+        if label_offsets and self.labels_topic is not None:
+            tps += [ck.TopicPartition(self.labels_topic, p, o) for p, o in label_offsets.items()]
+        if tps:
+            results = self._consumer.commit(offsets=tps, asynchronous=False)
             for tp in results or []:
                 if tp.error is not None:
                     raise failure(tp.error)
@@ -232,6 +252,17 @@ class _Consumer(_Reporting, Consumer):
             self._consumer.close()
         except (ck.KafkaException, RuntimeError):
             pass
+
+
+def _polled(topic: str, messages: list) -> Polled:
+    """The messages of one topic, column by column."""
+    n = len(messages)  # each column in one pass of C calls: a Python loop per message costs more
+    headers = list(map(ck.Message.headers, messages))
+    return Polled(topic, list(map(ck.Message.value, messages)), list(map(ck.Message.key, messages)),
+                  np.fromiter(map(ck.Message.partition, messages), np.int64, n),
+                  np.fromiter(map(ck.Message.offset, messages), np.int64, n),
+                  np.fromiter(map(_SECOND, map(ck.Message.timestamp, messages)), np.int64, n),
+                  headers=headers if any(headers) else None)
 
 
 class _Reader(_Reporting, Reader):
@@ -431,7 +462,7 @@ class ConfluentClient(KafkaClient):
         self._connection = connection(settings)
 
     def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
-                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None) -> Consumer:
+                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None, labels_topic=None) -> Consumer:
         session_ms = int(session_timeout_s * 1000)
         conf = {**self._connection, "group.id": group, "enable.auto.commit": False,
                 "enable.auto.offset.store": False, "auto.offset.reset": start,
@@ -443,7 +474,7 @@ class ConfluentClient(KafkaClient):
             conf["group.instance.id"] = instance_id
         if client_id:
             conf["client.id"] = client_id
-        return _Consumer(topic, conf)
+        return _Consumer(topic, conf, labels_topic)
 
     def reader(self, *, read_committed=True) -> Reader:
         return _Reader({**self._connection, "group.id": f"nbstream-reader-{uuid.uuid4().hex}",

@@ -35,7 +35,7 @@ REASONS = (
     ("duplicate key", "malformed"), ("not an Arrow IPC stream", "malformed"),
     ("column names appear more than once", "malformed"),
     ("not in the Confluent wire format", "not_wire_format"), ("unknown schema id", "unknown_schema"),
-    ("schema ", "schema"), ("record does not decode", "undecodable"),
+    ("schema ", "schema"), ("record does not decode", "undecodable"), ("unmatched label", "unmatched_label"),
 )
 
 

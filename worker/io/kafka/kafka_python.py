@@ -11,6 +11,7 @@ import kafka.errors as errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.net.sasl.oauth import AbstractTokenProvider
 from kafka.protocol.consumer import IsolationLevel
 
@@ -32,6 +33,7 @@ from .client import (
     Reader,
     Start,
     TopicInfo,
+    mismatched_assignment,
     refuses_access,
 )
 from .kafka_python_properties import ADMIN, CONSUMER, PRODUCER, options_by_client
@@ -159,12 +161,16 @@ def _log_failed_commit(offsets, response) -> None:
 class _Listener(ConsumerRebalanceListener):
     """kafka-python's rebalance callbacks, each running the consumer's handler for it."""
 
-    def __init__(self, consumer: _Consumer, on_assigned, on_revoked, on_lost):
+    def __init__(self, consumer: _Consumer, on_assigned, on_revoked, on_lost, label_starts=None):
         self.consumer = consumer
         self.handlers = on_assigned, on_revoked, on_lost
+        self.label_starts = label_starts
 
     def on_partitions_assigned(self, assigned):
-        self.consumer.start_from(self.consumer.run_handler(self.handlers[0], assigned) or {})
+        consumer = self.consumer
+        consumer.start_from(consumer.run_handler(self.handlers[0], assigned) or {})
+        if consumer.labels_topic is not None:
+            consumer.start_labels_from(assigned, self.label_starts)
 
     def on_partitions_revoked(self, revoked):
         self.consumer.run_handler(self.handlers[1], revoked)
@@ -175,9 +181,10 @@ class _Listener(ConsumerRebalanceListener):
 
 class _Consumer(Consumer):
     @translated
-    def __init__(self, topic: str, admin: dict, **options):
+    def __init__(self, topic: str, admin: dict, labels_topic: str | None = None, **options):
         """admin : the options of an admin client of the same cluster."""
-        self.topic = topic
+        self.topic, self.labels_topic = topic, labels_topic
+        self._labels = Polled.of(labels_topic or "", [])
         self._group = options["group_id"]
         self._callback_error: BaseException | None = None
         self._in_listener = False  # True while a rebalance handler runs (on the consumer's IO thread)
@@ -190,25 +197,40 @@ class _Consumer(Consumer):
         return TopicPartition(self.topic, partition)
 
     @translated
-    def subscribe(self, on_assigned, on_revoked, on_lost) -> None:
-        self._consumer.subscribe([self.topic], listener=_Listener(self, on_assigned, on_revoked, on_lost))
+    def subscribe(self, on_assigned, on_revoked, on_lost, label_starts=None) -> None:
+        topics = [self.topic] if self.labels_topic is None else [self.topic, self.labels_topic]
+        self._consumer.subscribe(topics, listener=_Listener(self, on_assigned, on_revoked, on_lost, label_starts))
 
-    def run_handler(self, handler, partitions: list[TopicPartition]):
-        """Runs a rebalance handler on this topic's partitions among ``partitions`` and returns its
-        result; keeps the first exception so ``poll`` can raise it (kafka-python would only log it)."""
+    def run_handler(self, handler, partitions: list[TopicPartition], topic: str | None = None):
+        """Runs a rebalance handler on this topic's partitions among ``partitions`` (or ``topic``'s)
+        and returns its result; keeps the first exception so ``poll`` can raise it (kafka-python
+        would only log it)."""
         self._in_listener = True
         try:
-            return handler(sorted(tp.partition for tp in partitions if tp.topic == self.topic))
+            return handler(sorted(tp.partition for tp in partitions if tp.topic == (topic or self.topic)))
         except BaseException as error:  # noqa: BLE001 - re-raised by poll
             self._callback_error = self._callback_error or error
             return None
         finally:
             self._in_listener = False
 
-    def start_from(self, starts: dict[int, Start]) -> None:
-        """Moves each partition to where reading starts: "earliest", "latest" or an offset."""
+    def start_labels_from(self, assigned: list[TopicPartition], label_starts) -> None:
+        """Moves the labels topic's partitions to where ``label_starts`` says; a member given other
+        partitions of it than of the topic fails its next poll."""
+        assert self.labels_topic is not None
+        ours = {tp.partition for tp in assigned if tp.topic == self.topic}
+        labels = {tp.partition for tp in assigned if tp.topic == self.labels_topic}
+        if ours != labels:
+            self._callback_error = self._callback_error or KafkaFailure(
+                mismatched_assignment(self.topic, ours, self.labels_topic, labels))
+        elif label_starts is not None:
+            self.start_from(self.run_handler(label_starts, assigned, self.labels_topic) or {}, self.labels_topic)
+
+    def start_from(self, starts: dict[int, Start], topic: str | None = None) -> None:
+        """Moves each partition (of the topic, or ``topic``) to where reading starts: "earliest",
+        "latest" or an offset."""
         for partition, start in starts.items():
-            tp = self._tp(partition)
+            tp = TopicPartition(topic or self.topic, partition)
             if start == "earliest":
                 self._consumer.seek_to_beginning(tp)
             elif start == "latest":
@@ -222,7 +244,15 @@ class _Consumer(Consumer):
         if self._callback_error is not None:
             error, self._callback_error = self._callback_error, None
             raise error
-        return Polled.of(self.topic, [record for records in batches.values() for record in records])
+        if self.labels_topic is None:
+            return Polled.of(self.topic, [record for records in batches.values() for record in records])
+        self._labels = Polled.of(self.labels_topic, [record for tp, records in batches.items()
+                                                     if tp.topic == self.labels_topic for record in records])
+        return Polled.of(self.topic, [record for tp, records in batches.items()
+                                      if tp.topic == self.topic for record in records])
+
+    def polled_labels(self) -> Polled:
+        return self._labels
 
     def assignment(self) -> set[int]:
         return {tp.partition for tp in self._consumer.assignment() if tp.topic == self.topic}
@@ -240,10 +270,13 @@ class _Consumer(Consumer):
         return {tp.partition: offset for tp, offset in ends.items()}
 
     @translated
-    def commit(self, offsets: dict[int, int]) -> None:
-        if not offsets:
+    def commit(self, offsets: dict[int, int], label_offsets: dict[int, int] | None = None) -> None:
+        named = {self._tp(p): o for p, o in offsets.items()}
+        if label_offsets and self.labels_topic is not None:
+            named.update({TopicPartition(self.labels_topic, p): o for p, o in label_offsets.items()})
+        if not named:
             return
-        offsets = {self._tp(p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+        offsets = {tp: OffsetAndMetadata(o, "", -1) for tp, o in named.items()}
         if self._in_listener:
             # The IO thread cannot wait for itself: the commit is queued, and reaches the coordinator
             # before this member's JoinGroup on the same connection. Should it fail, the next owner
@@ -421,11 +454,14 @@ class KafkaPythonClient(KafkaClient):
         self._options = {client: {**common, **options} for client, options in by_client.items()}
 
     def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
-                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None) -> Consumer:
+                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None, labels_topic=None) -> Consumer:
         session_ms = int(session_timeout_s * 1000)
         named = {"client_id": client_id} if client_id else {}
         options = {**self._options[CONSUMER], **named}
-        return _Consumer(topic, {**self._options[ADMIN], **named}, group_id=group, group_instance_id=instance_id,
+        if labels_topic is not None:  # the default adds round robin, which would part a message from its label
+            options["partition_assignment_strategy"] = (RangePartitionAssignor,)
+        return _Consumer(topic, {**self._options[ADMIN], **named}, labels_topic, group_id=group,
+                         group_instance_id=instance_id,
                          enable_auto_commit=False, auto_offset_reset=start, session_timeout_ms=session_ms,
                          heartbeat_interval_ms=max(1_000, session_ms // 4), fetch_max_bytes=fetch_max_bytes,
                          max_partition_fetch_bytes=PARTITION_FETCH_BYTES,

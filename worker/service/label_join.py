@@ -1,0 +1,90 @@
+"""Labels that come later, on a topic of their own (``worker serve --labels-topic``): the pieces the
+loop joins them with.
+
+A message with an id and no label is served a prediction at once and kept *pending* in its
+partition's state (``pending.py``): its encoded features and what it was served. A label event
+``{"id": ..., "label": ...}`` on the labels topic, in the partition of the same number (keyed
+like the message), meets it there: the example is learned, and the prediction that was served is
+judged. A label that comes first waits for its message. Time is event time, by partition: each
+poll moves a partition's clock to the newest timestamp it brought (of messages or labels), and
+what is older than ``--label-ttl`` by that clock is dropped; a waiting label dropped so never met
+its message (*unmatched*: counted, and with ``--dlq-unmatched-labels`` sent to the dead-letter
+topic, rebuilt as ``{"id": ..., "label": ...}`` with where the label was).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from nbstream.arrow import RowProblems
+from nbstream.ndarrays import AnyArray, BoolArray, FloatArray
+
+from ..config import ServeConfig
+from ..io.records import Polled
+from .pending_log import Taken
+
+UNMATCHED = "unmatched label: no message with its id came within --label-ttl"
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    """topic : the labels topic; ttl_ms : how long a message waits for its label (event time);
+    dlq_unmatched : a label that never met its message goes to the dead-letter topic."""
+    topic: str
+    ttl_ms: int
+    dlq_unmatched: bool = False
+
+
+def label_settings(config: ServeConfig) -> LabelSettings | None:
+    """What a ServeConfig asks of delayed labels (None: no --labels-topic)."""
+    if config.labels_topic is None:
+        return None
+    return LabelSettings(config.labels_topic, int(config.label_ttl * 1000), config.dlq_unmatched_labels)
+
+
+def with_id(ids: list) -> BoolArray:
+    """(n,) which ids can name a pending message: strings and integers (not booleans)."""
+    return np.fromiter((type(key) is str or type(key) is int for key in ids), dtype=bool, count=len(ids))
+
+
+def served(best: AnyArray | None, proba: FloatArray | None, scored: BoolArray, rows: BoolArray
+           ) -> tuple[AnyArray, FloatArray]:
+    """What the predictions of ``rows`` served, as pending examples keep it: the column of the
+    class ((k,) int32, -1 where the model knew no class) and the probabilities ((k, C), zeros there).
+
+    best, proba : (n,), (n, C) of n scored-or-not predictions (None: the model knew no class);
+    scored, rows : (n,) bool."""
+    k = int(rows.sum())
+    if best is None or proba is None:
+        return np.full(k, -1, dtype=np.int32), np.zeros((k, 0))
+    kept_best, kept_proba = best[rows].astype(np.int32), proba[rows]
+    unscored = ~scored[rows]
+    if unscored.any():
+        kept_best[unscored] = -1
+        kept_proba = np.where(unscored[:, None], 0.0, kept_proba)
+    return kept_best, kept_proba
+
+
+def widened(proba: FloatArray, n_classes: int) -> FloatArray:
+    """(k, n_classes): served probabilities of a class set that grew since, with zero columns for
+    the classes added (classes are appended, never reordered)."""
+    missing = n_classes - proba.shape[1]
+    return proba if missing <= 0 else np.pad(proba, ((0, 0), (0, missing)))
+
+
+def unmatched_letters(topic: str, partition: int, taken: Taken) -> tuple[Polled, RowProblems]:
+    """Waiting labels that never met their message, as dead letters: each rebuilt as a label event
+    keyed by its id, from where it was in the labels topic (offset -1 where not known)."""
+    labels = np.asarray(taken.columns["label"])
+    values = [json.dumps({"id": key, "label": label}).encode()  # ids beyond 64 bits too
+              for key, label in zip(taken.ids, labels.tolist(), strict=True)]
+    keys = [str(key).encode() for key in taken.ids]
+    n = len(values)
+    letters = Polled(topic, values, keys, np.full(n, partition, dtype=np.int64),
+                     np.asarray(taken.columns["offset"], dtype=np.int64), np.asarray(taken.times, dtype=np.int64))
+    problems = RowProblems(n)
+    problems.flag(np.ones(n, dtype=bool), "label", UNMATCHED)
+    return letters, problems
