@@ -1,0 +1,123 @@
+"""Labels that come later on a topic of their own, on the real broker with both clients: each label
+learned once through kill -9 and a rebalance that moves pending examples between replicas, one
+prediction per input offset, and a labels topic that cannot be read beside the input refused."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tests.helpers.cli import run_worker
+from tests.helpers.kafka import json_message, new_topic, send
+from tests.helpers.service import (
+    Service,
+    assert_equal_statistics,
+    free_port,
+    labeled_messages,
+    metric_values,
+    wait_for,
+)
+from tests.integration.test_faults import committed_predictions, export
+
+pytestmark = pytest.mark.faults
+
+PARTITIONS = 2
+
+
+def unlabeled_and_labels(n: int, rng) -> tuple[list[bytes], list[bytes], np.ndarray, np.ndarray]:
+    """n messages without their label and n label events, message i and its label in partition i % 2;
+    and the features and labels of each."""
+    _, X, labels = labeled_messages(n, rng)
+    messages = [json_message(features=row, id=f"m{i}") for i, row in enumerate(X.tolist())]
+    events = [json_message(id=f"m{i}", label=str(label)) for i, label in enumerate(labels)]
+    return messages, events, X, labels
+
+
+def send_some(bootstrap: str, topic: str, values: list[bytes], ids) -> None:
+    """values[i] for each i of ids, each to partition i % 2."""
+    chosen = list(ids)
+    send(bootstrap, topic, [values[i] for i in chosen], partition_of=lambda j: chosen[j] % PARTITIONS)
+
+
+def test_each_label_is_learned_once_through_kill_9_and_a_rebalance_that_moves_pending_examples(
+        kafka_bootstrap, kafka_client, tmp_path):
+    n = 1_200
+    topic = new_topic(kafka_bootstrap, "delayed", partitions=PARTITIONS)
+    labels_topic = new_topic(kafka_bootstrap, "delayed-labels", partitions=PARTITIONS)
+    messages, events, X, labels = unlabeled_and_labels(n, np.random.default_rng(23))
+    labeled_ids = [i for i in range(n) if i % 5 != 4]  # a fifth never gets its label
+
+    def replica(name):
+        return Service(kafka_bootstrap, topic, tmp_path, "--labels-topic", labels_topic, "--session-timeout", "6",
+                       client=kafka_client, instance=name, name=name)
+
+    a = replica("a").start()
+    b = replica("b")
+    try:
+        send_some(kafka_bootstrap, labels_topic, events, labeled_ids[:150])  # labels before their messages
+        send_some(kafka_bootstrap, topic, messages, range(600))
+        send_some(kafka_bootstrap, labels_topic, events, labeled_ids[150:300])
+        assert wait_for(lambda: a.checkpoints() > 0, timeout=120), a.log_tail()
+        time.sleep(2)
+        a.kill()  # mid-stream: whatever it did since its last commit is redone once
+        b.start()  # takes both partitions, pending examples included, after a's session times out
+        send_some(kafka_bootstrap, topic, messages, range(600, n))
+        send_some(kafka_bootstrap, labels_topic, events, [i for i in labeled_ids[300:] if i < 900])
+        time.sleep(8)
+        a.start()  # back: the group splits the partitions again, and their pending examples move
+        send_some(kafka_bootstrap, labels_topic, events, [i for i in labeled_ids[300:] if i >= 900])
+        seen = committed_predictions(kafka_bootstrap, a.output, n, timeout=240)
+        assert sorted(seen) == sorted((i % PARTITIONS, i // PARTITIONS) for i in range(n)), \
+            a.log_tail() + b.log_tail()  # one prediction per input offset
+        assert wait_for(lambda: export_count(kafka_bootstrap, kafka_client, a, tmp_path) == len(labeled_ids),
+                        timeout=120, every=3), a.log_tail() + b.log_tail()
+        for r in (a, b):
+            assert r.terminate() == 0, r.log_tail()
+        model = export(kafka_bootstrap, kafka_client, topic, a.group, tmp_path / "group.nbs")
+        assert_equal_statistics(model, X[labeled_ids], labels[labeled_ids])  # exactly the pairs that met
+    finally:
+        for r in (a, b):
+            if r.running():
+                r.kill()
+
+
+def export_count(bootstrap, client, service: Service, tmp_path) -> int:
+    """The examples the group's committed states hold, as `worker export` reads them."""
+    model = export(bootstrap, client, service.topic, service.group, tmp_path / "probe.nbs")
+    return int(model.n_examples_seen_) if model.is_fitted else 0
+
+
+def test_pending_examples_and_label_outcomes_are_in_the_metrics(kafka_bootstrap, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "delayed-metrics", partitions=PARTITIONS)
+    labels_topic = new_topic(kafka_bootstrap, "delayed-metrics-labels", partitions=PARTITIONS)
+    messages, events, _, _ = unlabeled_and_labels(40, np.random.default_rng(4))
+    port = free_port()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--labels-topic", labels_topic, "--metrics-port", port,
+                      client=kafka_client).start()
+    try:
+        send_some(kafka_bootstrap, topic, messages, range(40))
+        send_some(kafka_bootstrap, labels_topic, events, range(30))
+        send_some(kafka_bootstrap, labels_topic, events, range(5))  # each a second time: duplicates
+        assert wait_for(lambda: metric_values(port).get("nbstream_labels_joined_total") == 30
+                        and metric_values(port).get("nbstream_labels_duplicate_total") == 5, timeout=120), \
+            service.log_tail()
+        values = metric_values(port)
+        assert values["nbstream_pending_examples"] == 10
+        assert values["nbstream_label_delay_seconds_count"] == 30
+        assert service.terminate() == 0, service.log_tail()
+    finally:
+        if service.running():
+            service.kill()
+
+
+def test_a_labels_topic_with_another_partition_count_is_refused_in_one_line(kafka_bootstrap, kafka_client,
+                                                                             tmp_path):
+    topic = new_topic(kafka_bootstrap, "delayed-mismatch", partitions=2)
+    labels_topic = new_topic(kafka_bootstrap, "delayed-mismatch-labels", partitions=3)
+    result = run_worker("serve", "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--input", topic,
+                        "--output", f"{topic}.out", "--group", "g", "--labels-topic", labels_topic, timeout=120)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if " INFO " not in line and line.strip()]
+    assert len(errors) == 1 and "has 3 partitions and" in errors[0] and "Traceback" not in result.stderr, errors
