@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+import nbstream
 from tests.helpers.cli import run_worker
 from tests.helpers.kafka import json_message, new_topic, send
 from tests.helpers.service import (
@@ -84,9 +85,12 @@ def test_each_label_is_learned_once_through_kill_9_and_a_rebalance_that_moves_pe
 
 
 def export_count(bootstrap, client, service: Service, tmp_path) -> int:
-    """The examples the group's committed states hold, as `worker export` reads them."""
-    model = export(bootstrap, client, service.topic, service.group, tmp_path / "probe.nbs")
-    return int(model.n_examples_seen_) if model.is_fitted else 0
+    """The examples the group's committed states hold, as `worker export` reads them (0 before the
+    group has committed any)."""
+    out = tmp_path / "probe.nbs"
+    result = run_worker("export", "--bootstrap", bootstrap, "--kafka-client", client, "--input", service.topic,
+                        "--group", service.group, "--out", out, timeout=120)
+    return int(nbstream.load(out).n_examples_seen_) if result.returncode == 0 else 0
 
 
 def test_pending_examples_and_label_outcomes_are_in_the_metrics(kafka_bootstrap, kafka_client, tmp_path):
@@ -121,3 +125,30 @@ def test_a_labels_topic_with_another_partition_count_is_refused_in_one_line(kafk
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if " INFO " not in line and line.strip()]
     assert len(errors) == 1 and "has 3 partitions and" in errors[0] and "Traceback" not in result.stderr, errors
+
+
+def test_worker_produce_sends_labels_apart_and_serve_learns_every_row_once(kafka_bootstrap, kafka_client, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 400
+    _, X, labels = labeled_messages(n, np.random.default_rng(31))
+    data = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"pixels": X.tolist(), "y": labels.tolist(), "key": [f"r{i}" for i in range(n)]}), data)
+    topic = new_topic(kafka_bootstrap, "produced", partitions=PARTITIONS)
+    labels_topic = f"{topic}.labels"  # missing: produce makes it with the topic's partitions
+    produced = run_worker("produce", data, "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client,
+                          "--topic", topic, "--features", "pixels", "--label", "y", "--id", "key",
+                          "--labels-topic", labels_topic, "--label-delay", "50", timeout=120)
+    assert produced.returncode == 0, produced.stderr
+    assert f"sent {n} messages to {topic} and {n} labels to {labels_topic}" in produced.stdout
+    service = Service(kafka_bootstrap, topic, tmp_path, "--labels-topic", labels_topic, client=kafka_client).start()
+    try:
+        assert wait_for(lambda: export_count(kafka_bootstrap, kafka_client, service, tmp_path) == n, timeout=120,
+                        every=3), service.log_tail()
+        assert service.terminate() == 0, service.log_tail()
+        assert_equal_statistics(export(kafka_bootstrap, kafka_client, topic, service.group, tmp_path / "m.nbs"),
+                                X, labels)
+    finally:
+        if service.running():
+            service.kill()

@@ -240,6 +240,12 @@ def produce(
                                          rich_help_panel="Schema Registry"),
     rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"),
                                          help="Rows per Arrow message."),
+    labels_topic: str | None = typer.Option(None, "--labels-topic", envvar=env("PRODUCE_LABELS_TOPIC"),
+                                               help="Send each row's label apart, as {\"id\", \"label\"} on this "
+                                                    "topic keyed by the id (for worker serve --labels-topic); the "
+                                                    "messages go without it. Needs --label and --id."),
+    label_delay: int = typer.Option(0, "--label-delay", min=0, envvar=env("LABEL_DELAY"),
+                                    help="With --labels-topic: messages sent between a row's message and its label."),
     progress: bool | None = PROGRESS,
     *,
     kafka: KafkaOptions,
@@ -258,7 +264,8 @@ def produce(
             result = run_produce(connect(settings), paths, topic, features=features, text=text, label=label,
                                  id_column=id_column, rate=rate, limit=limit, message_format=message_format,
                                  rows_per_message=rows_per_message, progress=progress,
-                                 registry=registry.settings(), schema_id=schema_id)
+                                 registry=registry.settings(), schema_id=schema_id, labels_topic=labels_topic,
+                                 label_delay=label_delay)
         except KafkaFailure as failure:
             raise UserError(f"Kafka at {settings.bootstrap}: {failure}") from None
         except RegistryUnavailable as failure:
@@ -268,4 +275,5 @@ def produce(
                    f"(first: {result.error})", err=True)
         raise typer.Exit(code=1)
     rows = f" ({result.rows:,} rows)" if result.rows != result.sent else ""
-    typer.echo(f"sent {result.sent:,} messages{rows} to {topic}")
+    labels = f" and {result.labels:,} labels to {labels_topic}" if labels_topic else ""
+    typer.echo(f"sent {result.sent:,} messages{rows} to {topic}{labels}")

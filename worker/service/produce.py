@@ -23,6 +23,7 @@ from ..io.parquet.source import count_rows, expand_paths, read_batches
 from ..io.registry import require_fastavro
 from ..io.registry.client import RegistryClient
 from ..io.registry.settings import RegistrySettings
+from .produce_labels import DelayedLabels
 
 PRODUCED_FORMATS = ("json", "avro", "arrow")
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
@@ -35,6 +36,7 @@ class Produced:
     failed: int
     error: str | None = None  # the first failure, if any
     rows: int = 0  # examples in the messages sent
+    labels: int = 0  # label events sent apart (--labels-topic)
 
 
 def _topic_limit(client: KafkaClient, topic: str) -> int:
@@ -50,11 +52,28 @@ def _topic_limit(client: KafkaClient, topic: str) -> int:
         admin.close()
 
 
+def _ready_labels_topic(client: KafkaClient, topic: str, labels_topic: str) -> None:
+    """The labels topic, with the topic's partition count: created so when missing, refused otherwise."""
+    admin = client.admin()
+    try:
+        info = admin.topic(topic)
+        partitions = info.partitions if info else 1
+        labels = admin.topic(labels_topic)
+        if labels is None:
+            admin.create_topic(labels_topic, partitions, {})
+        elif labels.partitions != partitions:
+            raise ConfigError(f"the labels topic {labels_topic} has {labels.partitions} partitions and {topic} "
+                              f"{partitions}: a label must land in the partition of the same number as its message.")
+    finally:
+        admin.close()
+
+
 def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str | None = None,
             text: str | None = None, label: str | None = None, id_column: str | None = None, rate: float = 0.0,
             limit: int | None = None, message_format: str = "json",
             rows_per_message: int = 1000, timeout_s: float = 60.0, progress: bool | None = None,
-            registry: RegistrySettings | None = None, schema_id: int | None = None) -> Produced:
+            registry: RegistrySettings | None = None, schema_id: int | None = None,
+            labels_topic: str | None = None, label_delay: int = 0) -> Produced:
     """Send rows as messages; ``rate`` rows/s (0: as fast as possible), at most ``limit`` rows.
 
     message_format: "json" (one row per message), "avro" (one Avro record per message, in the
@@ -63,6 +82,8 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
     schema_id: with "avro", write by this schema of the registry (default: one derived from the
         columns, registered under TOPIC-value).
     progress: draw a progress bar (None: when stderr is a terminal).
+    labels_topic: send each row's label apart, as a label event on this topic, ``label_delay``
+        messages after the row's message (``produce_labels``).
     """
     if bool(features) == bool(text):
         raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
@@ -74,8 +95,15 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
         raise ConfigError("--schema-id is for --format avro.")
     if 0 < rate < MIN_RATE:
         raise ConfigError(f"--rate must be 0 (as fast as possible) or at least {MIN_RATE} rows per second; got {rate}.")
+    if labels_topic is not None and not (label and id_column and message_format != "arrow"):
+        raise ConfigError("--labels-topic needs --label and --id (a label event names its message by id), and "
+                          "messages of one row each (not --format arrow).")
     limit_bytes = _topic_limit(client, topic)
+    if labels_topic is not None:
+        _ready_labels_topic(client, topic, labels_topic)
     producer = client.producer(linger_ms=5, batch_bytes=limit_bytes)
+    labels = None if labels_topic is None else DelayedLabels(
+        lambda to, value, key: producer.send(to, value, key=key), labels_topic, label_delay)
     names = {features: "features", text: "text", label: "label", id_column: "id"}
     columns = [c for c in (features, text, label, id_column) if c]
     messages = _arrow_messages if message_format == "arrow" else _json_messages
@@ -103,7 +131,10 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
                 table = pa.table({names[name]: batch.data.column(name) for name in columns})
                 if limit is not None:
                     table = table.slice(0, max(0, limit - result.rows))
-                for rows, key, value in messages(table, rows_per_message):
+                if labels is not None:
+                    ids, label_values = table.column("id").to_pylist(), table.column("label").to_pylist()
+                    table = table.drop_columns(["label"])
+                for row, (rows, key, value) in enumerate(messages(table, rows_per_message)):
                     if rate:
                         delay = started + result.rows / rate - time.monotonic()
                         if delay > 0:
@@ -120,11 +151,17 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
                                                         f"limit of {limit_bytes:,}")
                         continue
                     producer.send(topic, value, key=key)
+                    if labels is not None:
+                        assert key is not None  # keyed by its id
+                        labels.follow(key, ids[row], label_values[row])
                 confirm()
                 bar.advance(shown)
                 shown = 0
                 if limit is not None and result.rows >= limit:
                     break
+            if labels is not None:
+                labels.drain()
+                result.labels = labels.sent
             confirm()
         return result
     finally:
