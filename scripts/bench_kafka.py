@@ -27,6 +27,11 @@ Every contender is its own process, reading the same topics (one partition, --me
               worktree, say: a metric it lacks shows as "-").
   window      SMS text JSON served with no --window, with --window 10000 and with --window 100000:
               predictions/s and the partition state written per commit.
+  labels      MNIST and SMS JSON served exactly-once (confluent) with each label inside its message,
+              and with the messages unlabeled and the labels on a labels topic (--labels-topic; both
+              topics sent in full first): examples learned per second, from the first prediction to
+              the commit that counts the last example learned (/metrics, polled every 50 ms; commits
+              every 0.5 s bound how late that is seen).
   prequential `worker serve` of --baseline-root (another checkout) and of this one on the same MNIST
               and SMS JSON topics, confluent client, --rounds times in turn: the best messages/s of
               each and their ratio, and the ratio of every round.
@@ -34,6 +39,7 @@ Every contender is its own process, reading the same topics (one partition, --me
     python scripts/bench_kafka.py --data-dir ../shared/data [--bootstrap HOST:PORT] [--only throughput,latency]
     python scripts/bench_kafka.py --only partitions [--partitions 1,8,24,48] [--replicas 1] [--worker-root PATH]
     python scripts/bench_kafka.py --only prequential --baseline-root PATH
+    python scripts/bench_kafka.py --only labels --messages 60000
 Without --bootstrap a local broker is started with scripts/kafka_broker.py (and stopped).
 """
 
@@ -69,7 +75,7 @@ from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 from scripts.local_process import free_port  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
-SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window")
+SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window", "labels")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
 SMS_MODEL = ["--text", "--model", "multinomial"]
 MIB = 1 << 20
@@ -431,10 +437,10 @@ class Replica:
     """A `worker serve` process with its /metrics endpoint."""
 
     def __init__(self, bootstrap: str, topic: str, run: str, folder: Path, name: str, root: Path = REPO,
-                 extra: tuple[str, ...] = ()):
+                 extra: tuple[str, ...] = (), model: tuple[str, ...] = tuple(SMS_MODEL)):
         self.port = free_port()
         self.process = start_serve(bootstrap, topic, run, "confluent",
-                                   [*SMS_MODEL, *extra, "--metrics-port", str(self.port)], folder, name, root)
+                                   [*model, *extra, "--metrics-port", str(self.port)], folder, name, root)
 
     def memory(self) -> tuple[float, float]:
         """(peak, current) resident MiB: VmHWM and VmRSS of /proc/PID/status."""
@@ -569,6 +575,42 @@ def partitions(bootstrap, n, counts, replica_counts, root, folder) -> None:
            "restart: peak / RSS, MiB"], rows)
 
 
+def learned_rate(bootstrap: str, topic: str, n: int, model: list[str], extra: list[str], folder: Path) -> float:
+    """Examples learned per second by one replica: first prediction to the last example's commit."""
+    run = f"{topic}-{uuid.uuid4().hex[:6]}"
+    predictions = Predictions(bootstrap, f"{run}.out")
+    replica = Replica(bootstrap, topic, run, folder, run, extra=tuple(extra), model=tuple(model))
+    try:
+        wait_for(lambda: replica.metrics().get("nbstream_examples_learned_total", 0) >= n, "the last example learned",
+                 timeout=900, step=0.05)
+        finished = time.time()
+        predictions.wait(n)
+    finally:
+        stop([replica.process])
+    return n / (finished - min(stamp for stamp, _ in predictions.seen.values()))
+
+
+def delayed_labels(bootstrap, data_dir, n, folder) -> None:
+    """The same rows served with their labels inline and on a labels topic: examples learned per second."""
+    rows = []
+    for name, values, model in (("MNIST JSON, Bernoulli", mnist_messages(data_dir, n), MNIST_MODEL),
+                                ("SMS text JSON, multinomial", sms_messages(n), SMS_MODEL)):
+        inline, unlabeled, labels = (create_topic(bootstrap, f"bench-labels-{kind}")
+                                     for kind in ("inline", "unlabeled", "events"))
+        messages = [orjson.loads(value) for value in values]
+        send(bootstrap, inline, values)
+        send(bootstrap, unlabeled, [orjson.dumps({k: v for k, v in m.items() if k != "label"}) for m in messages])
+        send(bootstrap, labels, [orjson.dumps({"id": m["id"], "label": m["label"]}) for m in messages])
+        del messages
+        together = learned_rate(bootstrap, inline, n, model, [], folder)
+        apart = learned_rate(bootstrap, unlabeled, n, model, ["--labels-topic", labels, "--max-pending", str(n)],
+                             folder)
+        rows.append([name, f"{together:,.0f}", f"{apart:,.0f}", f"{apart / together:.2f}x"])
+    print(f"Labels inline and on a labels topic, examples learned/s ({n:,} messages, one partition, "
+          f"exactly-once, confluent):\n")
+    table(["topic", "labels inline", "labels on a labels topic", "ratio"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
@@ -602,6 +644,8 @@ def main() -> None:
             prequential(bootstrap, args.data_dir, args.messages, args.baseline_root.resolve(), folder, args.rounds)
         if "window" in sections:
             windows(bootstrap, args.messages, folder)
+        if "labels" in sections:
+            delayed_labels(bootstrap, args.data_dir, args.messages, folder)
         if "partitions" in sections:
             partitions(bootstrap, args.messages, numbers(args.partitions),
                        numbers(args.replicas), args.worker_root.resolve(), folder)

@@ -152,3 +152,29 @@ def test_worker_produce_sends_labels_apart_and_serve_learns_every_row_once(kafka
     finally:
         if service.running():
             service.kill()
+
+
+def test_pending_examples_larger_than_a_state_record_are_written_in_pieces_and_learned(kafka_bootstrap, kafka_client,
+                                                                                        tmp_path):
+    """3,000 MNIST-sized rows of noise: each commit writes megabytes of pending chunks, in pieces the
+    state topic takes (a batch of them above its record limit would be refused whole)."""
+    n, rng = 3_000, np.random.default_rng(12)
+    X = rng.integers(0, 256, size=(n, 784))
+    labels = np.array(["a", "b"])[rng.integers(0, 2, size=n)]
+    topic = new_topic(kafka_bootstrap, "delayed-large", partitions=1)
+    labels_topic = new_topic(kafka_bootstrap, "delayed-large-labels", partitions=1)
+    send(kafka_bootstrap, topic, [json_message(features=row, id=i) for i, row in enumerate(X.tolist())])
+    service = Service(kafka_bootstrap, topic, tmp_path, "--labels-topic", labels_topic, "--checkpoint-every", "5000",
+                      client=kafka_client).start()
+    try:
+        assert len(committed_predictions(kafka_bootstrap, service.output, n, timeout=180)) == n, service.log_tail()
+        send(kafka_bootstrap, labels_topic, [json_message(id=i, label=str(label)) for i, label in enumerate(labels)])
+        assert wait_for(lambda: export_count(kafka_bootstrap, kafka_client, service, tmp_path) == n, timeout=180,
+                        every=3), service.log_tail()
+        assert service.terminate() == 0, service.log_tail()
+        assert "Kafka failed" not in service.log.read_text(), service.log_tail()
+        assert_equal_statistics(export(kafka_bootstrap, kafka_client, topic, service.group, tmp_path / "m.nbs"),
+                                X, labels)
+    finally:
+        if service.running():
+            service.kill()

@@ -76,7 +76,7 @@ class Session:
         config, metrics = self.config, self.metrics
         timeout = config.transaction_timeout
         limits = self._ensure_topics(client)
-        batch_limit = min(limits[config.output], limits[config.dlq])
+        batch_limit = min(limits.values())  # a batch of the state topic's records (chunks of 512 KiB) too
         # Under at-least-once a prediction is visible once sent, so the producer waits little to
         # fill a batch; under exactly-once it becomes visible at the commit anyway.
         raw = client.producer(transactional_id=transactional_id if config.exactly_once else None,

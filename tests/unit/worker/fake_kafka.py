@@ -86,6 +86,7 @@ class FakeKafka(KafkaClient):
                  max_request_bytes=16 << 20, batch_bytes=1 << 20, delivery_timeout_s=120.0,
                  compression=None) -> FakeProducer:
         self.producers.append(FakeProducer(self, transactional_id))
+        self.producers[-1].batch_bytes = batch_bytes
         return self.producers[-1]
 
     def admin(self) -> FakeAdmin:
@@ -273,6 +274,7 @@ class FakeProducer(Producer):
 
     def __init__(self, kafka: FakeKafka, transactional_id: str | None):
         self.kafka, self.transactional_id = kafka, transactional_id
+        self.batch_bytes = 1 << 20  # the largest record batch it may build
         self.in_transaction = False
         self.pending: list[tuple] = []  # (topic, value, key, partition, headers, timestamp) in the open transaction
         self.offsets: list[tuple[str, dict[int, int]]] = []  # (group, offsets) sent in the open transaction

@@ -122,6 +122,13 @@ def test_opening_keeps_existing_topics_and_their_record_size_limits():
     assert (session.sink.predictions.max_record_bytes, session.sink.dead_letters.max_record_bytes) == (5000, 1_048_588)
 
 
+def test_the_producer_builds_no_batch_larger_than_the_smallest_record_limit_of_the_topics_it_writes():
+    """A batch of state chunks (512 KiB each) larger than the state topic's limit would be refused whole."""
+    kafka = cluster()
+    open_session(kafka, settings())
+    assert kafka.producers[0].batch_bytes == int(TOPIC_CONFIG["max.message.bytes"])  # below the outputs' 2 MiB
+
+
 def test_opening_reads_the_state_topic_to_its_end_before_joining():
     kafka = cluster(partitions=2)
     kafka.create(STATES, 1, TOPIC_CONFIG)
