@@ -61,6 +61,29 @@ def avro_values(url: str, topic: str, schema: dict, records: list[dict]) -> list
     return [serializer(record, context) for record in records]
 
 
+def json_schema_values(url: str, topic: str, schema: dict, records: list[dict]) -> list[bytes]:
+    """The records in the Confluent wire format, serialized (and validated) by confluent_kafka's
+    JSONSerializer, which registers the schema under TOPIC-value."""
+    import json
+
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = JSONSerializer(json.dumps(schema), registry_client(url))
+    context = SerializationContext(topic, MessageField.VALUE)
+    return [serializer(record, context) for record in records]
+
+
+def json_schema_records(url: str, values: list[bytes], topic: str = "") -> list[dict]:
+    """Wire-format values read back (and validated) by confluent_kafka's JSONDeserializer."""
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    deserializer = JSONDeserializer(None, schema_registry_client=registry_client(url))
+    context = SerializationContext(topic, MessageField.VALUE)
+    return [deserializer(value, context) for value in values]
+
+
 def avro_records(url: str, values: list[bytes], topic: str = "") -> list[dict]:
     """Wire-format values read back by confluent_kafka's AvroDeserializer (each by its writer schema)."""
     from confluent_kafka.schema_registry.avro import AvroDeserializer

@@ -41,9 +41,10 @@ def serve(
     message_format: str = typer.Option("json", "--format", envvar=env("FORMAT"),
                                        help="json: one example per message (a JSON object); arrow: an Arrow IPC "
                                             "stream of many rows per message (columns as in Parquet), answered "
-                                            "by one Arrow stream of predictions per message; avro: one Avro "
-                                            "record per message in the Confluent wire format, its schema in "
-                                            "--schema-registry (fields as in JSON), answered in JSON."),
+                                            "by one Arrow stream of predictions per message; avro, "
+                                            "json-schema: one Avro record or JSON object per message in the "
+                                            "Confluent wire format, its schema in --schema-registry (fields as "
+                                            "in JSON), answered in JSON."),
     group: str = typer.Option(..., "--group", envvar=env("GROUP"),
                               help="Consumer group id: every replica of one service uses the same."),
     guarantee: str = typer.Option("exactly-once", "--guarantee", envvar=env("GUARANTEE"),
@@ -231,8 +232,9 @@ def produce(
                                help="Rows per second (0: as fast as possible; else at least 0.001)."),
     limit: int | None = typer.Option(None, "--limit", min=1, envvar=env("LIMIT"), help="Stop after this many rows."),
     message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"),
-                                       help="json: one row per message; avro: one Avro record per message in "
-                                            "the Confluent wire format (needs --schema-registry); arrow: an "
+                                       help="json: one row per message; avro, json-schema: one Avro record or "
+                                            "JSON object per message in the Confluent wire format, its schema "
+                                            "registered under TOPIC-value (needs --schema-registry); arrow: an "
                                             "Arrow IPC stream of --rows-per-message rows per message."),
     schema_id: int | None = typer.Option(None, "--schema-id", min=0, max=2**32 - 1, envvar=env("SCHEMA_ID"),
                                          help="avro: write by this schema of the registry (default: one derived "

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-FORMATS = ("json", "arrow", "avro")
-REGISTRY_FORMATS = ("avro",)  # records in the Confluent wire format, their schemas in a Schema Registry
+FORMATS = ("json", "arrow", "avro", "json-schema")
+# records in the Confluent wire format, their schemas in a Schema Registry
+REGISTRY_FORMATS = ("avro", "json-schema")
 
 # The labels' column in a decoded batch, beside the feature columns. No option can name a column
 # so (command lines and environment variables cannot hold a NUL), so a feature named "label" and
@@ -17,7 +18,8 @@ ID_COLUMN = "\x00id"  # the same for the ids of an Arrow message
 @dataclass
 class MessageFields:
     """How messages are written (``format``: "json", one example per message; "arrow", an Arrow
-    IPC stream of many; "avro", one Avro record per message in the Confluent wire format), their
+    IPC stream of many; "avro" or "json-schema", one record per message in the Confluent wire
+    format), their
     field names, and the size above which one is refused."""
     format: str = "json"
     id: str = "id"

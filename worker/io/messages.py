@@ -296,7 +296,7 @@ def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None)
 
 
 def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded:
-    parsed = [_parse(value, fields) for value in values]
+    parsed = [parse_object(value, fields) for value in values]
     return decode_objects([message for message, _ in parsed], [error for _, error in parsed], spec, fields,
                           label_kind)
 
@@ -339,12 +339,12 @@ class LabelEvents:
 
 
 def read_label_events(values: list[bytes | None], fields: MessageFields, label_kind: str | None) -> LabelEvents:
-    """The label events of a poll's message values, read as messages are (``_parse``). An event
+    """The label events of a poll's message values, read as messages are (``parse_object``). An event
     needs an id (a string or an integer: the id of the message it labels) and a label of the
     model's kind (label_kind as ``decode`` takes it)."""
     events = LabelEvents([], [], [])
     for value in values:
-        message, error = _parse(value, fields)
+        message, error = parse_object(value, fields)
         key = label = None
         if message is not None:
             key, label = message.get(fields.id), message.get(fields.label)
@@ -367,8 +367,8 @@ def _id_problem(key, field: str) -> str | None:
     return None
 
 
-def _parse(value: bytes | None, fields: MessageFields) -> tuple[dict | None, str | None]:
-    """(message, None) or (None, the problem)."""
+def parse_object(value: bytes | None, fields: MessageFields) -> tuple[dict | None, str | None]:
+    """One message's JSON object: (message, None) or (None, the problem), by the rules above."""
     problem = value_problem(value, fields.max_bytes)
     if value is None or problem is not None:
         return None, problem

@@ -132,7 +132,7 @@ def _registry_records(config: ServeConfig) -> RegistryRecords | None:
         return None
     assert config.schema_registry is not None, "ServeConfig requires a registry for a registry format"
     client = RegistryClient(config.schema_registry)
-    records = registry_records(config.fields.format, client)
+    records = registry_records(config.fields, client)
     try:
         client.check()
     except RegistryUnavailable as failure:

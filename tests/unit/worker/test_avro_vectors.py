@@ -70,7 +70,7 @@ def random_rows(items: str, rng: np.random.Generator, n: int = 200) -> list[dict
 def test_the_fast_path_reads_every_record_as_fastavro_does(items, after):
     schema = schema_of(items, after)
     values = encoded(schema, random_rows(items, np.random.default_rng(len(items))))
-    records = registry_records("avro", OneSchema(schema))
+    records = registry_records(AVRO, OneSchema(schema))
     fast = records.vectors(values, AVRO)
     assert fast is not None
     objects, problems = records.read(values, FeatureSpec.vector("features"), AVRO)
@@ -84,7 +84,7 @@ def test_the_fast_path_reads_every_record_as_fastavro_does(items, after):
 def test_a_record_cut_short_running_on_or_garbled_sends_the_poll_the_general_way():
     schema = schema_of("int", after=True)
     values = encoded(schema, random_rows("int", np.random.default_rng(3), 20))
-    records = registry_records("avro", OneSchema(schema))
+    records = registry_records(AVRO, OneSchema(schema))
     rng = np.random.default_rng(4)
     spec = FeatureSpec.vector("features")
     fmt = message_format(AVRO, records)
@@ -116,7 +116,7 @@ def test_a_record_cut_short_running_on_or_garbled_sends_the_poll_the_general_way
 ])
 def test_other_schemas_are_left_to_the_general_way(features):
     schema = {"type": "record", "name": "Row", "fields": [{"name": "features", "type": features}]}
-    records = registry_records("avro", OneSchema(schema))
+    records = registry_records(AVRO, OneSchema(schema))
     values = [frame(1, b"\x00"), frame(1, b"\x00")]
     assert records.vectors(values, AVRO) is None
 
@@ -124,10 +124,10 @@ def test_other_schemas_are_left_to_the_general_way(features):
 def test_an_array_in_several_blocks_and_a_bytes_id_are_left_to_the_general_way():
     array = {"name": "features", "type": {"type": "array", "items": "int"}}
     schema = {"type": "record", "name": "Row", "fields": [{"name": "id", "type": "bytes"}, array]}
-    records = registry_records("avro", OneSchema(schema))
+    records = registry_records(AVRO, OneSchema(schema))
     assert records.vectors([frame(1, b"\x02x\x02\x02\x00")] * 2, AVRO) is None  # id b"x"
     blocks = {**schema, "fields": schema["fields"][1:]}
-    records = registry_records("avro", OneSchema(blocks))
+    records = registry_records(AVRO, OneSchema(blocks))
     two_blocks = frame(1, b"\x02\x02\x02\x04\x00")  # [1], then [2]
     assert records.vectors([two_blocks] * 2, AVRO) is None
     decoded = message_format(AVRO, records).decode([two_blocks] * 2, FeatureSpec.vector("features"), None)

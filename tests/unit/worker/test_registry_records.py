@@ -54,7 +54,7 @@ def registry(**schemas: dict | RegisteredSchema) -> FakeRegistry:
 
 
 def read(fake: FakeRegistry, values: list, spec: FeatureSpec = VECTOR, fields: MessageFields = AVRO):
-    return registry_records("avro", fake).read(values, spec, fields)
+    return registry_records(AVRO, fake).read(values, spec, fields)
 
 
 def test_the_frame_is_a_zero_byte_a_big_endian_schema_id_and_the_record():
@@ -70,7 +70,7 @@ def test_records_decode_by_their_own_writer_schema_and_map_to_examples_as_json_o
     fake = registry(id1=DIGIT, id2=evolved)
     values = [frame(1, avro(DIGIT, {"id": 7, "label": 3, "features": [1, 0, 255]})),
               frame(2, avro(evolved, {"id": 8, "label": None, "features": [4, 5, 6], "source": "scanner"}))]
-    fmt = message_format(AVRO, registry_records("avro", fake))
+    fmt = message_format(AVRO, registry_records(AVRO, fake))
     decoded = fmt.decode(values, VECTOR, None)
     as_json = decode([b'{"id": 7, "label": 3, "features": [1, 0, 255]}', b'{"id": 8, "features": [4, 5, 6]}'],
                      VECTOR, MessageFields(), None)
@@ -82,7 +82,7 @@ def test_records_decode_by_their_own_writer_schema_and_map_to_examples_as_json_o
 
 def test_each_schema_is_fetched_once_and_an_unknown_id_is_asked_again():
     fake = registry(id1=DIGIT)
-    records = registry_records("avro", fake)
+    records = registry_records(AVRO, fake)
     value = frame(1, avro(DIGIT, {"id": 1, "label": None, "features": [1, 2, 3]}))
     for _ in range(3):
         records.read([value, value, frame(9, b"")], VECTOR, AVRO)
@@ -91,7 +91,7 @@ def test_each_schema_is_fetched_once_and_an_unknown_id_is_asked_again():
 
 def test_an_unavailable_registry_raises_before_any_record_is_read_and_is_asked_again():
     fake = registry(id1=DIGIT)
-    records = registry_records("avro", fake)
+    records = registry_records(AVRO, fake)
     value = frame(1, avro(DIGIT, {"id": 1, "label": None, "features": [1, 2, 3]}))
     fake.down = True
     with pytest.raises(RegistryUnavailable):
@@ -132,7 +132,7 @@ def test_each_bad_record_has_its_problem_named(value, problem, reason):
 
 def test_a_field_of_the_wrong_type_is_the_records_problem_as_in_json():
     schema = {**DIGIT, "fields": [*DIGIT["fields"][:2], {"name": "features", "type": "string"}]}
-    fmt = message_format(AVRO, registry_records("avro", registry(id1=schema)))
+    fmt = message_format(AVRO, registry_records(AVRO, registry(id1=schema)))
     decoded = fmt.decode([frame(1, avro(schema, {"id": 1, "label": 1, "features": "1,2,3"}))], VECTOR, None)
     assert decoded.problems.message[0] == "field 'features' must be a list of numbers"
 
@@ -143,13 +143,13 @@ def test_named_features_come_from_an_inner_record_and_text_from_a_string_field()
         {"name": "features", "type": {"type": "record", "name": "F", "fields": [
             {"name": "age", "type": "int"}, {"name": "income", "type": "double"}]}}]}
     spec = FeatureSpec.numeric_columns(["age", "income"])
-    fmt = message_format(AVRO, registry_records("avro", registry(id1=inner)))
+    fmt = message_format(AVRO, registry_records(AVRO, registry(id1=inner)))
     decoded = fmt.decode([frame(1, avro(inner, {"id": "p-1", "label": "yes", "features": {"age": 30, "income": 2.5}}))],
                          spec, None)
     assert decoded.ids == ["p-1"] and decoded.batch.column("income").to_pylist() == [2.5]
     text = {"type": "record", "name": "Sms", "fields": [{"name": "text", "type": "string"},
                                                          {"name": "label", "type": "string"}]}
-    fmt = message_format(AVRO, registry_records("avro", registry(id1=text)))
+    fmt = message_format(AVRO, registry_records(AVRO, registry(id1=text)))
     decoded = fmt.decode([frame(1, avro(text, {"text": "WINNER!!", "label": "spam"}))],
                          FeatureSpec.text("text", hash_bits=8), None)
     assert decoded.batch.column("text").to_pylist() == ["WINNER!!"]

@@ -4,8 +4,8 @@
 encoded record); ``client`` asks any Confluent-compatible registry for a schema by id (and
 registers one); ``schemas`` fetches each id once and keeps its parsed schema; ``records`` turns
 a poll's values into records (objects, as JSON messages are), with each problem named. One
-decoder per schema format reads a record by its writer schema: ``avro`` for now (Protobuf and
-JSON Schema would be two more decoders behind the same frame and cache).
+decoder per schema format reads a record by its writer schema: ``avro`` and ``json_schema``
+(Protobuf would be another behind the same frame and cache).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ class WriterSchema(Protocol):
 
 
 class RecordDecoder(Protocol):
-    """One schema format (Avro; Protobuf and JSON Schema would be others)."""
+    """One schema format (Avro, JSON Schema; Protobuf would be another)."""
 
     def parse(self, registered: RegisteredSchema) -> WriterSchema:
         """The schema parsed for reading records (raises SchemaProblem)."""
@@ -124,9 +124,13 @@ class RegistryRecords:
         return self._lacking[key]
 
 
-def registry_records(message_format: str, client: RegistryClient) -> RegistryRecords:
-    """The records of ``message_format`` (one of REGISTRY_FORMATS), read with schemas from ``client``."""
-    assert message_format == "avro", f"no decoder for {message_format!r}"
+def registry_records(fields: MessageFields, client: RegistryClient) -> RegistryRecords:
+    """The records of ``fields.format`` (one of REGISTRY_FORMATS), read with schemas from ``client``."""
+    if fields.format == "json-schema":
+        from .json_schema import JsonSchemaDecoder
+
+        return RegistryRecords(client, JsonSchemaDecoder(fields))
+    assert fields.format == "avro", f"no decoder for {fields.format!r}"
     require_fastavro()
     from .avro import AvroDecoder  # optional: the registry extra
 
