@@ -156,6 +156,7 @@ class ScoreConfig:
 
 
 GUARANTEES = ("exactly-once", "at-least-once")
+OUTPUT_FORMATS = ("json", "avro")
 OUTPUT_TIMESTAMPS = ("input", "now")  # a prediction's timestamp: its input's, or the time it is sent
 DRIFT_DETECTORS = (*DETECTORS, "none")  # what watches each partition's prequential errors
 ON_DRIFT = ("report", "reset-to-window")  # what a detected drift does beside its log line and counter
@@ -196,6 +197,7 @@ class ServeConfig:
     drift_detector: str = "none"
     on_drift: str = "report"
     schema_registry: RegistrySettings | None = None  # where --format avro finds its writer schemas
+    output_format: str = "json"  # predictions as JSON objects, or Avro records of a registry ("avro")
     labels_topic: str | None = None  # labels arriving later, joined by id to earlier messages
     label_ttl: float = WEEK_SECONDS  # seconds a message waits for its label (event time)
     max_pending: int = 100_000  # messages waiting for their label per partition at most
@@ -213,10 +215,22 @@ class ServeConfig:
         if self.fields.format in REGISTRY_FORMATS and self.schema_registry is None:
             raise ConfigError(f"--format {self.fields.format} needs --schema-registry URL: the registry holds the "
                               f"schemas its records are written with.")
+        self._check_output_format()
         self._check_distinct_topics()
         self._check_distinct_fields()
         self._check_drift()
         self._check_labels_topic()
+
+    def _check_output_format(self) -> None:
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ConfigError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}; "
+                              f"got {self.output_format!r}.")
+        if self.output_format == "avro" and self.schema_registry is None:
+            raise ConfigError("--output-format avro needs --schema-registry URL: the predictions' schema is "
+                              "registered there.")
+        if self.output_format == "avro" and self.fields.format == "arrow":
+            raise ConfigError("--output-format avro answers messages of one example each: --format arrow is "
+                              "answered in Arrow.")
 
     def _check_labels_topic(self) -> None:
         if not 0 < self.label_ttl <= LONGEST_TTL:

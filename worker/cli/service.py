@@ -45,6 +45,10 @@ def serve(
                                             "json-schema: one Avro record or JSON object per message in the "
                                             "Confluent wire format, its schema in --schema-registry (fields as "
                                             "in JSON), answered in JSON."),
+    output_format: str = typer.Option("json", "--output-format", envvar=env("OUTPUT_FORMAT"),
+                                      help="json: each prediction a JSON object; avro: an Avro record in the "
+                                           "Confluent wire format, its schema registered under OUTPUT-value "
+                                           "in --schema-registry."),
     group: str = typer.Option(..., "--group", envvar=env("GROUP"),
                               help="Consumer group id: every replica of one service uses the same."),
     guarantee: str = typer.Option("exactly-once", "--guarantee", envvar=env("GUARANTEE"),
@@ -180,7 +184,8 @@ def serve(
             metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
             session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
             max_classes=max_classes, output_timestamp=output_timestamp, drift_detector=drift_detector,
-            on_drift=on_drift, schema_registry=registry.settings(), labels_topic=labels_topic,
+            on_drift=on_drift, schema_registry=registry.settings(), output_format=output_format,
+            labels_topic=labels_topic,
             label_ttl=parse_duration(label_ttl, "--label-ttl"), max_pending=max_pending,
             dlq_unmatched_labels=dlq_unmatched_labels)
         run_serve(config)

@@ -37,11 +37,18 @@ class MessageFormat(Protocol):
         knew no class yet; versions : (n_good,) the examples the model predicting each row had learned."""
 
 
-class JsonMessages:
-    """One JSON object per message, answered by one JSON prediction."""
+class PredictionEncoder(Protocol):
+    def __call__(self, ids: list, classes: np.ndarray | None, best: np.ndarray | None, proba: np.ndarray | None,
+                 versions: np.ndarray | int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
+        """The prediction of each message, as ``json_predictions.prediction_values`` takes them."""
 
-    def __init__(self, fields: MessageFields):
-        self.fields = fields
+
+class JsonMessages:
+    """One JSON object per message, answered by one prediction: a JSON object, or what
+    ``predictions`` writes (Avro records with --output-format avro)."""
+
+    def __init__(self, fields: MessageFields, predictions: PredictionEncoder = prediction_values):
+        self.fields, self.predictions = fields, predictions
 
     def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         return decode(values, spec, self.fields, label_kind=label_kind)
@@ -50,8 +57,8 @@ class JsonMessages:
                best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
                ) -> tuple[list[int], list[bytes]]:
         rows = np.flatnonzero(good).tolist()
-        values = prediction_values([decoded.ids[i] for i in rows], classes, best, proba, versions, polled.topic,
-                                   polled.partitions[good].tolist(), polled.offsets[good].tolist())
+        values = self.predictions([decoded.ids[i] for i in rows], classes, best, proba, versions, polled.topic,
+                                  polled.partitions[good].tolist(), polled.offsets[good].tolist())
         return rows, values
 
 
@@ -59,8 +66,9 @@ class RegistryMessages(JsonMessages):
     """One record per message in the Confluent wire format, its writer schema in a Schema
     Registry; read into an object as a JSON message is, and answered by one JSON prediction."""
 
-    def __init__(self, fields: MessageFields, records: RegistryRecords):
-        super().__init__(fields)
+    def __init__(self, fields: MessageFields, records: RegistryRecords,
+                 predictions: PredictionEncoder = prediction_values):
+        super().__init__(fields, predictions)
         self.records = records
 
     def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
@@ -89,10 +97,12 @@ class ArrowMessages:
         return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions)
 
 
-def message_format(fields: MessageFields, records: RegistryRecords | None = None) -> MessageFormat:
+def message_format(fields: MessageFields, records: RegistryRecords | None = None,
+                   predictions: PredictionEncoder = prediction_values) -> MessageFormat:
     """The format ``fields.format`` names (one of FORMATS); records : how a format of
-    REGISTRY_FORMATS reads its records."""
+    REGISTRY_FORMATS reads its records; predictions : how the predictions of a format of one
+    example per message are written (Arrow messages are answered in Arrow)."""
     if fields.format in REGISTRY_FORMATS:
         assert records is not None, "a registry format needs its records' reader"
-        return RegistryMessages(fields, records)
-    return ArrowMessages(fields) if fields.format == "arrow" else JsonMessages(fields)
+        return RegistryMessages(fields, records, predictions)
+    return ArrowMessages(fields) if fields.format == "arrow" else JsonMessages(fields, predictions)

@@ -21,12 +21,14 @@ from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
 
 from ..config import ServeConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, UserError
 from ..io.fields import REGISTRY_FORMATS
-from ..io.formats import MessageFormat, message_format
+from ..io.formats import MessageFormat, PredictionEncoder, message_format
+from ..io.json_predictions import prediction_values
 from ..io.kafka.client import KafkaFailure
 from ..io.kafka.connect import connect
 from ..io.kafka.sink import Refusals
+from ..io.registry.avro_predictions import AvroPredictions
 from ..io.registry.client import RegistryClient, RegistryUnavailable
 from ..io.registry.records import RegistryRecords, registry_records
 from ..snapshot_meta import KafkaOffsets, read_snapshot
@@ -100,7 +102,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     http = None
     try:
         client = connect(config.kafka)
-        messages = message_format(config.fields, _registry_records(config))
+        messages = message_format(config.fields, _registry_records(config), _prediction_encoder(config))
         store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
         start = starting_point(config, store)
         metrics = ServiceMetrics(kafka_client=config.kafka.client)
@@ -122,6 +124,21 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
             signal.signal(sig, handler)
         if http:
             http.shutdown()
+
+
+def _prediction_encoder(config: ServeConfig) -> PredictionEncoder:
+    """How predictions are written: JSON objects, or Avro records by the schema registered now
+    under OUTPUT-value (a registry that does not answer, or refuses it, ends the command)."""
+    if config.output_format != "avro":
+        return prediction_values
+    assert config.schema_registry is not None, "ServeConfig requires a registry for Avro predictions"
+    subject = f"{config.output}-value"
+    try:
+        predictions = AvroPredictions.registered(RegistryClient(config.schema_registry), subject)
+    except RegistryUnavailable as failure:
+        raise UserError(f"{failure}: the predictions' schema could not be registered under {subject}.") from None
+    log.info("the predictions' schema is registered", extra={"subject": subject, "schema_id": predictions.schema_id})
+    return predictions.values
 
 
 def _registry_records(config: ServeConfig) -> RegistryRecords | None:
