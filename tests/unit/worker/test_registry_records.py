@@ -16,7 +16,9 @@ from worker.io.formats import message_format
 from worker.io.kafka.dead_letters import reason_of
 from worker.io.messages import decode
 from worker.io.registry.client import RegisteredSchema, RegistryUnavailable, SchemaNotFound
+from worker.io.registry.avro import parse_avro
 from worker.io.registry.records import registry_records
+from worker.io.registry.schemas import MOST_MISSING, SchemaCache
 from worker.io.registry.wire import frame, unframe
 
 DIGIT = {"type": "record", "name": "Digit", "fields": [
@@ -80,13 +82,31 @@ def test_records_decode_by_their_own_writer_schema_and_map_to_examples_as_json_o
     assert decoded.label_kind == "number" and not decoded.problems.bad.any()
 
 
-def test_each_schema_is_fetched_once_and_an_unknown_id_is_asked_again():
+def test_each_schema_is_fetched_once_and_an_unknown_id_is_asked_again_only_after_a_while():
     fake = registry(id1=DIGIT)
     records = registry_records(AVRO, fake)
     value = frame(1, avro(DIGIT, {"id": 1, "label": None, "features": [1, 2, 3]}))
     for _ in range(3):
         records.read([value, value, frame(9, b"")], VECTOR, AVRO)
-    assert fake.fetched == [1, 9, 9, 9]
+    assert sorted(fake.fetched) == [1, 9]
+    now = [0.0]
+    cache = SchemaCache(fake, parse_avro, clock=lambda: now[0])
+    for moment in (0.0, 5.0, 9.9, 10.0, 15.0):
+        now[0] = moment
+        assert cache.resolve([9]) == {9: "unknown schema id 9: the Schema Registry has none such"}
+    assert fake.fetched[2:] == [9, 9]  # at 0 and at 10 s
+    fake.schemas[9] = fake.schemas[1]  # registered since: found once asked again
+    now[0] = 20.0
+    assert not isinstance(cache.resolve([9])[9], str)
+
+
+def test_unknown_ids_remembered_are_bounded():
+    """Records may name any of 2**32 ids: beyond MOST_MISSING, the oldest are forgotten (and asked again)."""
+    fake = registry(id1=DIGIT)
+    cache = SchemaCache(fake, parse_avro, clock=lambda: 0.0)
+    cache.resolve(range(100, 100 + MOST_MISSING + 5))
+    cache.resolve([100])
+    assert fake.fetched.count(100) == 2
 
 
 def test_an_unavailable_registry_raises_before_any_record_is_read_and_is_asked_again():

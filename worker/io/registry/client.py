@@ -66,12 +66,15 @@ class RegistryClient:
             self._headers["Authorization"] = f"Basic {token}"
 
     def schema(self, schema_id: int) -> RegisteredSchema:
-        """The schema of ``schema_id`` (raises SchemaNotFound, RegistryUnavailable, RegistryAccessError)."""
+        """The schema of ``schema_id``. Raises SchemaNotFound (HTTP 404, or another 4xx but 401, 403,
+        408 and 429: a refusal of this request, not of every one), RegistryUnavailable, RegistryAccessError."""
         try:
             found = self._call("GET", f"/schemas/ids/{schema_id}")
         except RegistryRefused as refused:
             if refused.status == 404:
                 raise SchemaNotFound(f"unknown schema id {schema_id}: the Schema Registry has none such") from None
+            if 400 <= refused.status < 500:  # asked again, it would refuse again: the record's problem
+                raise SchemaNotFound(f"schema {schema_id} cannot be fetched: {refused}") from None
             raise RegistryUnavailable(str(refused)) from None
         if not isinstance(found, dict) or not isinstance(found.get("schema"), str):
             raise RegistryUnavailable(f"the Schema Registry's answer for schema id {schema_id} holds no schema")
