@@ -4,14 +4,16 @@ prediction per input offset, and a labels topic that cannot be read beside the i
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
 import pytest
+from kafka import KafkaProducer
 
 import nbstream
 from tests.helpers.cli import run_worker
-from tests.helpers.kafka import json_message, new_topic, send
+from tests.helpers.kafka import json_message, new_topic, read_all, send
 from tests.helpers.service import (
     Service,
     assert_equal_statistics,
@@ -20,7 +22,7 @@ from tests.helpers.service import (
     metric_values,
     wait_for,
 )
-from tests.integration.test_faults import committed_predictions, export
+from tests.integration.test_faults import SteadyProducer, committed_predictions, export
 
 pytestmark = pytest.mark.faults
 
@@ -176,5 +178,83 @@ def test_pending_examples_larger_than_a_state_record_are_written_in_pieces_and_l
         assert_equal_statistics(export(kafka_bootstrap, kafka_client, topic, service.group, tmp_path / "m.nbs"),
                                 X, labels)
     finally:
+        if service.running():
+            service.kill()
+
+
+def send_at(bootstrap: str, topic: str, values: list[bytes], timestamp_ms: int) -> None:
+    """Each value to partition 0 with this event time; every send confirmed."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    futures = [producer.send(topic, value=value, partition=0, timestamp_ms=timestamp_ms) for value in values]
+    producer.flush()
+    for future in futures:
+        future.get(timeout=30)
+    producer.close()
+
+
+def test_the_ttl_and_max_pending_drop_what_they_must_and_an_unmatched_label_is_a_dead_letter(
+        kafka_bootstrap, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "delayed-ttl")
+    labels_topic = new_topic(kafka_bootstrap, "delayed-ttl-labels")
+    messages, events, X, labels = unlabeled_and_labels(11, np.random.default_rng(6))
+    port, start, hour = free_port(), 1_800_000_000_000, 3_600_000
+    service = Service(kafka_bootstrap, topic, tmp_path, "--labels-topic", labels_topic, "--label-ttl", "1h",
+                      "--max-pending", 3, "--dlq-unmatched-labels", "--metrics-port", port,
+                      client=kafka_client).start()
+
+    def reaches(name, value):
+        assert wait_for(lambda: metric_values(port).get(name) == value, timeout=90), (name, service.log_tail())
+
+    try:
+        send_at(kafka_bootstrap, topic, messages[:3], start)  # m0, m1, m2
+        send_at(kafka_bootstrap, labels_topic, [json_message(id="x9", label="a")], start)  # no such message
+        reaches("nbstream_pending_examples", 3)
+        send_at(kafka_bootstrap, topic, messages[3:4], start + 2 * hour)  # the clock passes the TTL of all four
+        reaches("nbstream_pending_expired_total", 3)
+        reaches("nbstream_labels_unmatched_total", 1)
+        send_at(kafka_bootstrap, labels_topic, events[:1], start + 2 * hour)  # m0's, too late: it waits
+        send_at(kafka_bootstrap, topic, messages[4:9], start + 2 * hour)  # m4 .. m8: m3, m4, m5 give way
+        reaches("nbstream_pending_evicted_total", 3)
+        send_at(kafka_bootstrap, labels_topic, events[6:9], start + 2 * hour)
+        reaches("nbstream_labels_joined_total", 3)
+        [letter] = read_all(kafka_bootstrap, f"{topic}.dlq", expected=1, committed_only=True)
+        headers = dict(letter.headers)
+        assert json.loads(letter.value) == {"id": "x9", "label": "a"}
+        assert headers["__connect.errors.exception.class.name"] == b"nbstream.unmatched_label"
+        assert headers["source.topic"] == labels_topic.encode() and headers["source.offset"] == b"0"
+        assert service.terminate() == 0, service.log_tail()
+        model = export(kafka_bootstrap, kafka_client, topic, service.group, tmp_path / "m.nbs")
+        assert_equal_statistics(model, X[6:9], labels[6:9])
+    finally:
+        if service.running():
+            service.kill()
+
+
+def test_a_broker_killed_while_labels_come_loses_no_label_and_learns_none_twice(own_broker, kafka_client, tmp_path):
+    bootstrap = own_broker.bootstrap
+    n = 1_000
+    topic = new_topic(bootstrap, "delayed-broker", partitions=PARTITIONS)
+    labels_topic = new_topic(bootstrap, "delayed-broker-labels", partitions=PARTITIONS)
+    messages, events, X, labels = unlabeled_and_labels(n, np.random.default_rng(8))
+    send_some(bootstrap, topic, messages, range(n))
+    service = Service(bootstrap, topic, tmp_path, "--labels-topic", labels_topic, client=kafka_client).start()
+    producer = SteadyProducer(bootstrap, labels_topic, events, rate=80, partitions=PARTITIONS)
+    try:
+        assert len(committed_predictions(bootstrap, service.output, n)) == n, service.log_tail()
+        producer.start()
+        time.sleep(4)
+        own_broker.kill()
+        time.sleep(10)
+        assert service.running(), service.log_tail()
+        own_broker.restart()
+        producer.join(timeout=300)
+        assert producer.error is None, producer.error
+        assert wait_for(lambda: export_count(bootstrap, kafka_client, service, tmp_path) == n, timeout=180,
+                        every=3), service.log_tail()
+        assert service.terminate() == 0, service.log_tail()
+        assert_equal_statistics(export(bootstrap, kafka_client, topic, service.group, tmp_path / "m.nbs"), X, labels)
+    finally:
+        if own_broker.pid is None:
+            own_broker.restart()
         if service.running():
             service.kill()

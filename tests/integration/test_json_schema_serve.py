@@ -14,16 +14,13 @@ from tests.helpers.cli import run_worker
 from tests.helpers.kafka import new_topic, read_all, send
 from tests.helpers.registry import json_schema_records, json_schema_values, registry_client
 from tests.helpers.service import Service, assert_equal_statistics, labeled_messages
+from tests.integration.test_avro_serve import by_id
 from worker.io.registry.wire import frame
 
 EXAMPLE = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Example", "type": "object",
            "properties": {"id": {"type": "integer"}, "label": {"type": ["string", "null"]},
                           "features": {"type": "array", "items": {"type": "integer"}}},
            "required": ["id", "features"]}
-
-
-def by_id(records) -> dict:
-    return {p["id"]: (p["prediction"], p["probabilities"]) for p in (json.loads(r.value) for r in records)}
 
 
 def test_records_of_confluents_serializer_are_predicted_as_the_same_rows_in_json_and_bad_ones_dead_lettered(
