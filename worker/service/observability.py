@@ -143,15 +143,16 @@ def _sort_key(label: object) -> tuple[bool, object]:
 
 
 class ConsumerLag:
-    """How far the group is behind on every partition of its input (see ``lag.py``), and in all.
-    Every replica reports the whole group's: a dashboard takes the largest across replicas, not the sum."""
+    """How far the group is behind on every partition of its input (and of its labels topic, with
+    --labels-topic; see ``lag.py``), and in all. Every replica reports the whole group's: a
+    dashboard takes the largest across replicas, not the sum."""
 
     def __init__(self, registry: CollectorRegistry):
-        self.measured: tuple[str, str, dict[int, int]] | None = None  # (topic, group, lag by partition)
+        self.measured: dict[str, tuple[str, dict[int, int]]] = {}  # topic -> (group, lag by partition)
         registry.register(self)
 
     def update(self, topic: str, group: str, lags: dict[int, int]) -> None:
-        self.measured = topic, group, dict(lags)  # one assignment: a scrape sees one measure whole
+        self.measured = {**self.measured, topic: (group, dict(lags))}  # one assignment: a scrape sees it whole
 
     def collect(self):
         each = GaugeMetricFamily("nbstream_consumer_lag", "Messages of an input partition the group has not "
@@ -159,8 +160,7 @@ class ConsumerLag:
                                  labels=["topic", "group", "partition"])
         total = GaugeMetricFamily("nbstream_consumer_lag_sum", "Messages of the input the group has not committed "
                                   "yet, all partitions", labels=["topic", "group"])
-        if self.measured is not None:
-            topic, group, lags = self.measured
+        for topic, (group, lags) in self.measured.items():
             for partition, lag in sorted(lags.items()):
                 each.add_metric([topic, group, str(partition)], lag)
             total.add_metric([topic, group], sum(lags.values()))

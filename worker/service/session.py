@@ -63,7 +63,7 @@ class Session:
         self.config, self.metrics, self.store = config, metrics, store
         self.messages = messages or message_format(config.fields)
         self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
-        self.lag: GroupLag | None = None  # measures the group's lag, with --metrics-port
+        self.lags: list[GroupLag] = []  # measure the group's lag on its topics, with --metrics-port
         self._copied = -math.inf  # when the last local copy was written: the first commit writes one
         self._copy_due = False  # whether a commit since that copy changed what a copy would hold
         try:
@@ -116,8 +116,10 @@ class Session:
         self.consumer.subscribe(self._assigned, self._revoked, self._lost, label_starts=self.group.label_starts)
         self._probed = time.monotonic()
         if config.metrics_port is not None:  # measured only to be shown
-            self.lag = GroupLag(client, config.input, config.group, config.start, metrics)
-            self.lag.start()
+            self.lags = [GroupLag(client, topic, config.group, config.start, metrics)
+                         for topic in (config.input, config.labels_topic) if topic is not None]
+            for lag in self.lags:
+                lag.start()
 
     def _ensure_topics(self, client: KafkaClient) -> dict[str, int]:
         """Create the output, dead-letter and state topics when missing; each one's record size limit."""
@@ -275,8 +277,8 @@ class Session:
     def close(self) -> None:
         """Leave the group and close the clients, committing nothing more; an open transaction is aborted."""
         self.closing = True
-        if self.lag is not None:
-            self.lag.stop()
+        for lag in self.lags:
+            lag.stop()
         producer: Producer | None = getattr(self, "producer", None)
         consumer: Consumer | None = getattr(self, "consumer", None)
         follower: StateFollower | None = getattr(self, "follower", None)

@@ -43,11 +43,11 @@ def test_the_thread_reports_the_lag_and_its_sum_to_the_metrics_until_stopped():
     lag.start()
     try:
         deadline = time.monotonic() + 10
-        while metrics.lag.measured is None and time.monotonic() < deadline:
+        while not metrics.lag.measured and time.monotonic() < deadline:
             time.sleep(0.01)
         kafka.append("in", b"{}", partition=0)  # the partition grows: so does its lag
         deadline = time.monotonic() + 10
-        while metrics.lag.measured != ("in", "g", {0: 4, 1: 6}) and time.monotonic() < deadline:
+        while metrics.lag.measured != {"in": ("g", {0: 4, 1: 6})} and time.monotonic() < deadline:
             time.sleep(0.01)
     finally:
         lag.stop()
@@ -66,4 +66,14 @@ def test_a_broker_that_does_not_answer_keeps_the_last_measure():
     lag.start()
     time.sleep(0.2)
     lag.stop()
-    assert metrics.lag.measured == ("in", "g", {0: 2})
+    assert metrics.lag.measured == {"in": ("g", {0: 2})}
+
+
+def test_the_labels_topic_has_its_lag_beside_the_inputs():
+    metrics = ServiceMetrics()
+    metrics.lag.update("in", "g", {0: 2, 1: 3})
+    metrics.lag.update("in.labels", "g", {0: 7, 1: 0})
+    text = generate_latest(metrics.registry).decode()
+    assert 'nbstream_consumer_lag_sum{group="g",topic="in"} 5.0' in text
+    assert 'nbstream_consumer_lag_sum{group="g",topic="in.labels"} 7.0' in text
+    assert 'nbstream_consumer_lag{group="g",partition="0",topic="in.labels"} 7.0' in text
