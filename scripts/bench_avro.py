@@ -1,11 +1,12 @@
-"""Decode cost of `worker serve --format avro` against the JSON path, per MNIST record (784 pixels).
+"""Decode cost of `worker serve --format avro|json-schema` against the JSON path, per MNIST record (784 pixels).
 
     .venv/bin/python scripts/bench_avro.py [--rows 10000] [--data ../shared/data/mnist]
 
-Times one poll's decoding (message values to the Arrow batch the encoder takes) three ways: JSON
-messages (simdjson), Avro records on the fast path (``worker/io/registry/avro_vectors.py``) and
-Avro records read one by one by fastavro (what any other schema gets), each the best of five.
-The registry is a stand-in holding the one schema: fetching it is not part of the cost.
+Times one poll's decoding (message values to the Arrow batch the encoder takes) four ways: JSON
+messages (simdjson), JSON Schema records (the same JSON after the wire format's frame), Avro
+records on the fast path (``worker/io/registry/avro_vectors.py``) and Avro records read one by
+one by fastavro (what any other schema gets), each the best of five. The registry is a
+stand-in holding the one schema: fetching it is not part of the cost.
 """
 
 from __future__ import annotations
@@ -36,9 +37,18 @@ DIGIT = {"type": "record", "name": "Digit", "fields": [
     {"name": "features", "type": {"type": "array", "items": "int"}}]}
 
 
+DIGIT_JSON = {"type": "object", "properties": {"id": {"type": "integer"}, "label": {"type": ["integer", "null"]},
+                                               "features": {"type": "array", "items": {"type": "integer"}}}}
+
+
 class OneSchema:
+    """A registry holding one schema, of either format."""
+
+    def __init__(self, schema: dict, schema_type: str = "AVRO"):
+        self.text, self.schema_type = json.dumps(schema), schema_type
+
     def schema(self, schema_id: int) -> RegisteredSchema:
-        return RegisteredSchema(schema_id, json.dumps(DIGIT))
+        return RegisteredSchema(schema_id, self.text, self.schema_type)
 
 
 def best_microseconds(decode, values: list[bytes]) -> float:
@@ -66,11 +76,15 @@ def main() -> None:
         fastavro.schemaless_writer(out, parsed, row)
         avro.append(frame(1, out.getvalue()))
     as_json = [orjson.dumps(row) for row in rows]
+    framed_json = [frame(1, value) for value in as_json]
     spec = FeatureSpec.vector("features")
     json_format = message_format(MessageFields())
-    records = registry_records("avro", OneSchema())  # type: ignore[arg-type]
-    avro_format = message_format(MessageFields(format="avro"), records)
     fields = MessageFields(format="avro")
+    records = registry_records(fields, OneSchema(DIGIT))  # type: ignore[arg-type]
+    avro_format = message_format(fields, records)
+    json_schema = MessageFields(format="json-schema")
+    json_schema_format = message_format(json_schema, registry_records(
+        json_schema, OneSchema(DIGIT_JSON, "JSON")))  # type: ignore[arg-type]
 
     def one_by_one(values: list[bytes]):
         return decode_objects(*records.read(values, spec, fields), spec, fields)
@@ -78,6 +92,8 @@ def main() -> None:
           f"Avro {sum(map(len, avro)) / len(rows):,.0f}")
     print(f"JSON (simdjson)           {best_microseconds(lambda v: json_format.decode(v, spec, None), as_json):6.1f} "
           f"µs per record")
+    print(f"JSON Schema (simdjson)    "
+          f"{best_microseconds(lambda v: json_schema_format.decode(v, spec, None), framed_json):6.1f} µs per record")
     print(f"Avro, fast path           {best_microseconds(lambda v: avro_format.decode(v, spec, None), avro):6.1f} "
           f"µs per record")
     print(f"Avro, fastavro one by one {best_microseconds(one_by_one, avro):6.1f} "
