@@ -68,11 +68,15 @@ def served(best: AnyArray | None, proba: FloatArray | None, scored: BoolArray, r
     return kept_best, kept_proba
 
 
-def widened(proba: FloatArray, n_classes: int) -> FloatArray:
+def widened(proba: FloatArray, n_classes: int) -> FloatArray | None:
     """(k, n_classes): served probabilities of a class set that grew since, with zero columns for
-    the classes added (classes are appended, never reordered)."""
+    the classes added (classes are appended, never reordered); None when they were served by a
+    model that knew more classes than this replica's does yet (its partition moved here before
+    another partition's state that brought a class): then they are not judged."""
     missing = n_classes - proba.shape[1]
-    return proba if missing <= 0 else np.pad(proba, ((0, 0), (0, missing)))
+    if missing < 0:
+        return None
+    return proba if missing == 0 else np.pad(proba, ((0, 0), (0, missing)))
 
 
 def unmatched_letters(topic: str, partition: int, taken: Taken) -> tuple[Polled, RowProblems]:

@@ -256,8 +256,9 @@ class PrequentialLoop:
             model.learn(joined.X, y)
         judged = joined.best >= 0
         classes = model.model.classes_ if model.model.is_fitted else None
-        if judged.any() and classes is not None:
-            proba = widened(joined.proba[judged], len(classes))
+        proba = None if classes is None or not judged.any() else widened(joined.proba[judged], len(classes))
+        if proba is not None:
+            assert classes is not None
             state.judge(y[judged], classes, proba)
             self._watch(partition, state, classes[joined.best[judged]] != y[judged])
         self.counts.labels["joined"] += len(joined)

@@ -13,6 +13,7 @@ import nbstream
 from worker.errors import ConfigError
 from worker.io.kafka.state_topic import StateAssembler
 from worker.service.group_state import is_state_name, partition_of, state_name
+from worker.service.label_join import widened
 from worker.service.observability import ServiceMetrics
 from worker.service.partition_state import PartitionState
 
@@ -217,3 +218,10 @@ def test_a_labels_topic_that_cannot_be_read_beside_the_input_is_refused(partitio
         del kafka.topics["labels"]
     with pytest.raises(ConfigError, match=message):
         open_session(kafka, labeled())
+
+
+def test_served_probabilities_of_more_classes_than_this_replica_knows_yet_are_not_judged():
+    proba = np.array([[0.5, 0.3, 0.2]])
+    assert widened(proba, 3) is proba
+    np.testing.assert_array_equal(widened(proba, 4), [[0.5, 0.3, 0.2, 0.0]])
+    assert widened(proba, 2) is None
