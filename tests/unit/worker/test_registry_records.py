@@ -15,8 +15,8 @@ from worker.io.fields import LABEL_COLUMN, MessageFields
 from worker.io.formats import message_format
 from worker.io.kafka.dead_letters import reason_of
 from worker.io.messages import decode
-from worker.io.registry.client import RegisteredSchema, RegistryUnavailable, SchemaNotFound
 from worker.io.registry.avro import parse_avro
+from worker.io.registry.client import RegisteredSchema, RegistryUnavailable, SchemaNotFound
 from worker.io.registry.records import registry_records
 from worker.io.registry.schemas import MOST_MISSING, SchemaCache
 from worker.io.registry.wire import frame, unframe
