@@ -41,6 +41,7 @@ from .partition_state import PartitionState
 from .pending import Joined
 
 log = logging.getLogger(__name__)
+CLOCK_AHEAD_MS = 3_600_000  # how far past the wall clock a message's timestamp moves a partition's event time
 
 
 class PrequentialLoop:
@@ -268,15 +269,18 @@ class PrequentialLoop:
         state.changed = True
 
     def _expire(self, polled: Polled, labels: Polled | None) -> None:
-        """Move each partition's event-time clock to the newest timestamp of the poll, and drop what
-        is older than the TTL by it; a waiting label dropped never met its message."""
+        """Move each partition's event-time clock to the newest timestamp of the poll (at most
+        CLOCK_AHEAD_MS past the wall clock: one message stamped in the year 3000 must not expire
+        every pending one), and drop what is older than the TTL by it; a waiting label dropped
+        never met its message."""
         assert self.labels is not None
         moved = set()
+        latest = int(time.time() * 1000) + CLOCK_AHEAD_MS
         for records in (polled, labels):
             if records is None or not len(records):
                 continue
             for partition in np.unique(records.partitions).tolist():
-                newest = int(records.timestamps[records.partitions == partition].max())
+                newest = min(int(records.timestamps[records.partitions == partition].max()), latest)
                 if newest > self._clocks.get(partition, -1):
                     self._clocks[partition] = newest
                     moved.add(partition)

@@ -5,6 +5,7 @@ apart, the pending examples bounded in time and number and carried over by the p
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -225,3 +226,18 @@ def test_served_probabilities_of_more_classes_than_this_replica_knows_yet_are_no
     assert widened(proba, 3) is proba
     np.testing.assert_array_equal(widened(proba, 4), [[0.5, 0.3, 0.2, 0.0]])
     assert widened(proba, 2) is None
+
+
+def test_a_message_stamped_far_in_the_future_moves_the_clock_an_hour_past_now_at_most():
+    kafka = cluster()
+    metrics = ServiceMetrics()
+    session = open_session(kafka, labeled(label_ttl=7 * 86_400.0), metrics)
+    now_ms = int(time.time() * 1000)
+    send_features(kafka, ["m0"], at_ms=now_ms - 86_400_000)  # a day old: within the TTL
+    session.run(polls(1))
+    send_features(kafka, ["m1"], at_ms=now_ms + 1000 * 365 * 86_400_000)  # a thousand years ahead
+    session.run(polls(1))
+    send_labels(kafka, ["m0"], at_ms=now_ms)
+    session.run(polls(1))
+    assert metrics.delayed_labels["expired"]._value.get() == 0
+    assert_learned_exactly(kafka, ["m0"])
