@@ -48,6 +48,8 @@ from .records import Polled
 
 STRING, NUMBER = "string", "number"  # the two kinds of label
 EXACT_LABELS = 2**53  # number labels lie within ±EXACT_LABELS: every integer there is exact as a double
+MOST_ID_CHARACTERS = 1_024  # the longest id a message waiting for its label may have
+MOST_ID_BITS = 3_400  # an integer id of about MOST_ID_CHARACTERS decimal digits
 
 
 @dataclass
@@ -348,7 +350,7 @@ def read_label_events(values: list[bytes | None], fields: MessageFields, label_k
         key = label = None
         if message is not None:
             key, label = message.get(fields.id), message.get(fields.label)
-            error = _id_problem(key, fields.id) or (
+            error = id_problem(key, fields.id) or (
                 f"field {fields.label!r} is missing: a label event carries a label" if label is None
                 else label_problem(label, label_kind))
         if error is None:
@@ -359,11 +361,17 @@ def read_label_events(values: list[bytes | None], fields: MessageFields, label_k
     return events
 
 
-def _id_problem(key, field: str) -> str | None:
+def id_problem(key, field: str) -> str | None:
+    """What keeps ``key`` from naming a message that waits for its label, if anything: it must be a
+    string or an integer, of MOST_ID_CHARACTERS at most (so that a store of waiting messages,
+    bounded in number, is bounded in bytes too)."""
     if key is None:
         return f"field {field!r} is missing: a label event names the message it labels by its id"
     if type(key) is not str and type(key) is not int:
         return f"field {field!r} must be a string or an integer; got {_json_type(key)}"
+    too_long = len(key) > MOST_ID_CHARACTERS if isinstance(key, str) else key.bit_length() > MOST_ID_BITS
+    if too_long:
+        return f"field {field!r} is longer than {MOST_ID_CHARACTERS:,} characters"
     return None
 
 

@@ -23,6 +23,7 @@ from nbstream.arrow import RowProblems
 from nbstream.ndarrays import AnyArray, BoolArray, FloatArray
 
 from ..config import ServeConfig
+from ..io.messages import id_problem
 from ..io.records import Polled
 from .pending_log import Taken
 
@@ -46,8 +47,9 @@ def label_settings(config: ServeConfig) -> LabelSettings | None:
 
 
 def with_id(ids: list) -> BoolArray:
-    """(n,) which ids can name a pending message: strings and integers (not booleans)."""
-    return np.fromiter((type(key) is str or type(key) is int for key in ids), dtype=bool, count=len(ids))
+    """(n,) which ids can name a pending message: strings and integers (not booleans) of
+    MOST_ID_CHARACTERS at most (a longer one is served, not kept)."""
+    return np.fromiter((id_problem(key, "id") is None for key in ids), dtype=bool, count=len(ids))
 
 
 def served(best: AnyArray | None, proba: FloatArray | None, scored: BoolArray, rows: BoolArray

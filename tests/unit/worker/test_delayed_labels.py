@@ -241,3 +241,18 @@ def test_a_message_stamped_far_in_the_future_moves_the_clock_an_hour_past_now_at
     session.run(polls(1))
     assert metrics.delayed_labels["expired"]._value.get() == 0
     assert_learned_exactly(kafka, ["m0"])
+
+
+def test_an_id_longer_than_1024_characters_is_served_but_not_kept_and_its_label_is_a_dead_letter():
+    kafka = cluster()
+    metrics = ServiceMetrics()
+    session = open_session(kafka, labeled(), metrics)
+    long_id = "x" * 1_025
+    kafka.append("in", json.dumps({"id": long_id, "features": [1, 2]}).encode(), timestamp_ms=1_000)
+    kafka.append("labels", json.dumps({"id": long_id, "label": "a"}).encode(), timestamp_ms=2_000)
+    session.run(polls(2))
+    assert len(kafka.topics["out"].values()) == 1  # served
+    assert metrics.pending._value.get() == 0
+    [(_, headers)] = dead_letters_of(kafka)
+    assert headers["error"] == b"field 'id' is longer than 1,024 characters"
+    assert headers["source.topic"] == b"labels"
