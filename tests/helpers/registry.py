@@ -92,3 +92,24 @@ def avro_records(url: str, values: list[bytes], topic: str = "") -> list[dict]:
     deserializer = AvroDeserializer(registry_client(url))
     context = SerializationContext(topic, MessageField.VALUE)
     return [deserializer(value, context) for value in values]
+
+
+def protobuf_values(url: str, topic: str, messages: list) -> list[bytes]:
+    """Protobuf messages in the Confluent wire format, serialized by confluent_kafka's
+    ProtobufSerializer, which registers their file (base64, as it does) under TOPIC-value."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = ProtobufSerializer(type(messages[0]), registry_client(url), {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    return [serializer(message, context) for message in messages]
+
+
+def protobuf_records(url: str, values: list[bytes], message_class, topic: str = "") -> list:
+    """Wire-format values read back by confluent_kafka's ProtobufDeserializer, as ``message_class``."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    deserializer = ProtobufDeserializer(message_class, {"use.deprecated.format": False}, registry_client(url))
+    context = SerializationContext(topic, MessageField.VALUE)
+    return [deserializer(value, context) for value in values]

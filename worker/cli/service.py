@@ -42,9 +42,9 @@ def serve(
                                        help="json: one example per message (a JSON object); arrow: an Arrow IPC "
                                             "stream of many rows per message (columns as in Parquet), answered "
                                             "by one Arrow stream of predictions per message; avro, "
-                                            "json-schema: one Avro record or JSON object per message in the "
-                                            "Confluent wire format, its schema in --schema-registry (fields as "
-                                            "in JSON), answered in JSON."),
+                                            "json-schema, protobuf: one Avro record, JSON object or Protobuf "
+                                            "message per message in the Confluent wire format, its schema in "
+                                            "--schema-registry (fields as in JSON), answered in JSON."),
     output_format: str = typer.Option("json", "--output-format", envvar=env("OUTPUT_FORMAT"),
                                       help="json: each prediction a JSON object; avro: an Avro record in the "
                                            "Confluent wire format, its schema registered under OUTPUT-value "
@@ -237,13 +237,15 @@ def produce(
                                help="Rows per second (0: as fast as possible; else at least 0.001)."),
     limit: int | None = typer.Option(None, "--limit", min=1, envvar=env("LIMIT"), help="Stop after this many rows."),
     message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"),
-                                       help="json: one row per message; avro, json-schema: one Avro record or "
-                                            "JSON object per message in the Confluent wire format, its schema "
-                                            "registered under TOPIC-value (needs --schema-registry); arrow: an "
+                                       help="json: one row per message; avro, json-schema, protobuf: one Avro "
+                                            "record, JSON object or Protobuf message per message in the "
+                                            "Confluent wire format, its schema registered under TOPIC-value "
+                                            "(needs --schema-registry); arrow: an "
                                             "Arrow IPC stream of --rows-per-message rows per message."),
     schema_id: int | None = typer.Option(None, "--schema-id", min=0, max=2**32 - 1, envvar=env("SCHEMA_ID"),
-                                         help="avro: write by this schema of the registry (default: one derived "
-                                              "from the columns, registered under TOPIC-value).",
+                                         help="avro, protobuf: write by this schema of the registry (protobuf: "
+                                              "its first message; default: one derived from the columns, "
+                                              "registered under TOPIC-value).",
                                          rich_help_panel="Schema Registry"),
     rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"),
                                          help="Rows per Arrow message."),

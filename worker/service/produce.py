@@ -19,15 +19,16 @@ import pyarrow as pa
 from ..batch.progress import RowProgress
 from ..errors import ConfigError
 from ..io.arrow_messages import write_stream
+from ..io.fields import REGISTRY_FORMATS
 from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure, record_bytes
 from ..io.parquet.source import count_rows, expand_paths, read_batches
-from ..io.registry import require_fastavro
+from ..io.registry import require_package
 from ..io.registry.client import RegistryClient
 from ..io.registry.json_schema_writer import JsonSchemaWriter
 from ..io.registry.settings import RegistrySettings
 from .produce_labels import DelayedLabels
 
-PRODUCED_FORMATS = ("json", "avro", "json-schema", "arrow")
+PRODUCED_FORMATS = ("json", "avro", "json-schema", "protobuf", "arrow")
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
 MIN_RATE = 0.001  # rows per second: a row every 17 minutes; slower rates overflow a sleep
 
@@ -78,12 +79,12 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
             labels_topic: str | None = None, label_delay: int = 0) -> Produced:
     """Send rows as messages; ``rate`` rows/s (0: as fast as possible), at most ``limit`` rows.
 
-    message_format: "json" (one row per message), "avro" or "json-schema" (one Avro record or
-        JSON object per message, in the Confluent wire format: needs ``registry``) or "arrow"
+    message_format: "json" (one row per message), "avro", "json-schema" or "protobuf" (one
+        record per message, in the Confluent wire format: needs ``registry``) or "arrow"
         (``rows_per_message`` rows per message, an Arrow IPC stream with the columns "features" or
         "text", "label", "id").
-    schema_id: with "avro", write by this schema of the registry (default: one derived from the
-        columns, registered under TOPIC-value).
+    schema_id: with "avro" or "protobuf", write by this schema of the registry (default: one
+        derived from the columns, registered under TOPIC-value).
     progress: draw a progress bar (None: when stderr is a terminal).
     labels_topic: send each row's label apart, as a label event on this topic, ``label_delay``
         messages after the row's message (``produce_labels``).
@@ -92,11 +93,11 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
         raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
     if message_format not in PRODUCED_FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(PRODUCED_FORMATS)}; got {message_format!r}.")
-    if message_format in ("avro", "json-schema") and registry is None:
+    if message_format in REGISTRY_FORMATS and registry is None:
         raise ConfigError(f"--format {message_format} needs --schema-registry URL: the registry holds the records' "
                           f"schema.")
-    if schema_id is not None and message_format != "avro":
-        raise ConfigError("--schema-id is for --format avro.")
+    if schema_id is not None and message_format not in ("avro", "protobuf"):
+        raise ConfigError("--schema-id is for --format avro or protobuf.")
     if 0 < rate < MIN_RATE:
         raise ConfigError(f"--rate must be 0 (as fast as possible) or at least {MIN_RATE} rows per second; got {rate}.")
     if labels_topic is not None and not (label and id_column and message_format != "arrow"):
@@ -111,12 +112,9 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
     names = {features: "features", text: "text", label: "label", id_column: "id"}
     columns = [c for c in (features, text, label, id_column) if c]
     messages = _arrow_messages if message_format == "arrow" else _json_messages
-    if message_format == "avro":
+    if message_format in REGISTRY_FORMATS:
         assert registry is not None
-        messages = _avro_messages(RegistryClient(registry), f"{topic}-value", schema_id)
-    elif message_format == "json-schema":
-        assert registry is not None
-        messages = _json_schema_messages(RegistryClient(registry), f"{topic}-value")
+        messages = _registry_messages(RegistryClient(registry), message_format, f"{topic}-value", schema_id)
     result, started = Produced(0, 0), time.monotonic()
 
     def confirm() -> None:
@@ -191,34 +189,32 @@ def _arrow_messages(table: pa.Table, rows_per_message: int):
         yield part.num_rows, None, write_stream(part, compression="lz4")  # 3.4x fewer bytes for MNIST pixels
 
 
-def _json_schema_messages(client: RegistryClient, subject: str):
-    """A message maker of (1, key, value) per row: a JSON object in the wire format, keyed by its id,
-    by a JSON Schema derived from the first table's columns and registered under ``subject``."""
-    writers: list[JsonSchemaWriter] = []
+def _registry_messages(client: RegistryClient, message_format: str, subject: str, schema_id: int | None):
+    """A message maker of (1, key, value) per row: a record of ``message_format`` in the wire format,
+    keyed by its id, by the schema ``schema_id`` or (None) one derived from the first table's
+    columns and registered under ``subject``."""
+    require_package(message_format)
+    writer_class = _writer_class(message_format)
+    writers: list = []
 
     def messages(table: pa.Table, rows_per_message: int):
         if not writers:
-            writers.append(JsonSchemaWriter.registered(client, subject, table.schema))
+            writers.append(writer_class.of_id(client, schema_id) if schema_id is not None else
+                           writer_class.registered(client, subject, table.schema))
         ids = table.column("id").to_pylist() if "id" in table.column_names else None
         for i, value in enumerate(writers[0].values(table)):
             yield 1, None if ids is None else str(ids[i]).encode(), value
     return messages
 
 
-def _avro_messages(client: RegistryClient, subject: str, schema_id: int | None):
-    """A message maker of (1, key, value) per row: an Avro record in the wire format, keyed by its
-    id, by the schema ``schema_id`` or (None) one derived from the first table's columns and
-    registered under ``subject``."""
-    require_fastavro()
-    from ..io.registry.avro_writer import AvroWriter  # optional: the registry extra
+def _writer_class(message_format: str):
+    """The writer of a registry format's records (imported here: avro and protobuf are optional)."""
+    if message_format == "avro":
+        from ..io.registry.avro_writer import AvroWriter
 
-    writers: list[AvroWriter] = []
+        return AvroWriter
+    if message_format == "protobuf":
+        from ..io.registry.protobuf_writer import ProtobufWriter
 
-    def messages(table: pa.Table, rows_per_message: int):
-        if not writers:
-            writers.append(AvroWriter.of_id(client, schema_id) if schema_id is not None else
-                           AvroWriter.registered(client, subject, table.schema))
-        ids = table.column("id").to_pylist() if "id" in table.column_names else None
-        for i, value in enumerate(writers[0].values(table)):
-            yield 1, None if ids is None else str(ids[i]).encode(), value
-    return messages
+        return ProtobufWriter
+    return JsonSchemaWriter

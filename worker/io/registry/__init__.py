@@ -4,8 +4,8 @@
 encoded record); ``client`` asks any Confluent-compatible registry for a schema by id (and
 registers one); ``schemas`` fetches each id once and keeps its parsed schema; ``records`` turns
 a poll's values into records (objects, as JSON messages are), with each problem named. One
-decoder per schema format reads a record by its writer schema: ``avro`` and ``json_schema``
-(Protobuf would be another behind the same frame and cache).
+decoder per schema format reads a record by its writer schema: ``avro``, ``json_schema`` and
+``protobuf``; one writer per format makes records of Parquet rows for ``worker produce``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ import importlib.util
 
 from ...errors import UserError
 
+PACKAGES = {"avro": ("fastavro", "fastavro"), "protobuf": ("google.protobuf", "protobuf")}  # module, package
 
-def require_fastavro() -> None:
-    """Avro needs fastavro (the registry extra): a one-line UserError where it is missing."""
-    if importlib.util.find_spec("fastavro") is None:
-        raise UserError("--format avro needs the fastavro package: pip install 'nbstream[registry]'.")
+
+def require_package(message_format: str) -> None:
+    """The package ``message_format`` is read and written with (the registry extra), or a one-line
+    UserError where it is missing."""
+    module, package = PACKAGES.get(message_format, (None, None))
+    if module is not None and importlib.util.find_spec(module.split(".")[0]) is None:
+        raise UserError(f"--format {message_format} needs the {package} package: pip install 'nbstream[registry]'.")

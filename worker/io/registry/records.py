@@ -17,7 +17,7 @@ from nbstream.arrow import FeatureSpec
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from ..messages import value_problem
-from . import require_fastavro
+from . import require_package
 from .client import RegisteredSchema, RegistryClient
 from .schemas import SchemaCache
 from .wire import HEADER_BYTES, unframe
@@ -37,7 +37,7 @@ class WriterSchema(Protocol):
 
 
 class RecordDecoder(Protocol):
-    """One schema format (Avro, JSON Schema; Protobuf would be another)."""
+    """One schema format (Avro, JSON Schema, Protobuf)."""
 
     def parse(self, registered: RegisteredSchema) -> WriterSchema:
         """The schema parsed for reading records (raises SchemaProblem)."""
@@ -126,12 +126,16 @@ class RegistryRecords:
 
 def registry_records(fields: MessageFields, client: RegistryClient) -> RegistryRecords:
     """The records of ``fields.format`` (one of REGISTRY_FORMATS), read with schemas from ``client``."""
+    require_package(fields.format)
     if fields.format == "json-schema":
         from .json_schema import JsonSchemaDecoder
 
         return RegistryRecords(client, JsonSchemaDecoder(fields))
+    if fields.format == "protobuf":
+        from .protobuf import ProtobufDecoder  # optional: the registry extra
+
+        return RegistryRecords(client, ProtobufDecoder())
     assert fields.format == "avro", f"no decoder for {fields.format!r}"
-    require_fastavro()
     from .avro import AvroDecoder  # optional: the registry extra
 
     return RegistryRecords(client, AvroDecoder())

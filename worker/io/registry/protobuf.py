@@ -1,0 +1,291 @@
+"""Protobuf records by their writer schema (``--format protobuf``): each record as the object a JSON
+message would be.
+
+After its 5-byte frame a record starts with its message indexes (which message of the schema's
+file it is: a zigzag varint count, then that many zigzag varints; a lone 0 means the first message),
+then the message itself. The schema's file is built at run time from what the registry holds:
+either a base64 FileDescriptorProto (what confluent-kafka's Python serializer registers) or .proto
+text (what most others register), compiled with protoc from the grpcio-tools package. No generated
+code is needed, and every version of a subject decodes by its own file, fields read by name.
+
+A field without presence (a proto3 scalar not marked ``optional``) reads as its default when it is
+not set, as protobuf defines: an unset ``string label`` is "" (a label), so a topic with unlabeled
+examples declares the label ``optional`` (unset: None) or a wrapper (``google.protobuf.StringValue``).
+A wrapper reads as its value, an enum as its name, a map or an inner message as an object, bytes
+as bytes. Imports of Google's well-known types are known; any other reference is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+
+from ..fields import MessageFields
+from ..json_vectors import Vectors
+from .client import RegisteredSchema
+from .schemas import SchemaProblem
+
+WELL_KNOWN = "google/protobuf/"
+WRAPPERS = frozenset(f"google.protobuf.{name}Value" for name in
+                     ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes"))
+NUMBERS = frozenset({FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_INT64,
+                     FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_UINT32,
+                     FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_FIXED32,
+                     FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED32, FieldDescriptor.TYPE_SFIXED64})
+MOST_INDEXES = 64  # message indexes are a path into nested messages: deeper than this is garbage
+PROTOC_SECONDS = 60.0
+
+
+@dataclass
+class ProtobufSchema:
+    """A writer schema, parsed: a .proto file with at least one message."""
+    schema_id: int
+    file: descriptor_pb2.FileDescriptorProto
+    messages: tuple[Descriptor, ...]  # the file's top-level messages, in order
+    field_names: frozenset[str]  # every message's fields (a record may be any of them)
+    _classes: dict[tuple[int, ...], type[Message] | str] = field(default_factory=dict)
+
+    def message_class(self, indexes: tuple[int, ...]) -> type[Message] | str:
+        """The class of the message ``indexes`` name (a path: top-level message, nested ones), or why
+        there is none."""
+        if indexes not in self._classes:
+            self._classes[indexes] = _message_class(self.messages, indexes)
+        return self._classes[indexes]
+
+
+def _message_class(messages: tuple[Descriptor, ...], indexes: tuple[int, ...]) -> type[Message] | str:
+    choices: tuple | list = messages
+    descriptor = None
+    for index in indexes:
+        if not 0 <= index < len(choices):
+            return f"message indexes {list(indexes)} name no message of the schema"
+        descriptor = choices[index]
+        choices = descriptor.nested_types
+    assert descriptor is not None, "a record names at least one index"
+    return message_factory.GetMessageClass(descriptor)
+
+
+class ProtobufDecoder:
+    """Protobuf records (a RecordDecoder)."""
+
+    def parse(self, registered: RegisteredSchema) -> ProtobufSchema:
+        return parse_protobuf(registered)
+
+    def read(self, schema, encoded: bytes) -> tuple[dict | None, str | None]:
+        message, problem = _message(schema, encoded)
+        return (None, problem) if message is None else (record_of(message), None)
+
+    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+                fields: MessageFields) -> Vectors | None:
+        """Each record parsed (upb, compiled) and its features copied straight into one float
+        buffer, no object made per record; None when any record is not so simple."""
+        rows, labels, ids = [], [], []
+        for schema, begin, end in zip(schemas, begins.tolist(), ends.tolist(), strict=True):
+            message, problem = _message(schema, buffer[begin:end])
+            if message is None:
+                return None
+            features = message.DESCRIPTOR.fields_by_name.get(fields.features)
+            if features is None or not features.is_repeated or features.type not in NUMBERS:
+                return None
+            label, id_ = _scalar(message, fields.label), _scalar(message, fields.id)
+            if label is _NOT_PLAIN or id_ is _NOT_PLAIN or isinstance(id_, bytes):
+                return None
+            rows.append(np.array(getattr(message, fields.features), dtype=np.float64))
+            labels.append(label)
+            ids.append(id_)
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(row) for row in rows], out=offsets[1:])
+        if offsets[-1] >= 2**31:
+            return None
+        values = np.concatenate(rows) if rows else np.zeros(0)
+        return Vectors(offsets.astype(np.int32), values, labels, ids)
+
+
+_NOT_PLAIN = object()  # a field that is not a scalar (its record goes the general way)
+
+
+def _scalar(message: Message, name: str):
+    """A scalar field's value (None when absent, unset with presence, or an unset wrapper), or _NOT_PLAIN."""
+    descriptor = message.DESCRIPTOR.fields_by_name.get(name)
+    if descriptor is None:
+        return None
+    if descriptor.is_repeated or descriptor.type == FieldDescriptor.TYPE_ENUM:
+        return _NOT_PLAIN
+    if descriptor.type == FieldDescriptor.TYPE_MESSAGE:
+        if descriptor.message_type.full_name not in WRAPPERS:
+            return _NOT_PLAIN
+        return getattr(message, name).value if message.HasField(name) else None
+    if descriptor.has_presence and not message.HasField(name):
+        return None
+    return getattr(message, name)
+
+
+def record_of(message: Message) -> dict:
+    """The message as an object: every field of its type by name (see the module's docstring)."""
+    record: dict = {}
+    as_json = None  # the whole message as JSON objects, made once, for what has no plain value
+    for descriptor in message.DESCRIPTOR.fields:
+        name = descriptor.name
+        value = _scalar(message, name)
+        if value is _NOT_PLAIN and descriptor.is_repeated and descriptor.type in NUMBERS | {
+                FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_BYTES}:
+            value = list(getattr(message, name))
+        elif value is _NOT_PLAIN:
+            if as_json is None:
+                as_json = json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                                    always_print_fields_with_no_presence=True)
+            value = as_json.get(name)
+        record[name] = value
+    return record
+
+
+def _message(schema: ProtobufSchema, encoded: bytes) -> tuple[Message | None, str | None]:
+    """(the record's message, None), or (None, why it does not decode with its writer schema)."""
+    where = f"record does not decode with its schema {schema.schema_id}"
+    read = message_indexes(encoded)
+    if isinstance(read, str):
+        return None, f"{where}: {read}"
+    indexes, start = read
+    message_class = schema.message_class(indexes)
+    if isinstance(message_class, str):
+        return None, f"{where}: {message_class}"
+    try:
+        return message_class.FromString(encoded[start:]), None
+    except (DecodeError, RuntimeError, ValueError) as error:
+        return None, f"{where}: {error or type(error).__name__}"
+
+
+def message_indexes(encoded: bytes) -> tuple[tuple[int, ...], int] | str:
+    """(the message indexes at the start of a record, where its message begins), or what is wrong.
+
+    >>> message_indexes(b"\\x00rest")
+    ((0,), 1)
+    >>> message_indexes(b"\\x04\\x02\\x00rest")
+    ((1, 0), 3)
+    """
+    count, at = _zigzag(encoded, 0)
+    if count is None or not 0 <= count <= MOST_INDEXES:
+        return "its message indexes are not a count of zigzag varints"
+    if count == 0:
+        return (0,), at
+    indexes = []
+    for _ in range(count):
+        index, at = _zigzag(encoded, at)
+        if index is None:
+            return "its message indexes run past its end"
+        indexes.append(index)
+    return tuple(indexes), at
+
+
+def _zigzag(data: bytes, at: int) -> tuple[int | None, int]:
+    """(the zigzag varint at ``at``, where the next begins); (None, at) past the end or too long."""
+    value = shift = 0
+    while at < len(data) and shift < 64:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (value >> 1) ^ -(value & 1), at
+        shift += 7
+    return None, at
+
+
+def parse_protobuf(registered: RegisteredSchema) -> ProtobufSchema:
+    """The registered schema parsed for reading records (raises SchemaProblem)."""
+    if registered.schema_type.upper() != "PROTOBUF":
+        raise SchemaProblem(f"is a {registered.schema_type} schema; --format protobuf reads Protobuf schemas")
+    others = [r.get("name") for r in registered.references if not str(r.get("name", "")).startswith(WELL_KNOWN)]
+    if others:
+        raise SchemaProblem(f"refers to other schemas ({', '.join(map(str, others[:3]))}), which --format protobuf "
+                            f"does not read: only Google's well-known types may be imported")
+    file = file_descriptor(registered.text)
+    pool = descriptor_pool.DescriptorPool()
+    try:
+        for dependency in file.dependency:
+            _add_well_known(pool, dependency)
+        added = pool.Add(file)
+    except (TypeError, KeyError, ValueError) as error:
+        raise SchemaProblem(f"is not a valid Protobuf file: {error}") from None
+    messages = tuple(added.message_types_by_name.values())
+    if not messages:
+        raise SchemaProblem("has no message: a record is one message with named fields")
+    return ProtobufSchema(registered.schema_id, file, messages, frozenset(_field_names(messages)))
+
+
+def _field_names(messages) -> set[str]:
+    names: set[str] = set()
+    for message in messages:
+        names.update(message.fields_by_name)
+        names.update(_field_names(message.nested_types))
+    return names
+
+
+def _add_well_known(pool: descriptor_pool.DescriptorPool, name: str) -> None:
+    if not name.startswith(WELL_KNOWN):
+        raise SchemaProblem(f"imports {name}: only Google's well-known types may be imported")
+    import google.protobuf.any_pb2  # noqa: E401, F401
+    import google.protobuf.duration_pb2
+    import google.protobuf.empty_pb2
+    import google.protobuf.struct_pb2  # noqa: E401, F401
+
+    try:
+        known = descriptor_pool.Default().FindFileByName(name)
+    except KeyError:
+        raise SchemaProblem(f"imports {name}, which is not one of Google's well-known types") from None
+    for dependency in known.dependencies:
+        _add_well_known(pool, dependency.name)
+    try:
+        pool.FindFileByName(name)
+    except KeyError:
+        pool.AddSerializedFile(known.serialized_pb)
+
+
+def file_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto:
+    """The file a registered Protobuf schema holds: a base64 FileDescriptorProto, or .proto text."""
+    try:
+        serialized = base64.b64decode(text, validate=True)
+        file = descriptor_pb2.FileDescriptorProto.FromString(serialized)
+    except (binascii.Error, DecodeError, ValueError):
+        return compiled(text)
+    file.name = file.name or "schema.proto"
+    return file
+
+
+def compiled(text: str) -> descriptor_pb2.FileDescriptorProto:
+    """.proto text compiled by protoc (grpcio-tools), run apart so its messages can be told."""
+    try:
+        import grpc_tools  # noqa: F401  (only to know it is there)
+    except ImportError:
+        raise SchemaProblem("is .proto text, which needs protoc from the grpcio-tools package: "
+                            "pip install 'nbstream[registry]'") from None
+    with tempfile.TemporaryDirectory(prefix="nbstream-proto-") as folder:
+        source, out = Path(folder, "schema.proto"), Path(folder, "schema.desc")
+        source.write_text(text, encoding="utf-8")
+        try:
+            done = subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{folder}", _protoc_include(),
+                                   f"--descriptor_set_out={out}", source.name], capture_output=True, text=True,
+                                  timeout=PROTOC_SECONDS, check=False)
+        except subprocess.TimeoutExpired:
+            raise SchemaProblem(f"is .proto text that protoc did not compile in {PROTOC_SECONDS:.0f} s") from None
+        if done.returncode != 0 or not out.exists():
+            message = (done.stderr.strip().splitlines() or ["protoc failed"])[-1].replace(f"{folder}/", "")
+            raise SchemaProblem(f"is not a valid Protobuf file: {message[:300]}")
+        files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file
+    return files[-1]
+
+
+def _protoc_include() -> str:
+    """The folder of the well-known types' .proto files that grpcio-tools ships."""
+    import grpc_tools
+
+    return f"-I{Path(grpc_tools.__file__).parent / '_proto'}"
