@@ -32,6 +32,11 @@ Every contender is its own process, reading the same topics (one partition, --me
               topics sent in full first): examples learned per second, from the first prediction to
               the commit that counts the last example learned (/metrics, polled every 50 ms; commits
               every 0.5 s bound how late that is seen).
+  registry    MNIST and SMS rows served as JSON messages and as Avro, JSON Schema and Protobuf records of a
+              Schema Registry (--schema-registry URL, else a local one from scripts/schema_registry.py;
+              records written by nbstream's own writers, as `worker produce` writes them), confluent
+              client, against a confluent relay that reads each Avro record with confluent-kafka's
+              AvroDeserializer and produces one small JSON per message.
   prequential `worker serve` of --baseline-root (another checkout) and of this one on the same MNIST
               and SMS JSON topics, confluent client, --rounds times in turn: the best messages/s of
               each and their ratio, and the ratio of every round.
@@ -40,6 +45,7 @@ Every contender is its own process, reading the same topics (one partition, --me
     python scripts/bench_kafka.py --only partitions [--partitions 1,8,24,48] [--replicas 1] [--worker-root PATH]
     python scripts/bench_kafka.py --only prequential --baseline-root PATH
     python scripts/bench_kafka.py --only labels --messages 60000
+    python scripts/bench_kafka.py --only registry [--schema-registry URL]
 Without --bootstrap a local broker is started with scripts/kafka_broker.py (and stopped).
 """
 
@@ -70,12 +76,19 @@ from prometheus_client.parser import text_string_to_metric_families
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scripts.bench.contenders import CONFLUENT_READER, CONFLUENT_RELAY, KAFKA_PYTHON_READER, KAFKA_PYTHON_RELAY  # noqa: E402
+from scripts.bench.contenders import (  # noqa: E402
+    AVRO_RELAY,
+    CONFLUENT_READER,
+    CONFLUENT_RELAY,
+    KAFKA_PYTHON_READER,
+    KAFKA_PYTHON_RELAY,
+)
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 from scripts.local_process import free_port  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
-SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window", "labels")
+SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window", "labels",
+            "registry")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
 SMS_MODEL = ["--text", "--model", "multinomial"]
 MIB = 1 << 20
@@ -139,10 +152,10 @@ def sms_messages(n: int) -> list[bytes]:
             for i in range(n)]
 
 
-def run_program(program: str, bootstrap: str, topic: str, expected: int) -> float:
-    """A baseline's messages/s."""
+def run_program(program: str, bootstrap: str, topic: str, expected: int, env: dict | None = None) -> float:
+    """A baseline's messages/s (``env``: more environment variables)."""
     done = subprocess.run([sys.executable, "-c", program, bootstrap, topic, str(expected)], check=True,
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
     result = json.loads(done.stdout)
     return result["messages"] / result["seconds"]
 
@@ -611,6 +624,73 @@ def delayed_labels(bootstrap, data_dir, n, folder) -> None:
     table(["topic", "labels inline", "labels on a labels topic", "ratio"], rows)
 
 
+def mnist_table(data_dir: Path, n: int) -> pa.Table:
+    """The rows of mnist_messages as columns: id, features (784 ints), label."""
+    mnist = load_mnist(data_dir / "mnist")
+    rows = np.arange(n) % 60_000
+    pixels = pa.array(mnist["train_images"][rows].reshape(-1).astype(np.int32))
+    features = pa.ListArray.from_arrays(pa.array(np.arange(0, (n + 1) * 784, 784, dtype=np.int32)), pixels)
+    return pa.table({"id": np.arange(n), "features": features, "label": mnist["train_labels"][rows].astype(np.int64)})
+
+
+def sms_table(n: int) -> pa.Table:
+    """The rows of sms_messages as columns: id, text, label."""
+    return pa.Table.from_pylist([orjson.loads(value) for value in sms_messages(n)])
+
+
+def framed_records(url: str, message_format: str, topic: str, rows: pa.Table) -> list[bytes]:
+    """The rows as records of ``message_format`` in the wire format, as `worker produce` writes them."""
+    from worker.io.registry.client import RegistryClient
+    from worker.io.registry.settings import RegistrySettings
+    from worker.service.produce import writer_class
+
+    writer = writer_class(message_format).registered(RegistryClient(RegistrySettings(url=url)), f"{topic}-value",
+                                                     rows.schema)
+    return [value for batch in rows.to_batches(10_000) for value in writer.values(pa.Table.from_batches([batch]))]
+
+
+@contextmanager
+def schema_registry(url: str | None, folder: Path):
+    """The registry at ``url``, else a local one (scripts/schema_registry.py), stopped at the end."""
+    if url:
+        yield url
+        return
+    from scripts.schema_registry import Registry
+
+    registry = Registry(folder / "registry").start()
+    try:
+        yield registry.url
+    finally:
+        registry.stop()
+
+
+def registry_formats(bootstrap, data_dir, n, folder, registry_url) -> None:
+    """The same rows served as JSON and as records of each registry format, and relayed through AvroDeserializer."""
+    rows = []
+    with schema_registry(registry_url, folder) as url:
+        for name, values, columns, model in (("MNIST, Bernoulli", mnist_messages(data_dir, n), mnist_table(data_dir, n),
+                                              MNIST_MODEL),
+                                             ("SMS text, multinomial", sms_messages(n), sms_table(n), SMS_MODEL)):
+            rates = {}
+            topic = create_topic(bootstrap, "bench-registry-json")
+            send(bootstrap, topic, values)
+            rates["json"] = serve_rate(bootstrap, topic, n, "confluent", model, folder)
+            for message_format in ("avro", "json-schema", "protobuf"):
+                topic = create_topic(bootstrap, f"bench-registry-{message_format}")
+                send(bootstrap, topic, framed_records(url, message_format, topic, columns))
+                rates[message_format] = serve_rate(bootstrap, topic, n, "confluent", [
+                    *model, "--format", message_format, "--schema-registry", url], folder)
+                if message_format == "avro":
+                    rates["relay"] = run_program(AVRO_RELAY, bootstrap, topic, n, {"NBSTREAM_BENCH_REGISTRY": url})
+            rows.append([name, f"{rates['json']:,.0f}",
+                         *(f"{rates[f]:,.0f} ({rates[f] / rates['json']:.2f}x)" for f in ("avro", "json-schema",
+                                                                                        "protobuf")),
+                         f"{rates['relay']:,.0f}", f"{rates['avro'] / rates['relay']:.2f}x"])
+    print(f"Schema Registry formats, worker serve messages/s ({n:,} messages per topic, one partition, exactly-once, "
+          f"confluent; ratios to JSON):\n")
+    table(["rows", "JSON", "Avro", "JSON Schema", "Protobuf", "AvroDeserializer relay", "serve Avro / relay"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
@@ -625,6 +705,7 @@ def main() -> None:
     parser.add_argument("--baseline-root", type=Path,
                         help="the checkout `worker serve` is compared with (prequential section)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the prequential section, best of each kept")
+    parser.add_argument("--schema-registry", help="an existing registry's URL (registry section; default: start one)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"some of {','.join(SECTIONS)}")
     args = parser.parse_args()
     sections = args.only.split(",")
@@ -646,6 +727,8 @@ def main() -> None:
             windows(bootstrap, args.messages, folder)
         if "labels" in sections:
             delayed_labels(bootstrap, args.data_dir, args.messages, folder)
+        if "registry" in sections:
+            registry_formats(bootstrap, args.data_dir, args.messages, folder, args.schema_registry)
         if "partitions" in sections:
             partitions(bootstrap, args.messages, numbers(args.partitions),
                        numbers(args.replicas), args.worker_root.resolve(), folder)

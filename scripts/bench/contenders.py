@@ -45,7 +45,7 @@ while seen < expected:
         first = first or time.perf_counter()
     for message in messages:
         if message.error() is None:
-            value = orjson.loads(message.value())
+            value = decode(message)
             if RELAY:
                 producer.produce(topic + ".relay", orjson.dumps({"id": value.get("id"), "offset": message.offset()}),
                                  message.key())
@@ -57,5 +57,23 @@ if RELAY:
 print(json.dumps({"messages": seen, "seconds": time.perf_counter() - first}))
 """
 
-CONFLUENT_READER = "RELAY = False\n" + _CONFLUENT  # read + orjson
-CONFLUENT_RELAY = "RELAY = True\n" + _CONFLUENT  # read + orjson + produce one small JSON per message
+_JSON = """
+import orjson
+def decode(message):
+    return orjson.loads(message.value())
+"""
+# Avro records of a Schema Registry (its URL in NBSTREAM_BENCH_REGISTRY), read by confluent-kafka's own
+# AvroDeserializer (fastavro), each by its writer schema, fetched once.
+_AVRO = """
+import os
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+_deserializer = AvroDeserializer(SchemaRegistryClient({"url": os.environ["NBSTREAM_BENCH_REGISTRY"]}))
+def decode(message):
+    return _deserializer(message.value(), SerializationContext(message.topic(), MessageField.VALUE))
+"""
+
+CONFLUENT_READER = "RELAY = False\n" + _JSON + _CONFLUENT  # read + orjson
+CONFLUENT_RELAY = "RELAY = True\n" + _JSON + _CONFLUENT  # read + orjson + produce one small JSON per message
+AVRO_RELAY = "RELAY = True\n" + _AVRO + _CONFLUENT  # read + AvroDeserializer + produce one small JSON per message

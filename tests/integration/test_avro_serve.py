@@ -155,15 +155,15 @@ def test_a_paused_registry_holds_the_records_back_without_dead_letters_and_loses
         try:
             send(kafka_bootstrap, topic, after, first_key=300)
             assert wait_for(lambda: "the Schema Registry does not answer" in service.log_tail(20_000), timeout=30)
-            assert wait_for(lambda: _status(port, "/readyz") == 503, timeout=10)
+            assert wait_for(lambda: status(port, "/readyz") == 503, timeout=10)
             time.sleep(15)
-            assert service.running() and _status(port, "/healthz") == 200
+            assert service.running() and status(port, "/healthz") == 200
             assert len(read_all(kafka_bootstrap, service.output, committed_only=True)) == 300
         finally:
             own_registry.resume()
         found = read_all(kafka_bootstrap, service.output, expected=600, committed_only=True)
         assert len(found) == 600 and covered(found) == {(0, offset) for offset in range(600)}, service.log_tail()
-        assert wait_for(lambda: _status(port, "/readyz") == 200, timeout=30)
+        assert wait_for(lambda: status(port, "/readyz") == 200, timeout=30)
         log = service.log_tail(50_000)
         assert log.count("the Schema Registry does not answer") == 1 and log.count("answers again") == 1, log
         assert not read_all(kafka_bootstrap, f"{topic}.dlq", timeout=5)
@@ -175,7 +175,7 @@ def test_a_paused_registry_holds_the_records_back_without_dead_letters_and_loses
             service.kill()
 
 
-def _status(port: int, path: str) -> int | None:
+def status(port: int, path: str) -> int | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
             return response.status

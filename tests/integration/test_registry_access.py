@@ -1,6 +1,7 @@
 """The Schema Registry options of `worker serve`: a registry that refuses the credentials or whose
 certificate is not trusted ends the command at start with one line and exit status 2; the
-password comes from the environment or a file, never a flag, and is never shown."""
+password comes from the environment or a file, never a flag, and is never shown. Access refused
+while serving is waited out, as a registry that does not answer is."""
 
 from __future__ import annotations
 
@@ -10,11 +11,20 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 
 from tests.helpers.cli import worker_env
+from tests.helpers.kafka import new_topic, read_all, send
+from tests.helpers.registry import avro_values
+from tests.helpers.service import assert_equal_statistics, covered, free_port, labeled_messages, wait_for
+from tests.integration.test_avro_serve import EXAMPLE, EXAMPLE_V2, avro_service, records_of, status
 from worker.io.registry.client import RegistryAccessError, RegistryClient
 from worker.io.registry.settings import registry_settings_from
 
@@ -97,3 +107,72 @@ def test_an_untrusted_certificate_ends_the_command_at_start_and_a_given_ca_is_tr
     assert "Secret('***')" in repr(trusted) and SECRET not in repr(trusted)
     with pytest.raises(RegistryAccessError, match="refused access"):
         RegistryClient(registry_settings_from(url, None, None, None, ca_file)).check()
+
+
+@contextmanager
+def gate_to(upstream: str):
+    """A registry in front of ``upstream`` that relays GETs, or answers 401 while ``refusing`` is set:
+    credentials rotated, or rights withdrawn, while a service runs. Yields (its URL, the event)."""
+    refusing = threading.Event()
+
+    class Gate(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the standard library's name
+            if refusing.is_set():
+                status, body = 401, json.dumps({"error_code": 40101, "message": "Unauthorized"}).encode()
+            else:
+                try:
+                    with urllib.request.urlopen(upstream + self.path.removeprefix("/gate"), timeout=10) as reply:
+                        status, body = reply.status, reply.read()
+                except urllib.error.HTTPError as error:
+                    status, body = error.code, error.read()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Gate)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/gate", refusing
+    finally:
+        server.shutdown()
+
+
+def test_access_refused_while_serving_holds_the_records_back_and_nothing_is_lost(
+        kafka_bootstrap, schema_registry_url, kafka_client, tmp_path):
+    topic = new_topic(kafka_bootstrap, "registry-refuses")
+    _, X, labels = labeled_messages(60, np.random.default_rng(41))
+    before = avro_values(schema_registry_url, topic, EXAMPLE, records_of(X[:30], labels[:30]))
+    # registered now, first read while access is refused: the service has not fetched this schema yet
+    after = avro_values(schema_registry_url, topic, EXAMPLE_V2, records_of(X[30:], labels[30:], start_id=30,
+                                                                           source="late"))
+    port = free_port()
+    with gate_to(schema_registry_url) as (url, refusing):
+        service = avro_service(kafka_bootstrap, topic, tmp_path, url, "--metrics-port", port,
+                               client=kafka_client).start()
+        try:
+            send(kafka_bootstrap, topic, before)
+            assert wait_for(lambda: len(read_all(kafka_bootstrap, service.output, committed_only=True)) == 30), \
+                service.log_tail()
+            refusing.set()
+            send(kafka_bootstrap, topic, after, first_key=30)
+            assert wait_for(lambda: "the Schema Registry refuses access" in service.log_tail(20_000), timeout=30)
+            assert wait_for(lambda: status(port, "/readyz") == 503, timeout=10)
+            time.sleep(5)
+            assert service.running(), service.log_tail()
+            assert len(read_all(kafka_bootstrap, service.output, committed_only=True)) == 30
+            refusing.clear()
+            found = read_all(kafka_bootstrap, service.output, expected=60, committed_only=True)
+            assert covered(found) == {(0, offset) for offset in range(60)}, service.log_tail()
+            assert wait_for(lambda: status(port, "/readyz") == 200, timeout=30)
+            log = service.log_tail(50_000)
+            assert log.count("refuses access") == 1 and log.count("answers again") == 1, log
+            assert not read_all(kafka_bootstrap, f"{topic}.dlq", timeout=5)
+            assert service.terminate() == 0
+            assert_equal_statistics(service.state()[0], X, labels)
+        finally:
+            if service.running():
+                service.kill()

@@ -194,20 +194,20 @@ def _registry_messages(client: RegistryClient, message_format: str, subject: str
     keyed by its id, by the schema ``schema_id`` or (None) one derived from the first table's
     columns and registered under ``subject``."""
     require_package(message_format)
-    writer_class = _writer_class(message_format)
+    records_writer = writer_class(message_format)
     writers: list = []
 
     def messages(table: pa.Table, rows_per_message: int):
         if not writers:
-            writers.append(writer_class.of_id(client, schema_id) if schema_id is not None else
-                           writer_class.registered(client, subject, table.schema))
+            writers.append(records_writer.of_id(client, schema_id) if schema_id is not None else
+                           records_writer.registered(client, subject, table.schema))
         ids = table.column("id").to_pylist() if "id" in table.column_names else None
         for i, value in enumerate(writers[0].values(table)):
             yield 1, None if ids is None else str(ids[i]).encode(), value
     return messages
 
 
-def _writer_class(message_format: str):
+def writer_class(message_format: str):
     """The writer of a registry format's records (imported here: avro and protobuf are optional)."""
     if message_format == "avro":
         from ..io.registry.avro_writer import AvroWriter

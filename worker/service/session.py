@@ -24,7 +24,7 @@ from ..io.formats import MessageFormat, message_format
 from ..io.kafka.client import Consumer, KafkaClient, KafkaFailure, Producer, Start, TopicInfo
 from ..io.kafka.sink import Destination, KafkaSink, Refusals
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
-from ..io.registry.client import RegistryUnavailable
+from ..io.registry.client import RegistryAccessError, RegistryUnavailable
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta
 from .commit import ServeCheckpoint, TransactionalProducer
 from .counts import UncommittedCounts
@@ -193,16 +193,18 @@ class Session:
 
     def _process(self, polled, labels, should_stop: Callable[[], bool]) -> bool:
         """Process a poll; False when stopped first. While the Schema Registry cannot answer for its
-        records, nothing of the poll is used: what came before is committed, the service is not
-        ready, and the same poll is tried again after a growing pause (no dead letter: it is no
-        record's fault)."""
+        records (unreachable, overloaded, or refusing the credentials it took at start: they may
+        have been rotated or their rights withdrawn), nothing of the poll is used: what came before
+        is committed, the service is not ready, and the same poll is tried again after a growing
+        pause (no dead letter: it is no record's fault)."""
         pause = REGISTRY_RETRY_FIRST
         while True:
             try:
                 self.loop.process(polled, labels)
-            except RegistryUnavailable as failure:
+            except (RegistryUnavailable, RegistryAccessError) as failure:
                 if self.metrics.registry_connected is not False:
-                    log.warning("the Schema Registry does not answer: records wait for it",
+                    what = "refuses access" if isinstance(failure, RegistryAccessError) else "does not answer"
+                    log.warning(f"the Schema Registry {what}: records wait for it",
                                 extra={"cause": str(failure), "retry_in_seconds": pause})
                 self.metrics.registry_connected = self.metrics.ready = False
                 self.commit()
