@@ -71,6 +71,13 @@ def test_produced_records_read_back_by_confluents_deserializer(kafka_bootstrap, 
     values = [r.value for r in read_all(kafka_bootstrap, topic, expected=2)]
     assert json_schema_records(schema_registry_url, values, topic) == [
         {"features": [1, 2, 3], "label": "a", "id": 10}, {"features": [4, 5, 6], "label": None, "id": 11}]
-    schema = registry_client(schema_registry_url).get_latest_version(f"{topic}-value").schema
-    assert schema.schema_type == "JSON" and json.loads(schema.schema_str)["properties"]["id"] == {
-        "type": ["integer", "null"]}
+    registered = registry_client(schema_registry_url).get_latest_version(f"{topic}-value")
+    assert registered.schema.schema_type == "JSON" and json.loads(registered.schema.schema_str)["properties"][
+        "id"] == {"type": ["integer", "null"]}
+
+    again = new_topic(kafka_bootstrap, "produced-json-schema-by-id")
+    result = run_worker("produce", data, "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--topic",
+                        again, "--features", "pixels", "--label", "y", "--id", "key", "--format", "json-schema",
+                        "--schema-registry", schema_registry_url, "--schema-id", registered.schema_id, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [r.value for r in read_all(kafka_bootstrap, again, expected=2)] == values

@@ -243,9 +243,9 @@ def produce(
                                             "(needs --schema-registry); arrow: an "
                                             "Arrow IPC stream of --rows-per-message rows per message."),
     schema_id: int | None = typer.Option(None, "--schema-id", min=0, max=2**32 - 1, envvar=env("SCHEMA_ID"),
-                                         help="avro, protobuf: write by this schema of the registry (protobuf: "
-                                              "its first message; default: one derived from the columns, "
-                                              "registered under TOPIC-value).",
+                                         help="avro, json-schema, protobuf: write by this schema of the "
+                                              "registry (protobuf: its first message; default: one derived from "
+                                              "the columns, registered under TOPIC-value).",
                                          rich_help_panel="Schema Registry"),
     rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"),
                                          help="Rows per Arrow message."),

@@ -15,7 +15,7 @@ from nbstream.arrow import FeatureSpec
 from .arrow_messages import decode_arrow, encode_predictions
 from .fields import REGISTRY_FORMATS, MessageFields
 from .json_predictions import prediction_values
-from .messages import Decoded, decode, decode_objects, decode_vectors
+from .messages import Decoded, decode, decode_objects, decode_table, decode_vectors
 from .records import Polled
 from .registry.records import RegistryRecords
 
@@ -75,6 +75,11 @@ class RegistryMessages(JsonMessages):
         if spec.kind == "vector" and len(values) > 1:
             read = self.records.vectors(values, self.fields)
             decoded = None if read is None else decode_vectors(read, spec, label_kind)
+            if decoded is not None:
+                return decoded
+        if spec.kind == "text" and len(values) > 1:
+            table = self.records.table(values, self.fields)
+            decoded = None if table is None else decode_table(table, spec, self.fields, label_kind)
             if decoded is not None:
                 return decoded
         objects, problems = self.records.read(values, spec, self.fields)

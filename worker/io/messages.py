@@ -174,6 +174,13 @@ _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task
 def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
     """The batch (of present values within the size limit) parsed by Arrow's JSON reader, or
     None to decode it message by message."""
+    table = json_table(values)
+    return None if table is None else decode_table(table, spec, fields, label_kind)
+
+
+def json_table(values: list[bytes]) -> pa.Table | None:
+    """JSON objects (present values within the size limit), one per value, read by Arrow's JSON
+    reader into a table of a row each; None where anything leaves room for doubt."""
     data, longest = b"\n".join(values), max(map(len, values))
     if not _one_object_per_line(values, data) or (longest > 2 * MAX_DEPTH and _may_nest_too_deep(values)):
         return None
@@ -183,7 +190,17 @@ def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: st
         table.validate(full=True)  # the reader passes invalid UTF-8 inside strings through
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):  # types differ, a key twice, ...
         return None
-    if table.num_rows != len(values) or not _keys_are_utf8(table.schema) or not _all_finite(table):
+    if table.num_rows != len(values) or not _keys_are_utf8(table.schema):
+        return None
+    return table
+
+
+def decode_table(table: pa.Table, spec: FeatureSpec, fields: MessageFields, label_kind: str | None
+                 ) -> Decoded | None:
+    """The examples of messages read in bulk into a table of a row each (by Arrow's JSON reader, or
+    a schema format's reader), or None when a column is missing, of the wrong type, holds a null or
+    a non-finite number, or the labels are of no usable kind: then they are read one by one."""
+    if not _all_finite(table):
         return None
     columns = _bulk_features(table, spec, fields)
     labels = _bulk_labels(table, fields, label_kind)
@@ -197,9 +214,9 @@ def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: st
             return None
         ids = table.column(fields.id).to_pylist()
     else:
-        ids = [None] * len(values)
+        ids = [None] * table.num_rows
     batch = pa.record_batch({**columns, LABEL_COLUMN: labels[0]})
-    return Decoded(batch, ids, RowProblems(len(values)), labels[1])
+    return Decoded(batch, ids, RowProblems(table.num_rows), labels[1])
 
 
 def _one_object_per_line(values: list[bytes], data: bytes) -> bool:

@@ -83,7 +83,7 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
         record per message, in the Confluent wire format: needs ``registry``) or "arrow"
         (``rows_per_message`` rows per message, an Arrow IPC stream with the columns "features" or
         "text", "label", "id").
-    schema_id: with "avro" or "protobuf", write by this schema of the registry (default: one
+    schema_id: with a registry format, write by this schema of the registry (default: one
         derived from the columns, registered under TOPIC-value).
     progress: draw a progress bar (None: when stderr is a terminal).
     labels_topic: send each row's label apart, as a label event on this topic, ``label_delay``
@@ -96,8 +96,8 @@ def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str 
     if message_format in REGISTRY_FORMATS and registry is None:
         raise ConfigError(f"--format {message_format} needs --schema-registry URL: the registry holds the records' "
                           f"schema.")
-    if schema_id is not None and message_format not in ("avro", "protobuf"):
-        raise ConfigError("--schema-id is for --format avro or protobuf.")
+    if schema_id is not None and message_format not in REGISTRY_FORMATS:
+        raise ConfigError("--schema-id is for --format avro, json-schema or protobuf.")
     if 0 < rate < MIN_RATE:
         raise ConfigError(f"--rate must be 0 (as fast as possible) or at least {MIN_RATE} rows per second; got {rate}.")
     if labels_topic is not None and not (label and id_column and message_format != "arrow"):

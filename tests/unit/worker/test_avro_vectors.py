@@ -81,6 +81,24 @@ def test_the_fast_path_reads_every_record_as_fastavro_does(items, after):
                                       np.array(record["features"], dtype=np.float64))
 
 
+@pytest.mark.parametrize("union", [["null", "ARRAY"], ["ARRAY", "null"]])
+def test_a_nullable_features_array_takes_the_fast_path_and_a_null_one_the_general_way(union):
+    schema = schema_of("int")
+    array = schema["fields"][-1]["type"]
+    schema["fields"][-1]["type"] = [array if branch == "ARRAY" else branch for branch in union]
+    values = encoded(schema, random_rows("int", np.random.default_rng(9)))
+    records = registry_records(AVRO, OneSchema(schema))
+    fast = records.vectors(values, AVRO)
+    objects, problems = records.read(values, FeatureSpec.vector("features"), AVRO)
+    assert fast is not None and problems == [None] * len(values)
+    np.testing.assert_array_equal(fast.values, np.concatenate([o["features"] for o in objects]).astype(np.float64))
+    with_null = values[:3] + encoded(schema, [{**random_rows("int", np.random.default_rng(1), 1)[0],
+                                                "features": None}])
+    assert records.vectors(with_null, AVRO) is None
+    decoded = message_format(AVRO, records).decode(with_null, FeatureSpec.vector("features"), None)
+    assert decoded.problems.bad.tolist() == [False, False, False, True]
+
+
 def test_a_record_cut_short_running_on_or_garbled_sends_the_poll_the_general_way():
     schema = schema_of("int", after=True)
     values = encoded(schema, random_rows("int", np.random.default_rng(3), 20))

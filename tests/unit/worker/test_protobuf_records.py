@@ -230,3 +230,12 @@ def test_a_column_of_no_protobuf_type_is_one_line():
 def test_a_schema_problem_is_raised_for_a_schema_of_another_format():
     with pytest.raises(SchemaProblem, match="is a JSON schema"):
         parse_protobuf(RegisteredSchema(1, "{}", "JSON"))
+
+
+def test_a_schema_id_of_another_format_or_unknown_is_one_line_for_produce():
+    fake = registry(id3=WRONG_TYPE)
+    with pytest.raises(ConfigError, match="^--schema-id 3 is a AVRO schema; --format protobuf reads Protobuf"):
+        ProtobufWriter.of_id(fake, 3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="^--schema-id: unknown schema id 9"):
+        ProtobufWriter.of_id(fake, 9)  # type: ignore[arg-type]
+    assert ProtobufWriter.of_id(fake, 2).message_class.DESCRIPTOR.full_name == "test.Example"  # type: ignore[arg-type]

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, cast
 
 import fastavro
 import numpy as np
+import pyarrow as pa
 from fastavro.schema import SchemaParseException, UnknownType
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors
-from .avro_vectors import VectorPlan, read_vectors, vector_plan
+from .avro_vectors import VectorPlan, read_scalars, read_vectors, scalar_plan, vector_plan
 from .client import RegisteredSchema
+from .records import scalar_table
 from .schemas import SchemaProblem
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class AvroDecoder:
 
     def __init__(self):
         self._plans: dict[tuple[int, str], VectorPlan | None] = {}  # (schema id, features field) -> its plan
+        self._scalar_plans: dict[int, tuple | None] = {}  # schema id -> the plan of its records' scalars
 
     def parse(self, registered: RegisteredSchema) -> AvroSchema:
         return parse_avro(registered)
@@ -63,6 +66,21 @@ class AvroDecoder:
                 return None
             plans.append(plan)
         return read_vectors(buffer, begins, ends, plans, fields.label, fields.id)
+
+    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+              fields: MessageFields) -> pa.Table | None:
+        """The fast path for records of scalar fields (text, label, id): ``avro_vectors.read_scalars``."""
+        plans = []
+        for schema in schemas:
+            if schema.schema_id not in self._scalar_plans:
+                assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"
+                self._scalar_plans[schema.schema_id] = scalar_plan(schema.parsed)
+            plan = self._scalar_plans[schema.schema_id]
+            if plan is None:
+                return None
+            plans.append(plan)
+        rows = read_scalars(buffer, begins, ends, plans)
+        return None if rows is None else scalar_table(rows, (fields.text, fields.label, fields.id))
 
     def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
         assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"

@@ -1,4 +1,5 @@
-"""The fast path for Avro records whose features are one array of numbers (MNIST-like rows).
+"""The fast paths for Avro records whose features are one array of numbers (MNIST-like rows), or
+whose fields are all scalars (text, label, id: SMS-like rows, ``read_scalars``).
 
 fastavro makes a Python int per array item, and Arrow converts them back: 86 µs per record of
 784 MNIST pixels, where the JSON path takes 9 µs (scripts/bench_avro.py). Here a poll's records are joined into one
@@ -10,9 +11,11 @@ double array is copied as it is. That makes 11 µs per MNIST record.
 
 A record takes this path when its writer schema is a record of scalar fields (null, boolean, int,
 long, float, double, string, bytes, an enum, a union of those; no logical type) and the features
-field, an array of int, long, float or double written in one block, as every Avro library writes
-it. Any other record, or any doubt (a byte out of place, a record cut short or running on), sends
-the whole poll the general way (``records.py``), where each problem gets its name.
+field, an array of int, long, float or double (or a union of null and such an array, as a nullable
+Parquet column becomes) written in one block, as every Avro library writes it. Records of scalar
+fields alone (text) are read field by field in Python, still faster than fastavro's objects. Any
+other record, or any doubt (a byte out of place, a record cut short or running on), sends the
+whole poll the general way (``records.py``), where each problem gets its name.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class VectorPlan:
     before: tuple
     after: tuple
     items: str
+    branch: int | None = None  # where the array is a union's branch (a nullable column), its index
 
 
 def vector_plan(schema: dict, features: str) -> VectorPlan | None:
@@ -47,6 +51,10 @@ def vector_plan(schema: dict, features: str) -> VectorPlan | None:
     if names.count(features) != 1:
         return None
     array = schema["fields"][names.index(features)]["type"]
+    branch = None
+    if isinstance(array, list) and len(array) == 2 and "null" in array:  # ["null", array]: a nullable column
+        branch = 1 - array.index("null")
+        array = array[branch]
     items = array.get("items") if isinstance(array, dict) and array.get("type") == "array" else None
     if items not in ("int", "long", "float", "double"):
         return None
@@ -58,7 +66,34 @@ def vector_plan(schema: dict, features: str) -> VectorPlan | None:
                 return None
             readers.append((field["name"], reader))
     at = names.index(features)
-    return VectorPlan(tuple(readers[:at]), tuple(readers[at:]), items)
+    return VectorPlan(tuple(readers[:at]), tuple(readers[at:]), items, branch)
+
+
+def scalar_plan(schema: dict) -> tuple | None:
+    """(name, reader) of every field of a parsed Avro record schema of scalar fields (the plan of
+    its records on the fast path of text), or None when a field is not a scalar."""
+    readers = []
+    for field in schema["fields"]:
+        reader = _reader(field["type"])
+        if reader is None:
+            return None
+        readers.append((field["name"], reader))
+    return tuple(readers)
+
+
+def read_scalars(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plans: list[tuple]) -> list[dict] | None:
+    """The records at buffer[begins[i]:ends[i]], record i read by plans[i] (``scalar_plan``), each
+    as an object; None when one is cut short, runs on or holds a byte out of place."""
+    rows = []
+    try:
+        for plan, begin, end in zip(plans, begins.tolist(), ends.tolist(), strict=True):
+            row: dict = {}
+            if _read_fields(plan, buffer, begin, row) != end:
+                return None
+            rows.append(row)
+    except (_Refused, IndexError, UnicodeDecodeError):
+        return None
+    return rows
 
 
 def _reader(avro_type) -> tuple | None:
@@ -91,7 +126,12 @@ def read_vectors(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plans: lis
         for i, (plan, begin) in enumerate(zip(plans, begins.tolist(), strict=True)):  # up to each array's items
             if plan.items != items:
                 return None
-            counts[i], array_at[i] = _varint(buffer, _read_fields(plan.before, buffer, begin, scalars[i]))
+            position = _read_fields(plan.before, buffer, begin, scalars[i])
+            if plan.branch is not None:
+                branch, position = _varint(buffer, position)
+                if branch != plan.branch:  # a null array: the general way names the problem
+                    raise _Refused
+            counts[i], array_at[i] = _varint(buffer, position)
         if (counts < 0).any():  # blocks that give their size in bytes: written by some, not by these
             return None
         values, array_ends = _items(buffer, array_at, counts, items)

@@ -15,10 +15,11 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors, read_vectors
-from ..messages import parse_object
+from ..messages import json_table, parse_object
 from .client import RegisteredSchema
 from .schemas import SchemaProblem
 
@@ -59,6 +60,14 @@ class JsonSchemaDecoder:
 
     def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
                 fields: MessageFields) -> Vectors | None:
-        """The bulk reader of plain JSON messages, on the records after their frames."""
-        payloads = [buffer[begin:end] for begin, end in zip(begins.tolist(), ends.tolist(), strict=True)]
-        return read_vectors(payloads, fields.features, fields.label, fields.id)
+        """The bulk reader of plain JSON messages' lists, on the records after their frames."""
+        return read_vectors(_payloads(buffer, begins, ends), fields.features, fields.label, fields.id)
+
+    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+              fields: MessageFields) -> pa.Table | None:
+        """Arrow's JSON reader, as for plain JSON messages, on the records after their frames."""
+        return json_table(_payloads(buffer, begins, ends))
+
+
+def _payloads(buffer: bytes, begins: np.ndarray, ends: np.ndarray) -> list[bytes]:
+    return [buffer[begin:end] for begin, end in zip(begins.tolist(), ends.tolist(), strict=True)]

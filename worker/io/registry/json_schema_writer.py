@@ -15,7 +15,7 @@ import orjson
 import pyarrow as pa
 
 from ...errors import ConfigError
-from .client import RegistryClient
+from .client import RegistryClient, SchemaNotFound
 from .wire import frame
 
 TITLE = "Example"
@@ -62,6 +62,17 @@ class JsonSchemaWriter:
     def registered(cls, client: RegistryClient, subject: str, columns: pa.Schema) -> JsonSchemaWriter:
         """A writer by the schema derived from ``columns``, registered under ``subject`` (or found there)."""
         return cls(client.register(subject, json.dumps(json_schema(columns)), schema_type="JSON"))
+
+    @classmethod
+    def of_id(cls, client: RegistryClient, schema_id: int) -> JsonSchemaWriter:
+        """A writer by the registry's JSON Schema ``schema_id``, taken as it is (rows are not validated)."""
+        try:
+            registered = client.schema(schema_id)
+        except SchemaNotFound as missing:
+            raise ConfigError(f"--schema-id: {missing}.") from None
+        if registered.schema_type.upper() != "JSON":
+            raise ConfigError(f"--schema-id {schema_id} is a {registered.schema_type} schema, not a JSON Schema.")
+        return cls(schema_id)
 
     def values(self, table: pa.Table) -> list[bytes]:
         """Each row as a framed record."""

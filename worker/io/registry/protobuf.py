@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -33,6 +34,7 @@ from google.protobuf.message import DecodeError, Message
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from .client import RegisteredSchema
+from .records import scalar_table
 from .schemas import SchemaProblem
 
 WELL_KNOWN = "google/protobuf/"
@@ -78,6 +80,9 @@ def _message_class(messages: tuple[Descriptor, ...], indexes: tuple[int, ...]) -
 class ProtobufDecoder:
     """Protobuf records (a RecordDecoder)."""
 
+    def __init__(self):
+        self._kinds: dict[tuple[type[Message], tuple[str, ...]], tuple[int, ...]] = {}
+
     def parse(self, registered: RegisteredSchema) -> ProtobufSchema:
         return parse_protobuf(registered)
 
@@ -89,45 +94,71 @@ class ProtobufDecoder:
                 fields: MessageFields) -> Vectors | None:
         """Each record parsed (upb, compiled) and its features copied straight into one float
         buffer, no object made per record; None when any record is not so simple."""
-        rows, labels, ids = [], [], []
-        for schema, begin, end in zip(schemas, begins.tolist(), ends.tolist(), strict=True):
-            message, problem = _message(schema, buffer[begin:end])
-            if message is None:
-                return None
-            features = message.DESCRIPTOR.fields_by_name.get(fields.features)
-            if features is None or not features.is_repeated or features.type not in NUMBERS:
-                return None
-            label, id_ = _scalar(message, fields.label), _scalar(message, fields.id)
-            if label is _NOT_PLAIN or id_ is _NOT_PLAIN or isinstance(id_, bytes):
-                return None
-            rows.append(np.array(getattr(message, fields.features), dtype=np.float64))
-            labels.append(label)
-            ids.append(id_)
+        read = self._scalars(buffer, begins, ends, schemas, (fields.features, fields.label, fields.id), VECTOR)
+        if read is None:
+            return None
+        rows = [np.array(features, dtype=np.float64) for features, _, _ in read]
+        ids = [id_ for _, _, id_ in read]
+        if any(isinstance(id_, bytes) for id_ in ids):
+            return None
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([len(row) for row in rows], out=offsets[1:])
         if offsets[-1] >= 2**31:
             return None
         values = np.concatenate(rows) if rows else np.zeros(0)
-        return Vectors(offsets.astype(np.int32), values, labels, ids)
+        return Vectors(offsets.astype(np.int32), values, [label for _, label, _ in read], ids)
+
+    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+              fields: MessageFields) -> pa.Table | None:
+        """Each record parsed (upb) and only its text, label and id fields taken; None when any
+        record does not parse or one of those is not a scalar."""
+        names = (fields.text, fields.label, fields.id)
+        read = self._scalars(buffer, begins, ends, schemas, names)
+        return None if read is None else scalar_table([dict(zip(names, row, strict=True)) for row in read], names)
+
+    def _scalars(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+                 names: tuple[str, ...], first: int | None = None) -> list[tuple] | None:
+        """The values of ``names`` in each record (the first a ``first`` kind of field, if given,
+        the others scalars), or None when a record does not parse or a field is of another kind."""
+        read = []
+        for schema, begin, end in zip(schemas, begins.tolist(), ends.tolist(), strict=True):
+            message, _ = _message(schema, buffer[begin:end])
+            if message is None:
+                return None
+            key = (type(message), names)
+            if key not in self._kinds:
+                self._kinds[key] = tuple(_kind(message.DESCRIPTOR, name) for name in names)
+            kinds = self._kinds[key]
+            if NOT_PLAIN in kinds[first is not None:] or (first is not None and kinds[0] != first):
+                return None
+            read.append(tuple(_value(message, name, kind) for name, kind in zip(names, kinds, strict=True)))
+        return read
 
 
-_NOT_PLAIN = object()  # a field that is not a scalar (its record goes the general way)
+ABSENT, PLAIN, OPTIONAL, WRAPPER, VECTOR, NOT_PLAIN = range(6)  # kinds of field, as a record is read
 
 
-def _scalar(message: Message, name: str):
-    """A scalar field's value (None when absent, unset with presence, or an unset wrapper), or _NOT_PLAIN."""
-    descriptor = message.DESCRIPTOR.fields_by_name.get(name)
+def _kind(message: Descriptor, name: str) -> int:
+    """How the field ``name`` of a message type is read (VECTOR: repeated numbers)."""
+    descriptor = message.fields_by_name.get(name)
     if descriptor is None:
-        return None
-    if descriptor.is_repeated or descriptor.type == FieldDescriptor.TYPE_ENUM:
-        return _NOT_PLAIN
+        return ABSENT
+    if descriptor.is_repeated:
+        return VECTOR if descriptor.type in NUMBERS else NOT_PLAIN
+    if descriptor.type == FieldDescriptor.TYPE_ENUM:
+        return NOT_PLAIN
     if descriptor.type == FieldDescriptor.TYPE_MESSAGE:
-        if descriptor.message_type.full_name not in WRAPPERS:
-            return _NOT_PLAIN
-        return getattr(message, name).value if message.HasField(name) else None
-    if descriptor.has_presence and not message.HasField(name):
+        return WRAPPER if descriptor.message_type.full_name in WRAPPERS else NOT_PLAIN
+    return OPTIONAL if descriptor.has_presence else PLAIN
+
+
+def _value(message: Message, name: str, kind: int):
+    """The value of a field of that kind: None when absent, unset with presence, or an unset wrapper."""
+    if kind == PLAIN or kind == VECTOR:
+        return getattr(message, name)
+    if kind == ABSENT or (kind != NOT_PLAIN and not message.HasField(name)):
         return None
-    return getattr(message, name)
+    return getattr(message, name).value if kind == WRAPPER else getattr(message, name)
 
 
 def record_of(message: Message) -> dict:
@@ -135,17 +166,17 @@ def record_of(message: Message) -> dict:
     record: dict = {}
     as_json = None  # the whole message as JSON objects, made once, for what has no plain value
     for descriptor in message.DESCRIPTOR.fields:
-        name = descriptor.name
-        value = _scalar(message, name)
-        if value is _NOT_PLAIN and descriptor.is_repeated and descriptor.type in NUMBERS | {
-                FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_BYTES}:
-            value = list(getattr(message, name))
-        elif value is _NOT_PLAIN:
+        kind = _kind(message.DESCRIPTOR, descriptor.name)
+        if kind == VECTOR or (kind == NOT_PLAIN and descriptor.is_repeated and descriptor.type in (
+                FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_BYTES)):
+            record[descriptor.name] = list(getattr(message, descriptor.name))
+        elif kind == NOT_PLAIN:
             if as_json is None:
                 as_json = json_format.MessageToDict(message, preserving_proto_field_name=True,
                                                     always_print_fields_with_no_presence=True)
-            value = as_json.get(name)
-        record[name] = value
+            record[descriptor.name] = as_json.get(descriptor.name)
+        else:
+            record[descriptor.name] = _value(message, descriptor.name, kind)
     return record
 
 
@@ -173,6 +204,8 @@ def message_indexes(encoded: bytes) -> tuple[tuple[int, ...], int] | str:
     >>> message_indexes(b"\\x04\\x02\\x00rest")
     ((1, 0), 3)
     """
+    if encoded[:1] == b"\x00":  # the first message, as most records are
+        return (0,), 1
     count, at = _zigzag(encoded, 0)
     if count is None or not 0 <= count <= MOST_INDEXES:
         return "its message indexes are not a count of zigzag varints"

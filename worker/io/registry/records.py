@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
+import pyarrow as pa
 
 from nbstream.arrow import FeatureSpec
 
@@ -51,6 +52,11 @@ class RecordDecoder(Protocol):
         written with schemas[i]) whose features are one list of numbers, read in bulk; None to
         read them one by one (any doubt included)."""
 
+    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+              fields: MessageFields) -> pa.Table | None:
+        """The text, label and id columns of such records whose text is one string, read in bulk
+        (``scalar_table``); None to read them one by one (any doubt included)."""
+
 
 class RegistryRecords:
     """Records of one schema format, whose writer schemas ``client`` fetches (each id once)."""
@@ -64,6 +70,20 @@ class RegistryRecords:
         """The fast path of a poll whose records all have a features list: None unless every value
         is a framed record of a known schema that can take it (then ``read`` names each problem).
         Raises RegistryUnavailable as ``read`` does."""
+        framed = self._framed(values, fields, fields.features)
+        return None if framed is None else self.decoder.vectors(*framed, fields)
+
+    def table(self, values: list[bytes | None], fields: MessageFields) -> pa.Table | None:
+        """The fast path of a poll whose records all have a text field: their text, label and id
+        columns (a row per record), or None as ``vectors``."""
+        framed = self._framed(values, fields, fields.text)
+        return None if framed is None else self.decoder.table(*framed, fields)
+
+    def _framed(self, values: list[bytes | None], fields: MessageFields, needed: str
+                ) -> tuple[bytes, np.ndarray, np.ndarray, list[WriterSchema]] | None:
+        """(the values joined, where each record begins and ends after its frame, its writer
+        schema), or None unless every value is a framed record of a known schema with the field
+        ``needed``. Raises RegistryUnavailable as ``read`` does."""
         if None in values:
             return None
         sizes = np.fromiter(map(len, values), np.int64, len(values))  # type: ignore[arg-type]
@@ -78,10 +98,9 @@ class RegistryRecords:
         ids = (data[starts + 1].astype(np.int64) << 24 | data[starts + 2].astype(np.int64) << 16 |
                data[starts + 3].astype(np.int64) << 8 | data[starts + 4]).tolist()
         found = self.cache.resolve(set(ids))
-        if any(isinstance(schema, str) for schema in found.values()):
+        if any(isinstance(schema, str) or self._lacks(schema, needed) for schema in found.values()):
             return None
-        schemas = [found[schema_id] for schema_id in ids]
-        return self.decoder.vectors(buffer, starts + HEADER_BYTES, ends, schemas, fields)  # type: ignore[arg-type]
+        return buffer, starts + HEADER_BYTES, ends, [found[schema_id] for schema_id in ids]  # type: ignore[misc]
 
     def read(self, values: list[bytes | None], spec: FeatureSpec, fields: MessageFields
              ) -> tuple[list[dict | None], list[str | None]]:
@@ -122,6 +141,24 @@ class RegistryRecords:
             self._lacking[key] = None if needed in schema.field_names else \
                 f"schema {schema.schema_id} has no field {needed!r}, where the features are"
         return self._lacking[key]
+
+
+def scalar_table(rows: list[dict], names: tuple[str, ...]) -> pa.Table | None:
+    """A column per name that any row has (a row without it: a null), for ``messages.decode_table``;
+    None where a column would mix types, or hold bytes, a list or an object."""
+    columns = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        if all(value is None for value in values):
+            continue
+        try:
+            column = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return None
+        if pa.types.is_binary(column.type) or pa.types.is_nested(column.type):
+            return None
+        columns[name] = column
+    return pa.table(columns) if columns else None
 
 
 def registry_records(fields: MessageFields, client: RegistryClient) -> RegistryRecords:
