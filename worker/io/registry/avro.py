@@ -20,9 +20,9 @@ from fastavro.schema import SchemaParseException, UnknownType
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors
-from .avro_vectors import VectorPlan, read_scalars, read_vectors, scalar_plan, vector_plan
+from .avro_columns import read_columns
+from .avro_vectors import VectorPlan, read_vectors, scalar_plan, vector_plan
 from .client import RegisteredSchema
-from .records import scalar_table
 from .schemas import SchemaProblem
 
 if TYPE_CHECKING:
@@ -69,18 +69,17 @@ class AvroDecoder:
 
     def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
-        """The fast path for records of scalar fields (text, label, id): ``avro_vectors.read_scalars``."""
-        plans = []
-        for schema in schemas:
-            if schema.schema_id not in self._scalar_plans:
-                assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"
-                self._scalar_plans[schema.schema_id] = scalar_plan(schema.parsed)
-            plan = self._scalar_plans[schema.schema_id]
-            if plan is None:
-                return None
-            plans.append(plan)
-        rows = read_scalars(buffer, begins, ends, plans)
-        return None if rows is None else scalar_table(rows, (fields.text, fields.label, fields.id))
+        """The fast path for records of scalar fields (text, label, id), all of one writer schema
+        (``avro_columns``); a poll of records of several versions goes the general way."""
+        if any(schema.schema_id != schemas[0].schema_id for schema in schemas):
+            return None
+        if schemas[0].schema_id not in self._scalar_plans:
+            assert isinstance(schemas[0], AvroSchema), "an Avro record is read by an Avro schema"
+            self._scalar_plans[schemas[0].schema_id] = scalar_plan(schemas[0].parsed)
+        plan = self._scalar_plans[schemas[0].schema_id]
+        columns = None if plan is None else read_columns(buffer, begins, ends, plan,
+                                                         (fields.text, fields.label, fields.id))
+        return None if columns is None else pa.table(columns)
 
     def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
         assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"

@@ -1,5 +1,5 @@
-"""The fast paths for Avro records whose features are one array of numbers (MNIST-like rows), or
-whose fields are all scalars (text, label, id: SMS-like rows, ``read_scalars``).
+"""The fast path for Avro records whose features are one array of numbers (MNIST-like rows), and
+the plan of records whose fields are all scalars (read by ``avro_columns``).
 
 fastavro makes a Python int per array item, and Arrow converts them back: 86 µs per record of
 784 MNIST pixels, where the JSON path takes 9 µs (scripts/bench_avro.py). Here a poll's records are joined into one
@@ -12,10 +12,9 @@ double array is copied as it is. That makes 11 µs per MNIST record.
 A record takes this path when its writer schema is a record of scalar fields (null, boolean, int,
 long, float, double, string, bytes, an enum, a union of those; no logical type) and the features
 field, an array of int, long, float or double (or a union of null and such an array, as a nullable
-Parquet column becomes) written in one block, as every Avro library writes it. Records of scalar
-fields alone (text) are read field by field in Python, still faster than fastavro's objects. Any
-other record, or any doubt (a byte out of place, a record cut short or running on), sends the
-whole poll the general way (``records.py``), where each problem gets its name.
+Parquet column becomes) written in one block, as every Avro library writes it. Any other record,
+or any doubt (a byte out of place, a record cut short or running on), sends the whole poll the
+general way (``records.py``), where each problem gets its name.
 """
 
 from __future__ import annotations
@@ -27,9 +26,9 @@ import numpy as np
 
 from ..json_vectors import Vectors
 
-_NULL, _BOOLEAN, _VARINT, _FLOAT, _DOUBLE, _STRING, _BYTES, _ENUM, _UNION = range(9)
-_SCALARS = {"null": _NULL, "boolean": _BOOLEAN, "int": _VARINT, "long": _VARINT, "float": _FLOAT,
-            "double": _DOUBLE, "string": _STRING, "bytes": _BYTES}
+NULL, BOOLEAN, VARINT, FLOAT, DOUBLE, STRING, BYTES, ENUM, UNION = range(9)
+SCALARS = {"null": NULL, "boolean": BOOLEAN, "int": VARINT, "long": VARINT, "float": FLOAT,
+            "double": DOUBLE, "string": STRING, "bytes": BYTES}
 _ITEM_BYTES = {"int": 5, "long": 10}  # the longest varint of each
 _FIXED_ITEMS: dict[str, np.dtype] = {"float": np.dtype("<f4"), "double": np.dtype("<f8")}
 _UNPACK_FLOAT, _UNPACK_DOUBLE = struct.Struct("<f").unpack_from, struct.Struct("<d").unpack_from
@@ -70,8 +69,8 @@ def vector_plan(schema: dict, features: str) -> VectorPlan | None:
 
 
 def scalar_plan(schema: dict) -> tuple | None:
-    """(name, reader) of every field of a parsed Avro record schema of scalar fields (the plan of
-    its records on the fast path of text), or None when a field is not a scalar."""
+    """(name, reader) of every field of a parsed Avro record schema of scalar fields (the plan
+    ``avro_columns`` reads its records by), or None when a field is not a scalar."""
     readers = []
     for field in schema["fields"]:
         reader = _reader(field["type"])
@@ -81,32 +80,17 @@ def scalar_plan(schema: dict) -> tuple | None:
     return tuple(readers)
 
 
-def read_scalars(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plans: list[tuple]) -> list[dict] | None:
-    """The records at buffer[begins[i]:ends[i]], record i read by plans[i] (``scalar_plan``), each
-    as an object; None when one is cut short, runs on or holds a byte out of place."""
-    rows = []
-    try:
-        for plan, begin, end in zip(plans, begins.tolist(), ends.tolist(), strict=True):
-            row: dict = {}
-            if _read_fields(plan, buffer, begin, row) != end:
-                return None
-            rows.append(row)
-    except (_Refused, IndexError, UnicodeDecodeError):
-        return None
-    return rows
-
-
 def _reader(avro_type) -> tuple | None:
     """(kind, detail) of a scalar type, or None for any other."""
     if isinstance(avro_type, str):
-        return (_SCALARS[avro_type], None) if avro_type in _SCALARS else None
+        return (SCALARS[avro_type], None) if avro_type in SCALARS else None
     if isinstance(avro_type, list):
         branches = [_reader(branch) for branch in avro_type]
-        return None if any(b is None or b[0] == _UNION for b in branches) else (_UNION, tuple(branches))
+        return None if any(b is None or b[0] == UNION for b in branches) else (UNION, tuple(branches))
     if not isinstance(avro_type, dict) or "logicalType" in avro_type:
         return None
     if avro_type.get("type") == "enum":
-        return _ENUM, tuple(avro_type["symbols"])
+        return ENUM, tuple(avro_type["symbols"])
     return _reader(avro_type.get("type"))
 
 
@@ -217,36 +201,36 @@ def _read_fields(fields: tuple, buffer: bytes, position: int, into: dict) -> int
 
 def _read(kind: int, detail: tuple, buffer: bytes, position: int) -> tuple[object, int]:
     """(value, the position after it) of one scalar."""
-    if kind == _VARINT:
+    if kind == VARINT:
         return _varint(buffer, position)
-    if kind == _UNION:
+    if kind == UNION:
         branch, position = _varint(buffer, position)
         if not 0 <= branch < len(detail):
             raise _Refused
         kind, detail = detail[branch]
         return _read(kind, detail, buffer, position)
-    if kind == _STRING or kind == _BYTES:
+    if kind == STRING or kind == BYTES:
         size, position = _varint(buffer, position)
         end = position + size
         if size < 0 or end > len(buffer):
             raise _Refused
         raw = buffer[position:end]
-        return (raw.decode() if kind == _STRING else raw), end
-    if kind == _NULL:
+        return (raw.decode() if kind == STRING else raw), end
+    if kind == NULL:
         return None, position
-    if kind == _BOOLEAN:
+    if kind == BOOLEAN:
         if buffer[position] > 1:
             raise _Refused
         return buffer[position] == 1, position + 1
-    if kind == _ENUM:
+    if kind == ENUM:
         index, position = _varint(buffer, position)
         if not 0 <= index < len(detail):
             raise _Refused
         return detail[index], position
-    if position + (4 if kind == _FLOAT else 8) > len(buffer):
+    if position + (4 if kind == FLOAT else 8) > len(buffer):
         raise _Refused
-    unpacked = (_UNPACK_FLOAT if kind == _FLOAT else _UNPACK_DOUBLE)(buffer, position)[0]
-    return unpacked, position + (4 if kind == _FLOAT else 8)
+    unpacked = (_UNPACK_FLOAT if kind == FLOAT else _UNPACK_DOUBLE)(buffer, position)[0]
+    return unpacked, position + (4 if kind == FLOAT else 8)
 
 
 def _varint(buffer: bytes, position: int) -> tuple[int, int]:
