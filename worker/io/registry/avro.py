@@ -20,7 +20,7 @@ from fastavro.schema import SchemaParseException, UnknownType
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors
-from .avro_columns import read_columns
+from .avro_columns import read_columns, read_vector_columns
 from .avro_vectors import VectorPlan, read_vectors, scalar_plan, vector_plan
 from .client import RegisteredSchema
 from .schemas import SchemaProblem
@@ -65,6 +65,10 @@ class AvroDecoder:
             if plan is None:
                 return None
             plans.append(plan)
+        if all(plan is plans[0] for plan in plans):  # one schema: the scalars a field at a time too
+            read = read_vector_columns(buffer, begins, ends, plans[0], fields.label, fields.id)
+            if read is not None:
+                return read
         return read_vectors(buffer, begins, ends, plans, fields.label, fields.id)
 
     def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],

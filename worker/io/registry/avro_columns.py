@@ -1,5 +1,6 @@
-"""Avro records of scalar fields (text, label, id: SMS-like rows) read a field at a time across a
-whole poll, with numpy, into Arrow columns.
+"""Avro records read a field at a time across a whole poll, with numpy: records of scalar fields
+(text, label, id: SMS-like rows) into Arrow columns, and the scalars beside an array of numbers
+(MNIST-like rows: ``avro_vectors`` reads the array).
 
 Avro writes a record's fields one after another with no index, so record i's field k starts
 where its field k - 1 ends. Reading field k for every record at once keeps those positions in one
@@ -19,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .avro_vectors import BOOLEAN, BYTES, DOUBLE, ENUM, FLOAT, NULL, STRING, UNION, VARINT
+from ..json_vectors import Vectors
+from .avro_vectors import BOOLEAN, BYTES, DOUBLE, ENUM, FLOAT, NULL, STRING, UNION, VARINT, VectorPlan, array_items
 
 LONGEST_VARINT = 10
 
@@ -65,6 +67,27 @@ class _Column:
         values[rows] = np.concatenate(self.values)
         return pa.array(values, mask=~valid, type=pa.string() if kind == ENUM else None)
 
+    def to_list(self, data: np.ndarray) -> list | None:
+        """The column as a list of n Python values (None where no value), of any kinds but bytes;
+        None where one is bytes or a string is not UTF-8."""
+        if BYTES in self.kinds:
+            return None
+        if len(self.kinds) < 2:
+            array = self.array(data)
+            return None if array is None else array.to_pylist()
+        found: list = [None] * self.n
+        try:
+            for rows, values in zip(self.rows, self.values, strict=True):
+                if isinstance(values, tuple):  # strings: (starts, ends)
+                    values = [data[s:e].tobytes().decode() for s, e in zip(*(v.tolist() for v in values), strict=True)]
+                else:
+                    values = values.tolist()
+                for row, value in zip(rows.tolist(), values, strict=True):
+                    found[row] = value
+        except UnicodeDecodeError:
+            return None
+        return found
+
 
 def read_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: tuple, wanted: tuple[str, ...]
                  ) -> dict[str, pa.Array] | None:
@@ -72,20 +95,59 @@ def read_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: tupl
     written with the schema of ``plan`` (``avro_vectors.scalar_plan``); None for any doubt."""
     data = np.frombuffer(buffer, dtype=np.uint8)
     at, ends = begins.astype(np.int64), ends.astype(np.int64)
-    everyone = np.arange(len(at))
-    columns: dict[str, pa.Array] = {}
+    found: dict[str, _Column] = {}
     try:
-        for name, (kind, detail) in plan:
-            column = _Column(len(at))
-            _read(data, at, ends, everyone, kind, detail, column)
-            if name in wanted:
-                array = column.array(data)
-                if array is None:
-                    return None
-                columns[name] = array
+        _read_fields(data, at, ends, np.arange(len(at)), plan, found)
     except _Refused:
         return None
-    return columns if (at == ends).all() else None
+    if not (at == ends).all():
+        return None
+    columns = {name: found[name].array(data) for name in wanted if name in found}
+    return None if any(column is None for column in columns.values()) else columns
+
+
+def read_vector_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: VectorPlan, label: str,
+                        id_field: str) -> Vectors | None:
+    """The features, labels and ids of records all written with the schema of ``plan`` (an array
+    of numbers among scalar fields): the scalars a field at a time, the array's items at once
+    (``avro_vectors.array_items``); None for any doubt."""
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    at, ends = begins.astype(np.int64), ends.astype(np.int64)
+    everyone = np.arange(len(at))
+    found: dict[str, _Column] = {}
+    try:
+        _read_fields(data, at, ends, everyone, plan.before, found)
+        if plan.branch is not None and (_varints(data, at, ends, everyone) != plan.branch).any():
+            return None  # a null array: the general way names the problem
+        counts = _varints(data, at, ends, everyone)
+        if counts.min() < 0:  # blocks that give their size in bytes: written by some, not by these
+            return None
+        values, array_ends = array_items(buffer, at.copy(), counts, plan.items)
+        filled = counts > 0
+        # A non-empty array is one block: its count, its items and a 0; an empty one is the 0 alone.
+        if values is None or (array_ends[filled] + 1 > ends[filled]).any() or data[array_ends[filled]].any():
+            return None
+        at[filled] = array_ends[filled] + 1
+        _read_fields(data, at, ends, everyone, plan.after, found)
+    except _Refused:
+        return None
+    if not (at == ends).all():
+        return None
+    labels, ids = (found[name].to_list(data) if name in found else [None] * len(at) for name in (label, id_field))
+    if labels is None or ids is None:
+        return None
+    offsets = np.zeros(len(at) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return None
+    return Vectors(offsets.astype(np.int32), values, labels, ids)
+
+
+def _read_fields(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, fields: tuple,
+                 into: dict[str, _Column]) -> None:
+    for name, (kind, detail) in fields:
+        into[name] = _Column(len(at))
+        _read(data, at, ends, rows, kind, detail, into[name])
 
 
 def _read(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, kind: int, detail, column: _Column

@@ -118,7 +118,7 @@ def read_vectors(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plans: lis
             counts[i], array_at[i] = _varint(buffer, position)
         if (counts < 0).any():  # blocks that give their size in bytes: written by some, not by these
             return None
-        values, array_ends = _items(buffer, array_at, counts, items)
+        values, array_ends = array_items(buffer, array_at, counts, items)
         # A non-empty array is one block: its count, its items and a 0; an empty one is the 0 alone.
         after = np.where(counts > 0, array_ends + 1, array_at)
         if values is None or (after > ends).any() or (buffer_at(buffer, array_ends[counts > 0]) != 0).any():
@@ -143,7 +143,7 @@ def buffer_at(buffer: bytes, positions: np.ndarray) -> np.ndarray:
     return np.frombuffer(buffer, dtype=np.uint8)[positions]
 
 
-def _items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: str
+def array_items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: str
            ) -> tuple[np.ndarray | None, np.ndarray]:
     """(every record's array items in one float64 array, the position just past each array's
     items); (None, ...) when they run past the buffer or a varint is too long for its type."""
@@ -162,7 +162,8 @@ def _items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: str
     if (first + counts > len(last_bytes)).any():
         return None, array_at
     array_ends = np.where(counts > 0, last_bytes[np.minimum(first + counts, len(last_bytes)) - 1] + 1, array_at)
-    item_ends = np.concatenate([last_bytes[f:f + c] for f, c in zip(first.tolist(), counts.tolist(), strict=True)])
+    before = np.cumsum(counts) - counts  # items of the arrays before each one
+    item_ends = last_bytes[np.arange(int(counts.sum())) + np.repeat(first - before, counts)]
     raw = _varints(data, item_ends, _ITEM_BYTES[items])
     if raw is None:
         return None, array_ends
