@@ -196,7 +196,7 @@ class ServeConfig:
     output_timestamp: str = "input"
     drift_detector: str = "none"
     on_drift: str = "report"
-    schema_registry: RegistrySettings | None = None  # where --format avro finds its writer schemas
+    schema_registry: RegistrySettings | None = None  # where a registry format finds its writer schemas
     output_format: str = "json"  # predictions as JSON objects, or Avro records of a registry ("avro")
     labels_topic: str | None = None  # labels arriving later, joined by id to earlier messages
     label_ttl: float = WEEK_SECONDS  # seconds a message waits for its label (event time)

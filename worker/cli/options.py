@@ -198,7 +198,8 @@ kafka_options = option_group("kafka", KafkaOptions, {
 # ---- Schema Registry (serve and produce with --format avro) ---------------------------------
 REGISTRY_PANEL = "Schema Registry"
 SCHEMA_REGISTRY = typer.Option(None, "--schema-registry", envvar=env("SCHEMA_REGISTRY"),
-                               help="URL of a Confluent-compatible Schema Registry's API (--format avro).",
+                               help="URL of a Confluent-compatible Schema Registry's API (--format avro, "
+                                    "json-schema, protobuf; --output-format avro).",
                                rich_help_panel=REGISTRY_PANEL)
 SCHEMA_REGISTRY_USER = typer.Option(None, "--schema-registry-user", envvar=env("SCHEMA_REGISTRY_USER"),
                                     help="User name for the registry (HTTP basic).", rich_help_panel=REGISTRY_PANEL)
