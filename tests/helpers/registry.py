@@ -10,11 +10,15 @@ serializer: an independent client checks what the worker reads and writes.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from .kafka import read_all
 from .paths import script
+from .service import assert_equal_statistics
 
 
 def local_registry(workdir: Path):
@@ -113,3 +117,37 @@ def protobuf_records(url: str, values: list[bytes], message_class, topic: str = 
     deserializer = ProtobufDeserializer(message_class, {"use.deprecated.format": False}, registry_client(url))
     context = SerializationContext(topic, MessageField.VALUE)
     return [deserializer(value, context) for value in values]
+
+
+def by_id(records) -> dict:
+    """JSON predictions by their id: (prediction, probabilities)."""
+    return {p["id"]: (p["prediction"], p["probabilities"]) for p in (json.loads(r.value) for r in records)}
+
+
+def assert_served_as_json(bootstrap: str, services: list, X, labels, also: Callable[[], None] = lambda: None) -> None:
+    """Start ``services`` (one on plain JSON messages, one on registry records of the same rows): each
+    predicts every row, the same predictions by id; ``also`` checks more before they stop; the
+    records' service learned exactly the rows (X, labels). The services are killed if still running."""
+    try:
+        for service in services:
+            service.start()
+        found = [read_all(bootstrap, s.output, expected=len(X), committed_only=True) for s in services]
+        assert [len(f) for f in found] == [len(X)] * 2, services[1].log_tail()
+        assert by_id(found[1]) == by_id(found[0])
+        also()
+        for service in services:
+            assert service.terminate() == 0, service.log_tail()
+        assert_equal_statistics(services[1].state()[0], X, labels)
+    finally:
+        for service in services:
+            if service.running():
+                service.kill()
+
+
+def produce_rows(bootstrap: str, client: str, data: Path, topic: str, registry_url: str, message_format: str, *extra):
+    """`worker produce` of a Parquet file of columns pixels, y, key as records of ``message_format``."""
+    from .cli import run_worker
+
+    return run_worker("produce", data, "--bootstrap", bootstrap, "--kafka-client", client, "--topic", topic,
+                      "--features", "pixels", "--label", "y", "--id", "key", "--format", message_format,
+                      "--schema-registry", registry_url, *extra, timeout=120)

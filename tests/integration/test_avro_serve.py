@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.kafka import TopicWatcher, new_topic, read_all, send
-from tests.helpers.registry import avro_values, registry_client, set_compatibility
+from tests.helpers.registry import assert_served_as_json, avro_values, registry_client, set_compatibility
 from tests.helpers.service import (
     Service,
     assert_equal_statistics,
@@ -40,10 +40,6 @@ def avro_service(bootstrap, topic, folder, registry_url, *extra, client, **kwarg
                    client=client, **kwargs)
 
 
-def by_id(records) -> dict:
-    return {p["id"]: (p["prediction"], p["probabilities"]) for p in (json.loads(r.value) for r in records)}
-
-
 def test_records_of_confluents_serializer_are_predicted_as_the_same_rows_in_json(
         kafka_bootstrap, schema_registry_url, kafka_client, tmp_path):
     values, X, labels = labeled_messages(400, np.random.default_rng(11))
@@ -53,19 +49,7 @@ def test_records_of_confluents_serializer_are_predicted_as_the_same_rows_in_json
     services = [Service(kafka_bootstrap, json_topic, tmp_path, client=kafka_client, name="json"),
                 avro_service(kafka_bootstrap, avro_topic, tmp_path, schema_registry_url, client=kafka_client,
                              name="avro")]
-    try:
-        for service in services:
-            service.start()
-        found = [read_all(kafka_bootstrap, s.output, expected=400, committed_only=True) for s in services]
-        assert [len(f) for f in found] == [400, 400], services[1].log_tail()
-        assert by_id(found[1]) == by_id(found[0])
-        for service in services:
-            assert service.terminate() == 0
-        assert_equal_statistics(services[1].state()[0], X, labels)
-    finally:
-        for service in services:
-            if service.running():
-                service.kill()
+    assert_served_as_json(kafka_bootstrap, services, X, labels)
 
 
 def test_each_bad_record_alone_is_dead_lettered_with_its_reason_and_the_service_goes_on(

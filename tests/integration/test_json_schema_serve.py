@@ -10,11 +10,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tests.helpers.cli import run_worker
 from tests.helpers.kafka import new_topic, read_all, send
-from tests.helpers.registry import json_schema_records, json_schema_values, registry_client
-from tests.helpers.service import Service, assert_equal_statistics, labeled_messages
-from tests.integration.test_avro_serve import by_id
+from tests.helpers.registry import (
+    assert_served_as_json,
+    json_schema_records,
+    json_schema_values,
+    produce_rows,
+    registry_client,
+)
+from tests.helpers.service import Service, labeled_messages
 from worker.io.registry.wire import frame
 
 EXAMPLE = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Example", "type": "object",
@@ -39,23 +43,13 @@ def test_records_of_confluents_serializer_are_predicted_as_the_same_rows_in_json
     services = [Service(kafka_bootstrap, json_topic, tmp_path, client=kafka_client, name="json"),
                 Service(kafka_bootstrap, framed_topic, tmp_path, "--format", "json-schema", "--schema-registry",
                         schema_registry_url, client=kafka_client, name="framed")]
-    try:
-        for service in services:
-            service.start()
-        found = [read_all(kafka_bootstrap, s.output, expected=300, committed_only=True) for s in services]
-        assert [len(f) for f in found] == [300, 300], services[1].log_tail()
-        assert by_id(found[1]) == by_id(found[0])
+
+    def dead_lettered_with_their_reasons():
         letters = read_all(kafka_bootstrap, f"{framed_topic}.dlq", expected=3, committed_only=True)
         reasons = [dict(r.headers)["__connect.errors.exception.class.name"] for r in letters]
         assert reasons == [b"nbstream.not_wire_format", b"nbstream.undecodable", b"nbstream.unknown_schema"]
         assert [r.value for r in letters] == poison
-        for service in services:
-            assert service.terminate() == 0, service.log_tail()
-        assert_equal_statistics(services[1].state()[0], X, labels)
-    finally:
-        for service in services:
-            if service.running():
-                service.kill()
+    assert_served_as_json(kafka_bootstrap, services, X, labels, also=dead_lettered_with_their_reasons)
 
 
 def test_produced_records_read_back_by_confluents_deserializer(kafka_bootstrap, schema_registry_url, kafka_client,
@@ -64,9 +58,7 @@ def test_produced_records_read_back_by_confluents_deserializer(kafka_bootstrap, 
     data = tmp_path / "rows.parquet"
     pq.write_table(pa.table(rows), data)
     topic = new_topic(kafka_bootstrap, "produced-json-schema")
-    result = run_worker("produce", data, "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--topic",
-                        topic, "--features", "pixels", "--label", "y", "--id", "key", "--format", "json-schema",
-                        "--schema-registry", schema_registry_url, timeout=120)
+    result = produce_rows(kafka_bootstrap, kafka_client, data, topic, schema_registry_url, "json-schema")
     assert result.returncode == 0, result.stderr
     values = [r.value for r in read_all(kafka_bootstrap, topic, expected=2)]
     assert json_schema_records(schema_registry_url, values, topic) == [
@@ -76,8 +68,7 @@ def test_produced_records_read_back_by_confluents_deserializer(kafka_bootstrap, 
         "id"] == {"type": ["integer", "null"]}
 
     again = new_topic(kafka_bootstrap, "produced-json-schema-by-id")
-    result = run_worker("produce", data, "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--topic",
-                        again, "--features", "pixels", "--label", "y", "--id", "key", "--format", "json-schema",
-                        "--schema-registry", schema_registry_url, "--schema-id", registered.schema_id, timeout=120)
+    result = produce_rows(kafka_bootstrap, kafka_client, data, again, schema_registry_url, "json-schema",
+                          "--schema-id", registered.schema_id)
     assert result.returncode == 0, result.stderr
     assert [r.value for r in read_all(kafka_bootstrap, again, expected=2)] == values

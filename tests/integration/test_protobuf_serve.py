@@ -13,11 +13,15 @@ import pyarrow.parquet as pq
 from confluent_kafka.schema_registry import Schema
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, new_topic, read_all, send
-from tests.helpers.registry import protobuf_records, protobuf_values, registry_client
+from tests.helpers.registry import (
+    assert_served_as_json,
+    produce_rows,
+    protobuf_records,
+    protobuf_values,
+    registry_client,
+)
 from tests.helpers.service import Service, assert_equal_statistics, labeled_messages
-from tests.integration.test_avro_serve import by_id
 from worker.io.registry.wire import frame
 
 F = descriptor_pb2.FieldDescriptorProto
@@ -72,19 +76,7 @@ def test_records_of_confluents_serializer_are_predicted_as_the_same_rows_in_json
     services = [Service(kafka_bootstrap, json_topic, tmp_path, client=kafka_client, name="json"),
                 protobuf_service(kafka_bootstrap, framed_topic, tmp_path, schema_registry_url, client=kafka_client,
                                  name="protobuf")]
-    try:
-        for service in services:
-            service.start()
-        found = [read_all(kafka_bootstrap, s.output, expected=400, committed_only=True) for s in services]
-        assert [len(f) for f in found] == [400, 400], services[1].log_tail()
-        assert by_id(found[1]) == by_id(found[0])
-        for service in services:
-            assert service.terminate() == 0, service.log_tail()
-        assert_equal_statistics(services[1].state()[0], X, labels)
-    finally:
-        for service in services:
-            if service.running():
-                service.kill()
+    assert_served_as_json(kafka_bootstrap, services, X, labels)
 
 
 def test_each_bad_record_alone_is_dead_lettered_and_a_new_version_as_proto_text_is_read_without_a_restart(
@@ -138,9 +130,7 @@ def test_produced_records_are_read_back_by_confluents_deserializer(kafka_bootstr
     data = tmp_path / "rows.parquet"
     pq.write_table(pa.table(rows), data)
     topic = new_topic(kafka_bootstrap, "produced-protobuf")
-    result = run_worker("produce", data, "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--topic",
-                        topic, "--features", "pixels", "--label", "y", "--id", "key", "--format", "protobuf",
-                        "--schema-registry", schema_registry_url, timeout=120)
+    result = produce_rows(kafka_bootstrap, kafka_client, data, topic, schema_registry_url, "protobuf")
     assert result.returncode == 0, result.stderr
     values = [r.value for r in read_all(kafka_bootstrap, topic, expected=2)]
     registered = registry_client(schema_registry_url).get_latest_version(f"{topic}-value")
@@ -157,8 +147,7 @@ def test_produced_records_are_read_back_by_confluents_deserializer(kafka_bootstr
         (10, "a", [1, 2, 3]), (11, False, [4, 5, 6])]
 
     again = new_topic(kafka_bootstrap, "produced-protobuf-by-id")
-    result = run_worker("produce", data, "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--topic",
-                        again, "--features", "pixels", "--label", "y", "--id", "key", "--format", "protobuf",
-                        "--schema-registry", schema_registry_url, "--schema-id", registered.schema_id, timeout=120)
+    result = produce_rows(kafka_bootstrap, kafka_client, data, again, schema_registry_url, "protobuf",
+                          "--schema-id", registered.schema_id)
     assert result.returncode == 0, result.stderr
     assert [r.value for r in read_all(kafka_bootstrap, again, expected=2)] == values

@@ -13,7 +13,7 @@ import pytest
 from worker.io.registry.avro_columns import read_columns
 from worker.io.registry.avro_vectors import scalar_plan
 
-from .test_avro_vectors import encoded
+from .test_avro_vectors import encoded, garbled
 
 SCHEMA = {"type": "record", "name": "Row", "fields": [
     {"name": "flag", "type": "boolean"}, {"name": "weight", "type": ["null", "double"]},
@@ -70,15 +70,8 @@ def test_a_record_cut_short_running_on_or_garbled_gives_none_or_what_fastavro_re
     parsed = fastavro.parse_schema(SCHEMA)
     rng = np.random.default_rng(seed + 10)
     for _ in range(300):
-        bad = bytearray(values[7])
-        choice = rng.integers(3)
-        if choice == 0:
-            bad = bad[:int(rng.integers(5, len(bad)))]
-        elif choice == 1:
-            bad += bytes(rng.integers(0, 256, int(rng.integers(1, 4))).astype(np.uint8))
-        else:
-            bad[int(rng.integers(5, len(bad)))] = int(rng.integers(256))
-        columns = read(values[:7] + [bytes(bad)] + values[8:])
+        bad = garbled(values[7], rng)
+        columns = read(values[:7] + [bad] + values[8:])
         if columns is None:
             continue
         # a changed byte may still make a valid record: then fastavro reads the same, to its end

@@ -51,6 +51,19 @@ def encoded(schema: dict, rows: list[dict]) -> list[bytes]:
     return values
 
 
+def garbled(value: bytes, rng: np.random.Generator) -> bytes:
+    """A framed record cut short, running on, or with a byte changed (never in its frame)."""
+    bad = bytearray(value)
+    choice = rng.integers(3)
+    if choice == 0:
+        bad = bad[:int(rng.integers(5, len(bad)))]
+    elif choice == 1:
+        bad += bytes(rng.integers(0, 256, int(rng.integers(1, 4))).astype(np.uint8))
+    else:
+        bad[int(rng.integers(5, len(bad)))] = int(rng.integers(256))
+    return bytes(bad)
+
+
 def random_rows(items: str, rng: np.random.Generator, n: int = 200) -> list[dict]:
     rows = []
     for i in range(n):
@@ -107,15 +120,7 @@ def test_a_record_cut_short_running_on_or_garbled_sends_the_poll_the_general_way
     spec = FeatureSpec.vector("features")
     fmt = message_format(AVRO, records)
     for _ in range(300):
-        bad = bytearray(values[7])
-        choice = rng.integers(3)
-        if choice == 0:
-            bad = bad[:int(rng.integers(5, len(bad)))]
-        elif choice == 1:
-            bad += bytes(rng.integers(0, 256, int(rng.integers(1, 4))).astype(np.uint8))
-        else:
-            bad[int(rng.integers(5, len(bad)))] = int(rng.integers(256))
-        poll = values[:7] + [bytes(bad)] + values[8:]
+        poll = values[:7] + [garbled(values[7], rng)] + values[8:]
         fast = records.vectors(poll, AVRO)
         general = records.read(poll, spec, AVRO)
         if fast is None:  # the general way names the problem, if there is one

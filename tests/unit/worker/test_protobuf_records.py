@@ -234,7 +234,7 @@ def test_a_schema_problem_is_raised_for_a_schema_of_another_format():
 
 def test_a_schema_id_of_another_format_or_unknown_is_one_line_for_produce():
     fake = registry(id3=WRONG_TYPE)
-    with pytest.raises(ConfigError, match="^--schema-id 3 is a AVRO schema; --format protobuf reads Protobuf"):
+    with pytest.raises(ConfigError, match="^--schema-id 3 is a AVRO schema, not PROTOBUF"):
         ProtobufWriter.of_id(fake, 3)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="^--schema-id: unknown schema id 9"):
         ProtobufWriter.of_id(fake, 9)  # type: ignore[arg-type]

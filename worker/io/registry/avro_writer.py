@@ -16,7 +16,7 @@ import fastavro
 import pyarrow as pa
 
 from ...errors import ConfigError
-from .client import RegistryClient, SchemaNotFound
+from .client import RegistryClient, schema_to_write
 from .wire import frame
 
 RECORD_NAME = "Example"
@@ -73,13 +73,7 @@ class AvroWriter:
     @classmethod
     def of_id(cls, client: RegistryClient, schema_id: int) -> AvroWriter:
         """A writer by the registry's schema ``schema_id``, taken as it is."""
-        try:
-            registered = client.schema(schema_id)
-        except SchemaNotFound as missing:
-            raise ConfigError(f"--schema-id: {missing}.") from None
-        if registered.schema_type.upper() != "AVRO":
-            raise ConfigError(f"--schema-id {schema_id} is a {registered.schema_type} schema, not Avro.")
-        return cls(schema_id, json.loads(registered.text))
+        return cls(schema_id, json.loads(schema_to_write(client, schema_id, "AVRO").text))
 
     def values(self, table: pa.Table) -> list[bytes]:
         """Each row as a framed record (a row that does not fit the schema is a ConfigError)."""

@@ -17,7 +17,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
-from ...errors import UserError
+from ...errors import ConfigError, UserError
 from .settings import RegistrySettings
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -119,6 +119,18 @@ class RegistryClient:
         except (OSError, ValueError) as error:  # timed out, connection reset, an answer that is not JSON
             raise RegistryUnavailable(f"the Schema Registry at {self.url} did not answer: "
                                       f"{error or type(error).__name__}") from None
+
+
+def schema_to_write(client: RegistryClient, schema_id: int, schema_type: str) -> RegisteredSchema:
+    """The registry's schema ``schema_id``, for writing records by (``--schema-id``): a ConfigError
+    where the registry has none such or it is not of ``schema_type``."""
+    try:
+        registered = client.schema(schema_id)
+    except SchemaNotFound as missing:
+        raise ConfigError(f"--schema-id: {missing}.") from None
+    if registered.schema_type.upper() != schema_type:
+        raise ConfigError(f"--schema-id {schema_id} is a {registered.schema_type} schema, not {schema_type}.")
+    return registered
 
 
 def _http_failure(url: str, error: urllib.error.HTTPError) -> Exception:

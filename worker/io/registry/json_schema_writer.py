@@ -15,7 +15,7 @@ import orjson
 import pyarrow as pa
 
 from ...errors import ConfigError
-from .client import RegistryClient, SchemaNotFound
+from .client import RegistryClient, schema_to_write
 from .wire import frame
 
 TITLE = "Example"
@@ -66,12 +66,7 @@ class JsonSchemaWriter:
     @classmethod
     def of_id(cls, client: RegistryClient, schema_id: int) -> JsonSchemaWriter:
         """A writer by the registry's JSON Schema ``schema_id``, taken as it is (rows are not validated)."""
-        try:
-            registered = client.schema(schema_id)
-        except SchemaNotFound as missing:
-            raise ConfigError(f"--schema-id: {missing}.") from None
-        if registered.schema_type.upper() != "JSON":
-            raise ConfigError(f"--schema-id {schema_id} is a {registered.schema_type} schema, not a JSON Schema.")
+        schema_to_write(client, schema_id, "JSON")
         return cls(schema_id)
 
     def values(self, table: pa.Table) -> list[bytes]:

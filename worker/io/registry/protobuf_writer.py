@@ -19,7 +19,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import EncodeError, Message
 
 from ...errors import ConfigError
-from .client import RegistryClient, SchemaNotFound
+from .client import RegistryClient, schema_to_write
 from .protobuf import parse_protobuf
 from .schemas import SchemaProblem
 from .wire import frame
@@ -87,9 +87,7 @@ class ProtobufWriter:
     def of_id(cls, client: RegistryClient, schema_id: int) -> ProtobufWriter:
         """A writer of the first message of the registry's schema ``schema_id``."""
         try:
-            parsed = parse_protobuf(client.schema(schema_id))
-        except SchemaNotFound as missing:
-            raise ConfigError(f"--schema-id: {missing}.") from None
+            parsed = parse_protobuf(schema_to_write(client, schema_id, "PROTOBUF"))
         except SchemaProblem as problem:
             raise ConfigError(f"--schema-id {schema_id} {problem}.") from None
         return cls(schema_id, parsed.message_class((0,)))  # type: ignore[arg-type]  # a file has a first message
