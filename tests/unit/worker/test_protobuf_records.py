@@ -239,3 +239,14 @@ def test_a_schema_id_of_another_format_or_unknown_is_one_line_for_produce():
     with pytest.raises(ConfigError, match="^--schema-id: unknown schema id 9"):
         ProtobufWriter.of_id(fake, 9)  # type: ignore[arg-type]
     assert ProtobufWriter.of_id(fake, 2).message_class.DESCRIPTOR.full_name == "test.Example"  # type: ignore[arg-type]
+
+
+def test_named_features_come_from_an_inner_message_its_64_bit_integers_as_numbers():
+    text = ('syntax = "proto3";\nmessage Person {\n  string id = 1;\n  optional string label = 2;\n'
+            '  message F { int64 age = 1; double income = 2; }\n  F features = 3;\n}\n')
+    fake = registry(id9=RegisteredSchema(9, text, "PROTOBUF"))
+    person = ProtobufDecoder().parse(fake.schemas[9]).message_class((0,))
+    value = person(id="p-1", label="yes", features={"age": 2**40, "income": 2.5})  # type: ignore[operator]
+    got = decoded([record(value, schema_id=9)], FeatureSpec.numeric_columns(["age", "income"]), fake)
+    assert not got.problems.any() and got.ids == ["p-1"]
+    assert got.batch.column("age").to_pylist() == [2**40] and got.batch.column("income").to_pylist() == [2.5]

@@ -170,6 +170,10 @@ def record_of(message: Message) -> dict:
         if kind == VECTOR or (kind == NOT_PLAIN and descriptor.is_repeated and descriptor.type in (
                 FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_BYTES)):
             record[descriptor.name] = list(getattr(message, descriptor.name))
+        elif kind == NOT_PLAIN and descriptor.type == FieldDescriptor.TYPE_MESSAGE and not descriptor.is_repeated:
+            # an inner message by the same rules (as JSON, its 64-bit integers would be strings)
+            present = message.HasField(descriptor.name)
+            record[descriptor.name] = record_of(getattr(message, descriptor.name)) if present else None
         elif kind == NOT_PLAIN:
             if as_json is None:
                 as_json = json_format.MessageToDict(message, preserving_proto_field_name=True,
