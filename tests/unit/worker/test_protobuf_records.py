@@ -250,3 +250,11 @@ def test_named_features_come_from_an_inner_message_its_64_bit_integers_as_number
     got = decoded([record(value, schema_id=9)], FeatureSpec.numeric_columns(["age", "income"]), fake)
     assert not got.problems.any() and got.ids == ["p-1"]
     assert got.batch.column("age").to_pylist() == [2**40] and got.batch.column("income").to_pylist() == [2.5]
+
+
+def test_message_indexes_that_name_no_message_are_not_remembered():
+    schema = ProtobufDecoder().parse(RegisteredSchema(1, BASE64, "PROTOBUF"))
+    for index in range(2, 500):
+        assert isinstance(schema.message_class((index,)), str)
+    assert schema.message_class((1,)).DESCRIPTOR.full_name == "test.Other"  # type: ignore[union-attr]
+    assert list(schema.classes) == [(1,)]

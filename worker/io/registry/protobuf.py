@@ -31,6 +31,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, json_format, messag
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
+from ...errors import UserError
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from .client import RegisteredSchema
@@ -55,14 +56,17 @@ class ProtobufSchema:
     file: descriptor_pb2.FileDescriptorProto
     messages: tuple[Descriptor, ...]  # the file's top-level messages, in order
     field_names: frozenset[str]  # every message's fields (a record may be any of them)
-    _classes: dict[tuple[int, ...], type[Message] | str] = field(default_factory=dict)
+    classes: dict[tuple[int, ...], type[Message]] = field(default_factory=dict)  # found by indexes so far
 
     def message_class(self, indexes: tuple[int, ...]) -> type[Message] | str:
         """The class of the message ``indexes`` name (a path: top-level message, nested ones), or why
         there is none."""
-        if indexes not in self._classes:
-            self._classes[indexes] = _message_class(self.messages, indexes)
-        return self._classes[indexes]
+        if indexes in self.classes:
+            return self.classes[indexes]
+        found = _message_class(self.messages, indexes)
+        if not isinstance(found, str):  # kept: as many as the file has messages, whatever records name
+            self.classes[indexes] = found
+        return found
 
 
 def _message_class(messages: tuple[Descriptor, ...], indexes: tuple[int, ...]) -> type[Message] | str:
@@ -305,6 +309,13 @@ def compiled(text: str) -> descriptor_pb2.FileDescriptorProto:
     except ImportError:
         raise SchemaProblem("is .proto text, which needs protoc from the grpcio-tools package: "
                             "pip install 'nbstream[registry]'") from None
+    try:
+        return _compiled_in_a_temporary_folder(text)
+    except OSError as error:  # no writable temporary folder: the machine's setup, not the schema's
+        raise UserError(f"cannot compile a .proto schema: {error} (set TMPDIR to a writable folder)") from None
+
+
+def _compiled_in_a_temporary_folder(text: str) -> descriptor_pb2.FileDescriptorProto:
     with tempfile.TemporaryDirectory(prefix="nbstream-proto-") as folder:
         source, out = Path(folder, "schema.proto"), Path(folder, "schema.desc")
         source.write_text(text, encoding="utf-8")
