@@ -19,7 +19,7 @@ from worker.io.formats import message_format
 from worker.io.kafka.dead_letters import reason_of
 from worker.io.messages import decode
 from worker.io.registry.client import RegisteredSchema
-from worker.io.registry.protobuf import ProtobufDecoder, message_indexes, parse_protobuf
+from worker.io.registry.protobuf import ProtobufDecoder, message_indexes, parse_protobuf, record_of
 from worker.io.registry.protobuf_writer import ProtobufWriter, protobuf_file
 from worker.io.registry.records import registry_records
 from worker.io.registry.schemas import SchemaProblem
@@ -140,13 +140,13 @@ def test_the_bulk_path_and_the_one_by_one_path_read_the_same_rows():
 
 
 def test_a_record_reads_wrappers_enums_inner_messages_and_optional_fields_by_name():
-    decoder = ProtobufDecoder()
+    decoder = ProtobufDecoder(PROTOBUF)
     schema = decoder.parse(RegisteredSchema(1, BASE64, "PROTOBUF"))
     message = Example(id=7, label={"value": "cat"}, features=[1, 2], source=1, inner=Inner(weight=0.25))
     got, problem = decoder.read(schema, b"\x00" + message.SerializeToString())
-    assert problem is None
-    assert got == {"id": 7, "label": "cat", "features": [1, 2], "text": "", "source": "SCANNER",
-                   "inner": {"weight": 0.25}}
+    assert problem is None and got == {"id": 7, "label": "cat", "features": [1, 2], "text": ""}  # what is used
+    assert record_of(message) == {"id": 7, "label": "cat", "features": [1, 2], "text": "", "source": "SCANNER",
+                                  "inner": {"weight": 0.25}}
     unset, _ = decoder.read(schema, b"\x02\x02" + Other().SerializeToString())
     assert unset == {"label": None, "features": [], "id": b""}
     assert schema.field_names == {"id", "label", "features", "text", "source", "inner", "weight"}
@@ -218,8 +218,9 @@ def test_parquet_columns_become_a_proto3_message_whose_nulls_read_back_as_none()
     values = ProtobufWriter.registered(fake, "t-value", table.schema).values(table)
     records, problems = registry_records(PROTOBUF, fake).read(values, FeatureSpec.vector("features"), PROTOBUF)
     assert problems == [None, None]
-    assert records == [{"features": [1, 2], "label": "a", "id": 10, "weight": 0.5},
-                       {"features": [3, 4], "label": None, "id": 2**40, "weight": 1.5}]
+    assert records == [{"features": [1, 2], "label": "a", "id": 10}, {"features": [3, 4], "label": None, "id": 2**40}]
+    message_class = ProtobufWriter.registered(fake, "t-value", table.schema).message_class
+    assert [record_of(message_class.FromString(value[6:]))["weight"] for value in values] == [0.5, 1.5]
 
 
 def test_a_column_of_no_protobuf_type_is_one_line():
@@ -245,7 +246,7 @@ def test_named_features_come_from_an_inner_message_its_64_bit_integers_as_number
     text = ('syntax = "proto3";\nmessage Person {\n  string id = 1;\n  optional string label = 2;\n'
             '  message F { int64 age = 1; double income = 2; }\n  F features = 3;\n}\n')
     fake = registry(id9=RegisteredSchema(9, text, "PROTOBUF"))
-    person = ProtobufDecoder().parse(fake.schemas[9]).message_class((0,))
+    person = ProtobufDecoder(PROTOBUF).parse(fake.schemas[9]).message_class((0,))
     value = person(id="p-1", label="yes", features={"age": 2**40, "income": 2.5})  # type: ignore[operator]
     got = decoded([record(value, schema_id=9)], FeatureSpec.numeric_columns(["age", "income"]), fake)
     assert not got.problems.any() and got.ids == ["p-1"]
@@ -253,8 +254,29 @@ def test_named_features_come_from_an_inner_message_its_64_bit_integers_as_number
 
 
 def test_message_indexes_that_name_no_message_are_not_remembered():
-    schema = ProtobufDecoder().parse(RegisteredSchema(1, BASE64, "PROTOBUF"))
+    schema = ProtobufDecoder(PROTOBUF).parse(RegisteredSchema(1, BASE64, "PROTOBUF"))
     for index in range(2, 500):
         assert isinstance(schema.message_class((index,)), str)
     assert schema.message_class((1,)).DESCRIPTOR.full_name == "test.Other"  # type: ignore[union-attr]
     assert list(schema.classes) == [(1,)]
+
+
+def test_a_field_the_json_mapping_refuses_is_a_problem_only_where_it_is_used_alone_or_in_a_poll():
+    text = ('syntax = "proto3";\nimport "google/protobuf/any.proto";\nimport "google/protobuf/struct.proto";\n'
+            'message R { repeated int32 features = 1; google.protobuf.Any extra = 2;\n'
+            '  google.protobuf.Value label = 3; }\n')
+    fake = registry(id9=RegisteredSchema(9, text, "PROTOBUF"))
+    message_class = ProtobufDecoder(PROTOBUF).parse(fake.schemas[9]).message_class((0,))
+    unknown_any, nan_label = message_class(features=[1]), message_class(features=[2])  # type: ignore[operator]
+    unknown_any.extra.type_url = "type.googleapis.com/no.Such"  # a field no option names: never read
+    nan_label.label.number_value = float("nan")
+    good = message_class(features=[3], label={"string_value": "a"})  # type: ignore[operator]
+    for poll in ([record(unknown_any, 9)], [record(good, 9), record(unknown_any, 9)]):
+        got = decoded(poll, FeatureSpec.vector("features"), fake)
+        assert not got.problems.any()
+    for poll in ([record(nan_label, 9)], [record(good, 9), record(nan_label, 9)]):
+        got = decoded(poll, FeatureSpec.vector("features"), fake)
+        (row, _, message), = list(got.problems)
+        assert row == len(poll) - 1, message
+        assert message.startswith("record does not decode with its schema 9: Failed to serialize label field"), message
+        assert reason_of(message) == "undecodable"

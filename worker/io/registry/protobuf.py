@@ -12,7 +12,9 @@ A field without presence (a proto3 scalar not marked ``optional``) reads as its 
 not set, as protobuf defines: an unset ``string label`` is "" (a label), so a topic with unlabeled
 examples declares the label ``optional`` (unset: None) or a wrapper (``google.protobuf.StringValue``).
 A wrapper reads as its value, an enum as its name, a map or an inner message as an object, bytes
-as bytes. Imports of Google's well-known types are known; any other reference is refused.
+as bytes. Imports of Google's well-known types are known; any other reference is refused. Only
+the fields the options name are read, in bulk or one record at a time alike: a field the worker
+does not use (an ``Any`` of a type the file does not hold) cannot make a record a dead letter.
 """
 
 from __future__ import annotations
@@ -82,9 +84,11 @@ def _message_class(messages: tuple[Descriptor, ...], indexes: tuple[int, ...]) -
 
 
 class ProtobufDecoder:
-    """Protobuf records (a RecordDecoder)."""
+    """Protobuf records (a RecordDecoder): of each, only the fields ``fields`` names are read, as
+    on the bulk paths (a field the worker does not use cannot make a record a dead letter)."""
 
-    def __init__(self):
+    def __init__(self, fields: MessageFields):
+        self.names = (fields.features, fields.text, fields.label, fields.id)
         self._kinds: dict[tuple[type[Message], tuple[str, ...]], tuple[int, ...]] = {}
 
     def parse(self, registered: RegisteredSchema) -> ProtobufSchema:
@@ -92,7 +96,12 @@ class ProtobufDecoder:
 
     def read(self, schema, encoded: bytes) -> tuple[dict | None, str | None]:
         message, problem = _message(schema, encoded)
-        return (None, problem) if message is None else (record_of(message), None)
+        if message is None:
+            return None, problem
+        try:
+            return record_of(message, self.names), None
+        except UnreadableField as error:
+            return None, f"record does not decode with its schema {schema.schema_id}: {error}"
 
     def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
                 fields: MessageFields) -> Vectors | None:
@@ -165,27 +174,53 @@ def _value(message: Message, name: str, kind: int):
     return getattr(message, name).value if kind == WRAPPER else getattr(message, name)
 
 
-def record_of(message: Message) -> dict:
-    """The message as an object: every field of its type by name (see the module's docstring)."""
+def record_of(message: Message, names: tuple[str, ...] | None = None) -> dict:
+    """The message as an object: the fields ``names`` (None: every field) that its type has, by
+    name (see the module's docstring). Raises UnreadableField."""
     record: dict = {}
     as_json = None  # the whole message as JSON objects, made once, for what has no plain value
-    for descriptor in message.DESCRIPTOR.fields:
+    fields = message.DESCRIPTOR.fields_by_name
+    for descriptor in (fields[name] for name in names if name in fields) if names else message.DESCRIPTOR.fields:
         kind = _kind(message.DESCRIPTOR, descriptor.name)
         if kind == VECTOR or (kind == NOT_PLAIN and descriptor.is_repeated and descriptor.type in (
                 FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_BYTES)):
             record[descriptor.name] = list(getattr(message, descriptor.name))
-        elif kind == NOT_PLAIN and descriptor.type == FieldDescriptor.TYPE_MESSAGE and not descriptor.is_repeated:
-            # an inner message by the same rules (as JSON, its 64-bit integers would be strings)
+        elif kind == NOT_PLAIN and descriptor.type == FieldDescriptor.TYPE_MESSAGE and not descriptor.is_repeated \
+                and not descriptor.message_type.file.name.startswith(WELL_KNOWN):
+            # an inner message by the same rules (as JSON, its 64-bit integers would be strings);
+            # Google's well-known types (Struct, Value, Timestamp, ...) by their JSON mapping
             present = message.HasField(descriptor.name)
             record[descriptor.name] = record_of(getattr(message, descriptor.name)) if present else None
         elif kind == NOT_PLAIN:
             if as_json is None:
-                as_json = json_format.MessageToDict(message, preserving_proto_field_name=True,
-                                                    always_print_fields_with_no_presence=True)
+                as_json = _as_json(message if names is None else _only(message, names))
             record[descriptor.name] = as_json.get(descriptor.name)
         else:
             record[descriptor.name] = _value(message, descriptor.name, kind)
     return record
+
+
+class UnreadableField(ValueError):
+    """A field protobuf's JSON mapping refuses (an Any of a type the file does not hold, a Value of NaN)."""
+
+
+def _only(message: Message, names: tuple[str, ...]) -> Message:
+    """A copy of the message holding only the fields ``names`` (the others never read)."""
+    copy = type(message)()
+    copy.CopyFrom(message)
+    for descriptor in message.DESCRIPTOR.fields:
+        if descriptor.name not in names:
+            copy.ClearField(descriptor.name)
+    return copy
+
+
+def _as_json(message: Message) -> dict:
+    """The message by protobuf's JSON mapping (for enums, maps, repeated messages, well-known types)."""
+    try:
+        return json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                         always_print_fields_with_no_presence=True)
+    except (json_format.Error, TypeError, ValueError) as error:  # what the mapping raises for what it refuses
+        raise UnreadableField(str(error) or type(error).__name__) from None
 
 
 def _message(schema: ProtobufSchema, encoded: bytes) -> tuple[Message | None, str | None]:

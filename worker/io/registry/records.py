@@ -171,7 +171,7 @@ def registry_records(fields: MessageFields, client: RegistryClient) -> RegistryR
     if fields.format == "protobuf":
         from .protobuf import ProtobufDecoder  # optional: the registry extra
 
-        return RegistryRecords(client, ProtobufDecoder())
+        return RegistryRecords(client, ProtobufDecoder(fields))
     assert fields.format == "avro", f"no decoder for {fields.format!r}"
     from .avro import AvroDecoder  # optional: the registry extra
 
