@@ -95,6 +95,8 @@ def label_problem(label, label_kind: str | None) -> str | None:
         return f"label must be a string or a number; got {_json_type(label)}"
     if label_kind is not None and kind != label_kind:
         return f"label {label!r} is a {kind}; the model's labels are {label_kind}s"
+    if kind == NUMBER and label != label:  # NaN: a schema format's double can hold one, JSON cannot
+        return "label is NaN, not a number"
     if kind == NUMBER and not -EXACT_LABELS <= label <= EXACT_LABELS:
         return f"label {label!r} is beyond ±2**53, where numbers are not all exact"
     return None
@@ -160,8 +162,8 @@ def decode_vectors(read: Vectors, spec: FeatureSpec, label_kind: str | None) -> 
     kinds = set(map(label_kind_of, labels))
     if None in kinds or len(kinds) > 1 or (label_kind is not None and kinds and kinds != {label_kind}):
         return None  # a label of no kind, of two kinds or not of the model's: named message by message
-    if kinds == {NUMBER} and not -EXACT_LABELS <= min(labels) <= max(labels) <= EXACT_LABELS:
-        return None
+    if kinds == {NUMBER} and not all(-EXACT_LABELS <= label <= EXACT_LABELS for label in labels):
+        return None  # beyond exact, or NaN (a schema format's double): named message by message
     kind = kinds.pop() if kinds else None
     features = pa.ListArray.from_arrays(pa.array(read.offsets), pa.array(read.values))
     batch = pa.record_batch({spec.columns[0]: features, LABEL_COLUMN: _label_column(read.labels, kind)})

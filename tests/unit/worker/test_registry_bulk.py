@@ -87,3 +87,14 @@ def test_a_bad_record_in_a_text_poll_is_the_only_problem(name):
     expected = decode([orjson.dumps(row) for row in rows], TEXT, MessageFields())
     kept = [i for i in range(len(poll)) if i != 3]
     assert got.batch.take(kept).equals(expected.batch)
+
+
+@pytest.mark.parametrize("name", ["avro", "protobuf"])
+def test_a_nan_label_is_the_records_problem_alone_or_in_a_poll(name):
+    rows = [{"id": i, "features": [i, 1], "label": float("nan") if i == 2 else float(i % 2)} for i in range(4)]
+    values, registry = written(name, rows)
+    fields = MessageFields(format=name)
+    for poll, bad_row in ((values[2:3], 0), (values, 2)):
+        got = message_format(fields, registry_records(fields, registry)).decode(  # type: ignore[arg-type]
+            poll, VECTOR, None)
+        assert [(row, message) for row, _, message in got.problems] == [(bad_row, "label is NaN, not a number")]
