@@ -280,3 +280,13 @@ def test_a_field_the_json_mapping_refuses_is_a_problem_only_where_it_is_used_alo
         assert row == len(poll) - 1, message
         assert message.startswith("record does not decode with its schema 9: Failed to serialize label field"), message
         assert reason_of(message) == "undecodable"
+
+
+def test_a_descriptor_nested_past_protobufs_limit_is_a_schema_problem():
+    file = descriptor_pb2.FileDescriptorProto(name="deep.proto", syntax="proto3")
+    message = file.message_type.add(name="M0")
+    for depth in range(1, 2000):
+        message = message.nested_type.add(name=f"M{depth}")
+    deep = RegisteredSchema(9, base64.b64encode(file.SerializeToString()).decode(), "PROTOBUF")
+    with pytest.raises(SchemaProblem, match="^is base64 that does not hold a FileDescriptorProto: .*MaxDepth"):
+        parse_protobuf(deep)

@@ -188,3 +188,13 @@ def test_garbage_never_raises_anything_but_is_each_records_problem():
     records, problems = read(registry(id1=schema), values)
     assert all((r is None) != (p is None) for r, p in zip(records, problems, strict=True))
     assert sum(p is not None for p in problems) > 2900
+
+
+def test_a_schema_nested_deeper_than_the_stack_is_a_schema_problem_not_a_crash():
+    deep = ('{"type": "record", "name": "R", "fields": [{"name": "features", "type": '
+            + '{"type": "array", "items": ' * 3000 + '"int"' + '}' * 3000 + '}]}')
+    fake = registry(id1=DIGIT)
+    fake.schemas[2] = RegisteredSchema(2, deep)
+    got = message_format(AVRO, registry_records(AVRO, fake)).decode([frame(2, b"\x00")], VECTOR, None)
+    (row, _, message), = list(got.problems)
+    assert message == "schema 2 nests deeper than this worker reads" and reason_of(message) == "schema"

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 # What fastavro raises on bytes that are not a record of the schema (cut short, or garbage): a
 # varint or a length past the end, a union branch or enum symbol out of range, bad UTF-8, a date
-# out of range.
-UNREADABLE = (EOFError, IndexError, UnicodeDecodeError, ValueError, OverflowError)
+# out of range, a schema nested deeper than Python's stack.
+UNREADABLE = (EOFError, IndexError, UnicodeDecodeError, ValueError, OverflowError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,8 @@ def parse_avro(registered: RegisteredSchema) -> AvroSchema:
         parsed = fastavro.parse_schema(json.loads(registered.text))
     except (ValueError, SchemaParseException, UnknownType) as error:  # JSONDecodeError is a ValueError
         raise SchemaProblem(f"is not a valid Avro schema: {error}") from None
+    except RecursionError:
+        raise SchemaProblem("nests deeper than this worker reads") from None
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
         raise SchemaProblem("is not an Avro record: a message is one record with named fields")
     return AvroSchema(registered.schema_id, parsed, frozenset(f["name"] for f in parsed["fields"]))

@@ -290,12 +290,15 @@ def parse_protobuf(registered: RegisteredSchema) -> ProtobufSchema:
         for dependency in file.dependency:
             _add_well_known(pool, dependency)
         added = pool.Add(file)
+        messages = tuple(added.message_types_by_name.values())
+        field_names = frozenset(_field_names(messages))
     except (TypeError, KeyError, ValueError) as error:
         raise SchemaProblem(f"is not a valid Protobuf file: {error}") from None
-    messages = tuple(added.message_types_by_name.values())
+    except RecursionError:
+        raise SchemaProblem("nests messages deeper than this worker reads") from None
     if not messages:
         raise SchemaProblem("has no message: a record is one message with named fields")
-    return ProtobufSchema(registered.schema_id, file, messages, frozenset(_field_names(messages)))
+    return ProtobufSchema(registered.schema_id, file, messages, field_names)
 
 
 def _field_names(messages) -> set[str]:
@@ -330,9 +333,12 @@ def file_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto:
     """The file a registered Protobuf schema holds: a base64 FileDescriptorProto, or .proto text."""
     try:
         serialized = base64.b64decode(text, validate=True)
-        file = descriptor_pb2.FileDescriptorProto.FromString(serialized)
-    except (binascii.Error, DecodeError, ValueError):
+    except (binascii.Error, ValueError):  # .proto text holds spaces, quotes and semicolons
         return compiled(text)
+    try:
+        file = descriptor_pb2.FileDescriptorProto.FromString(serialized)
+    except DecodeError as error:
+        raise SchemaProblem(f"is base64 that does not hold a FileDescriptorProto: {error}") from None
     file.name = file.name or "schema.proto"
     return file
 
