@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,6 @@ from ...errors import UserError
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from .client import RegisteredSchema
-from .records import scalar_table
 from .schemas import SchemaProblem
 
 WELL_KNOWN = "google/protobuf/"
@@ -89,7 +89,7 @@ class ProtobufDecoder:
 
     def __init__(self, fields: MessageFields):
         self.names = (fields.features, fields.text, fields.label, fields.id)
-        self._kinds: dict[tuple[type[Message], tuple[str, ...]], tuple[int, ...]] = {}
+        self._readers: dict[tuple[type[Message], tuple[str, ...]], _FieldReader | None] = {}
 
     def parse(self, registered: RegisteredSchema) -> ProtobufSchema:
         return parse_protobuf(registered)
@@ -127,7 +127,7 @@ class ProtobufDecoder:
         record does not parse or one of those is not a scalar."""
         names = (fields.text, fields.label, fields.id)
         read = self._scalars(buffer, begins, ends, schemas, names)
-        return None if read is None else scalar_table([dict(zip(names, row, strict=True)) for row in read], names)
+        return None if read is None else _table(dict(zip(names, zip(*read, strict=True), strict=True)))
 
     def _scalars(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
                  names: tuple[str, ...], first: int | None = None) -> list[tuple] | None:
@@ -139,13 +139,55 @@ class ProtobufDecoder:
             if message is None:
                 return None
             key = (type(message), names)
-            if key not in self._kinds:
-                self._kinds[key] = tuple(_kind(message.DESCRIPTOR, name) for name in names)
-            kinds = self._kinds[key]
-            if NOT_PLAIN in kinds[first is not None:] or (first is not None and kinds[0] != first):
+            if key not in self._readers:
+                kinds = tuple(_kind(message.DESCRIPTOR, name) for name in names)
+                plain = NOT_PLAIN not in kinds[first is not None:] and (first is None or kinds[0] == first)
+                self._readers[key] = _FieldReader(names, kinds) if plain else None
+            reader = self._readers[key]
+            if reader is None:
                 return None
-            read.append(tuple(_value(message, name, kind) for name, kind in zip(names, kinds, strict=True)))
+            read.append(reader(message))
         return read
+
+
+def _table(columns: dict[str, tuple]) -> pa.Table | None:
+    """The columns that hold a value (for ``messages.decode_table``), or None where one would mix
+    types, or hold bytes or a list."""
+    arrays = {}
+    for name, values in columns.items():
+        if any(value is not None for value in values):
+            try:
+                array = pa.array(values)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                return None
+            if pa.types.is_binary(array.type) or pa.types.is_nested(array.type):
+                return None
+            arrays[name] = array
+    return pa.table(arrays) if arrays else None
+
+
+class _FieldReader:
+    """Reads the fields ``names`` of one message type, of ``kinds`` (none NOT_PLAIN): their values
+    in one C call (attrgetter), then None put where a field with presence is unset."""
+
+    def __init__(self, names: tuple[str, ...], kinds: tuple[int, ...]):
+        present = [name for name, kind in zip(names, kinds, strict=True) if kind != ABSENT]
+        getter = operator.attrgetter(*present) if present else (lambda message: ())
+        self.get = getter if len(present) != 1 else (lambda message: (getter(message),))
+        self.places = [present.index(name) if kind != ABSENT else None for name, kind in zip(names, kinds, strict=True)]
+        self.unset = [(present.index(name), name, kind) for name, kind in zip(names, kinds, strict=True)
+                      if kind in (OPTIONAL, WRAPPER)]
+
+    def __call__(self, message: Message) -> tuple:
+        values = list(self.get(message))
+        for at, name, kind in self.unset:
+            if kind == WRAPPER:
+                values[at] = values[at].value if message.HasField(name) else None
+            elif not values[at] and not message.HasField(name):  # a set field may hold its default too
+                values[at] = None
+        if len(values) == len(self.places):  # every field present, in order
+            return tuple(values)
+        return tuple(None if at is None else values[at] for at in self.places)
 
 
 ABSENT, PLAIN, OPTIONAL, WRAPPER, VECTOR, NOT_PLAIN = range(6)  # kinds of field, as a record is read

@@ -55,7 +55,8 @@ class RecordDecoder(Protocol):
     def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """The text, label and id columns of such records whose text is one string, read in bulk
-        (``scalar_table``); None to read them one by one (any doubt included)."""
+        (a column only where the schemas have the field); None to read them one by one (any doubt
+        included)."""
 
 
 class RegistryRecords:
@@ -141,24 +142,6 @@ class RegistryRecords:
             self._lacking[key] = None if needed in schema.field_names else \
                 f"schema {schema.schema_id} has no field {needed!r}, where the features are"
         return self._lacking[key]
-
-
-def scalar_table(rows: list[dict], names: tuple[str, ...]) -> pa.Table | None:
-    """A column per name that any row has (a row without it: a null), for ``messages.decode_table``;
-    None where a column would mix types, or hold bytes, a list or an object."""
-    columns = {}
-    for name in names:
-        values = [row.get(name) for row in rows]
-        if all(value is None for value in values):
-            continue
-        try:
-            column = pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            return None
-        if pa.types.is_binary(column.type) or pa.types.is_nested(column.type):
-            return None
-        columns[name] = column
-    return pa.table(columns) if columns else None
 
 
 def registry_records(fields: MessageFields, client: RegistryClient) -> RegistryRecords:
