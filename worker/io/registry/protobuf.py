@@ -105,8 +105,8 @@ class ProtobufDecoder:
 
     def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
                 fields: MessageFields) -> Vectors | None:
-        """Each record parsed (upb, compiled) and its features copied straight into one float
-        buffer, no object made per record; None when any record is not so simple."""
+        """Each record parsed (upb, compiled) and its features copied into one float buffer,
+        with no dict made per record; None when any record is not so simple."""
         read = self._scalars(buffer, begins, ends, schemas, (fields.features, fields.label, fields.id), VECTOR)
         if read is None:
             return None
