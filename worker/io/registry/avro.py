@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
 import fastavro
@@ -21,7 +23,7 @@ from fastavro.schema import SchemaParseException, UnknownType
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from .avro_columns import read_columns, read_vector_columns
-from .avro_vectors import VectorPlan, read_vectors, scalar_plan, vector_plan
+from .avro_vectors import VectorPlan, scalar_plan, vector_plan
 from .client import RegisteredSchema
 from .schemas import SchemaProblem
 
@@ -46,44 +48,38 @@ class AvroDecoder:
     """Avro records (a RecordDecoder)."""
 
     def __init__(self):
-        self._plans: dict[tuple[int, str], VectorPlan | None] = {}  # (schema id, features field) -> its plan
-        self._scalar_plans: dict[int, tuple | None] = {}  # schema id -> the plan of its records' scalars
+        # (schema id, features field, or None for scalar records) -> the plan of its records
+        self._plans: dict[tuple[int, str | None], VectorPlan | tuple | None] = {}
 
     def parse(self, registered: RegisteredSchema) -> AvroSchema:
         return parse_avro(registered)
 
     def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
                 fields: MessageFields) -> Vectors | None:
-        """The fast path for records whose features are one array of numbers (``avro_vectors``)."""
-        plans = []
-        for schema in schemas:
-            key = (schema.schema_id, fields.features)
-            if key not in self._plans:
-                assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"
-                self._plans[key] = vector_plan(schema.parsed, fields.features)
-            plan = self._plans[key]
-            if plan is None:
-                return None
-            plans.append(plan)
-        if all(plan is plans[0] for plan in plans):  # one schema: the scalars a field at a time too
-            read = read_vector_columns(buffer, begins, ends, plans[0], fields.label, fields.id)
-            if read is not None:
-                return read
-        return read_vectors(buffer, begins, ends, plans, fields.label, fields.id)
+        """The fast path for records whose features are one array of numbers, all of one writer
+        schema (``avro_columns``); a poll of records of several versions goes the general way."""
+        plan = self._plan(schemas, (schemas[0].schema_id, fields.features), partial(vector_plan,
+                                                                                    features=fields.features))
+        assert plan is None or isinstance(plan, VectorPlan), "a features field's plan is a VectorPlan"
+        return None if plan is None else read_vector_columns(buffer, begins, ends, plan, fields.label, fields.id)
 
     def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """The fast path for records of scalar fields (text, label, id), all of one writer schema
         (``avro_columns``); a poll of records of several versions goes the general way."""
-        if any(schema.schema_id != schemas[0].schema_id for schema in schemas):
-            return None
-        if schemas[0].schema_id not in self._scalar_plans:
-            assert isinstance(schemas[0], AvroSchema), "an Avro record is read by an Avro schema"
-            self._scalar_plans[schemas[0].schema_id] = scalar_plan(schemas[0].parsed)
-        plan = self._scalar_plans[schemas[0].schema_id]
+        plan = self._plan(schemas, (schemas[0].schema_id, None), scalar_plan)
         columns = None if plan is None else read_columns(buffer, begins, ends, plan,
                                                          (fields.text, fields.label, fields.id))
         return None if columns is None else pa.table(columns)
+
+    def _plan(self, schemas: list[WriterSchema], key: tuple, make: Callable[[dict], VectorPlan | tuple | None]):
+        """The plan (made once per key) of a poll's records when they share one writer schema, else None."""
+        if any(schema.schema_id != schemas[0].schema_id for schema in schemas):
+            return None
+        if key not in self._plans:
+            assert isinstance(schemas[0], AvroSchema), "an Avro record is read by an Avro schema"
+            self._plans[key] = make(schemas[0].parsed)
+        return self._plans[key]
 
     def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
         assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"

@@ -8,7 +8,7 @@ array and moves them all: a varint (int, long, a union's branch, an enum's index
 length) is read a byte-pass at a time over the records whose varint goes on; a string's bytes are
 gathered into one Arrow buffer by index arithmetic, not copied record by record; a union splits the
 records by branch. A poll of 10,000 SMS records takes some tens of numpy calls per field, where
-reading them one by one (``avro_vectors.read_scalars``) takes Python calls per record.
+reading record by record takes Python calls per field of each record.
 
 Every position is checked against its record's end as it moves; anything out of place (a byte
 beyond its record, a branch or symbol out of range, a varint too long, invalid UTF-8, records

@@ -1,37 +1,31 @@
-"""The fast path for Avro records whose features are one array of numbers (MNIST-like rows), and
-the plan of records whose fields are all scalars (read by ``avro_columns``).
+"""The plans of Avro records the fast paths read (``avro_columns``), and the items of arrays of
+numbers (MNIST-like rows), decoded a poll at a time.
 
-fastavro makes a Python int per array item, and Arrow converts them back: 86 µs per record of
-784 MNIST pixels, where the JSON path takes 9 µs (scripts/bench_avro.py). Here a poll's records are joined into one
-buffer; the scalar fields (the label, the id, any other) are read in Python, one call per field,
-and every array item of every record is decoded at once with numpy: an Avro int or long is a
-zigzag varint, whose last byte is the only one below 0x80, so the items' ends are found in one
-pass over the buffer, and their values in a pass per byte they take (two for pixels). A float or
-double array is copied as it is. That makes 11 µs per MNIST record.
+fastavro makes a Python int per array item, and Arrow converts them back: about 90 µs per record
+of 784 MNIST pixels (scripts/bench_avro.py). Here every array item of every record is decoded at
+once with numpy: an Avro int or long is a zigzag varint, whose last byte is the only one below
+0x80, so the items' ends are found in one pass over the buffer, and their values in a pass per
+byte they take (two for pixels). A float or double array is copied as it is.
 
-A record takes this path when its writer schema is a record of scalar fields (null, boolean, int,
-long, float, double, string, bytes, an enum, a union of those; no logical type) and the features
-field, an array of int, long, float or double (or a union of null and such an array, as a nullable
-Parquet column becomes) written in one block, as every Avro library writes it. Any other record,
-or any doubt (a byte out of place, a record cut short or running on), sends the whole poll the
-general way (``records.py``), where each problem gets its name.
+A record takes the fast path when its writer schema is a record of scalar fields (null, boolean,
+int, long, float, double, string, bytes, an enum, a union of those; no logical type), beside (for
+vectors) the features field, an array of int, long, float or double (or a union of null and such
+an array, as a nullable Parquet column becomes) written in one block, as every Avro library
+writes it. Any other record, or any doubt, sends the whole poll the general way (``records.py``),
+where each problem gets its name.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 import numpy as np
-
-from ..json_vectors import Vectors
 
 NULL, BOOLEAN, VARINT, FLOAT, DOUBLE, STRING, BYTES, ENUM, UNION = range(9)
 SCALARS = {"null": NULL, "boolean": BOOLEAN, "int": VARINT, "long": VARINT, "float": FLOAT,
             "double": DOUBLE, "string": STRING, "bytes": BYTES}
 _ITEM_BYTES = {"int": 5, "long": 10}  # the longest varint of each
 _FIXED_ITEMS: dict[str, np.dtype] = {"float": np.dtype("<f4"), "double": np.dtype("<f8")}
-_UNPACK_FLOAT, _UNPACK_DOUBLE = struct.Struct("<f").unpack_from, struct.Struct("<d").unpack_from
 
 
 @dataclass(frozen=True)
@@ -94,55 +88,6 @@ def _reader(avro_type) -> tuple | None:
     return _reader(avro_type.get("type"))
 
 
-class _Refused(Exception):
-    """A record the fast path leaves to the general one."""
-
-
-def read_vectors(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plans: list[VectorPlan], label: str,
-                 id_field: str) -> Vectors | None:
-    """The features, labels and ids of the records at buffer[begins[i]:ends[i]], record i read by
-    plans[i]; None to read them the general way."""
-    n = len(plans)
-    scalars: list[dict] = [{} for _ in range(n)]
-    array_at, counts = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    items = plans[0].items
-    try:
-        for i, (plan, begin) in enumerate(zip(plans, begins.tolist(), strict=True)):  # up to each array's items
-            if plan.items != items:
-                return None
-            position = _read_fields(plan.before, buffer, begin, scalars[i])
-            if plan.branch is not None:
-                branch, position = _varint(buffer, position)
-                if branch != plan.branch:  # a null array: the general way names the problem
-                    raise _Refused
-            counts[i], array_at[i] = _varint(buffer, position)
-        if (counts < 0).any():  # blocks that give their size in bytes: written by some, not by these
-            return None
-        values, array_ends = array_items(buffer, array_at, counts, items)
-        # A non-empty array is one block: its count, its items and a 0; an empty one is the 0 alone.
-        after = np.where(counts > 0, array_ends + 1, array_at)
-        if values is None or (after > ends).any() or (buffer_at(buffer, array_ends[counts > 0]) != 0).any():
-            return None
-        for i, (plan, position, end) in enumerate(zip(plans, after.tolist(), ends.tolist(), strict=True)):
-            if _read_fields(plan.after, buffer, position, scalars[i]) != end:
-                return None
-    except (_Refused, IndexError, UnicodeDecodeError):
-        return None
-    labels, ids = [s.get(label) for s in scalars], [s.get(id_field) for s in scalars]
-    if any(isinstance(found, bytes) for found in ids):  # not an id a JSON prediction can carry: named the other way
-        return None
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    if offsets[-1] >= 2**31:
-        return None
-    return Vectors(offsets.astype(np.int32), values, labels, ids)
-
-
-def buffer_at(buffer: bytes, positions: np.ndarray) -> np.ndarray:
-    """The bytes at ``positions`` (all within the buffer)."""
-    return np.frombuffer(buffer, dtype=np.uint8)[positions]
-
-
 def array_items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: str
            ) -> tuple[np.ndarray | None, np.ndarray]:
     """(every record's array items in one float64 array, the position just past each array's
@@ -192,58 +137,3 @@ def _varints(data: np.ndarray, ends: np.ndarray, longest: int) -> np.ndarray | N
         # the bytes come most significant first when read backwards; shifting wraps at 64 bits as the format does
         raw[longer] = ((raw[longer].view(np.uint64) << np.uint64(7)) | (byte & 0x7F)).view(np.int64)
     return raw
-
-
-def _read_fields(fields: tuple, buffer: bytes, position: int, into: dict) -> int:
-    for name, (kind, detail) in fields:
-        into[name], position = _read(kind, detail, buffer, position)
-    return position
-
-
-def _read(kind: int, detail: tuple, buffer: bytes, position: int) -> tuple[object, int]:
-    """(value, the position after it) of one scalar."""
-    if kind == VARINT:
-        return _varint(buffer, position)
-    if kind == UNION:
-        branch, position = _varint(buffer, position)
-        if not 0 <= branch < len(detail):
-            raise _Refused
-        kind, detail = detail[branch]
-        return _read(kind, detail, buffer, position)
-    if kind == STRING or kind == BYTES:
-        size, position = _varint(buffer, position)
-        end = position + size
-        if size < 0 or end > len(buffer):
-            raise _Refused
-        raw = buffer[position:end]
-        return (raw.decode() if kind == STRING else raw), end
-    if kind == NULL:
-        return None, position
-    if kind == BOOLEAN:
-        if buffer[position] > 1:
-            raise _Refused
-        return buffer[position] == 1, position + 1
-    if kind == ENUM:
-        index, position = _varint(buffer, position)
-        if not 0 <= index < len(detail):
-            raise _Refused
-        return detail[index], position
-    if position + (4 if kind == FLOAT else 8) > len(buffer):
-        raise _Refused
-    unpacked = (_UNPACK_FLOAT if kind == FLOAT else _UNPACK_DOUBLE)(buffer, position)[0]
-    return unpacked, position + (4 if kind == FLOAT else 8)
-
-
-def _varint(buffer: bytes, position: int) -> tuple[int, int]:
-    """(the zigzag varint at ``position``, the position after it); IndexError past the end."""
-    byte = buffer[position]
-    position += 1
-    raw, shift = byte & 0x7F, 7
-    while byte >= 0x80:
-        if shift > 63:
-            raise _Refused
-        byte = buffer[position]
-        position += 1
-        raw |= (byte & 0x7F) << shift
-        shift += 7
-    return (raw >> 1) ^ -(raw & 1), position
