@@ -642,7 +642,7 @@ def framed_records(url: str, message_format: str, topic: str, rows: pa.Table) ->
     """The rows as records of ``message_format`` in the wire format, as `worker produce` writes them."""
     from worker.io.registry.client import RegistryClient
     from worker.io.registry.settings import RegistrySettings
-    from worker.service.produce import writer_class
+    from worker.tools.produce import writer_class
 
     writer = writer_class(message_format).registered(RegistryClient(RegistrySettings(url=url)), f"{topic}-value",
                                                      rows.schema)

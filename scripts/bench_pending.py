@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nbstream.arrow import FeatureSpec  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist, read_sms_spam  # noqa: E402
-from worker.service.pending import PendingExamples  # noqa: E402
-from worker.service.pending_segments import SegmentWriter  # noqa: E402
+from worker.service.pending.segments import SegmentWriter  # noqa: E402
+from worker.service.pending.store import PendingExamples  # noqa: E402
 
 POLL = 10_000
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import nbstream
-from worker.service.state import SnapshotStore
+from worker.service.snapshots import SnapshotStore
 
 from .cli import worker_env
 from .kafka import json_message

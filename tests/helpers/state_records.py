@@ -12,7 +12,7 @@ import pyarrow as pa
 import nbstream
 from nbstream.arrow import FeatureSpec
 from worker.io.kafka.state_topic import write_records
-from worker.service.partition_state import PartitionState
+from worker.service.partition.record import PartitionState
 
 GENERATION = "f0f0f0f0f0f0"  # of the forged manifests
 DROP = object()  # a manifest field left out

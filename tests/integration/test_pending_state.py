@@ -21,7 +21,7 @@ from worker.io.kafka.state_topic import CHUNK_BYTES, TOPIC_CONFIG
 from worker.service.commit import StateWriter, TransactionalProducer
 from worker.service.global_model import GlobalModel
 from worker.service.group_state import GroupState, StateFollower
-from worker.service.partition_state import PartitionState
+from worker.service.partition.record import PartitionState
 
 # The broker's cleaner compacts what is older than the active segment: roll it fast, clean it soon.
 QUICK_COMPACTION = {"segment.ms": "200", "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",

@@ -20,8 +20,8 @@ import yaml
 from scripts.env_table import environment_variables
 from tests.helpers.paths import REPO
 from worker.cli import app
-from worker.service.metrics_server import serve_metrics
-from worker.service.observability import ServiceMetrics
+from worker.service.telemetry.metrics import ServiceMetrics
+from worker.service.telemetry.server import serve_metrics
 
 MANIFESTS = REPO / "deploy" / "kubernetes"
 CONTAINERFILE = REPO / "Containerfile"

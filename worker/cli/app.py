@@ -37,7 +37,7 @@ def _commands(version: bool = typer.Option(False, "--version", callback=_print_v
 
     The same program is installed as `worker` and as `nbstream`.
     """
-    from ..service.logs import configure_logging
+    from ..service.telemetry.logs import configure_logging
 
     configure_logging(json_lines=False, level="warning")  # serve sets its own
 

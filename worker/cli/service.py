@@ -162,8 +162,8 @@ def serve(
     --checkpoint-every messages or --checkpoint-interval seconds, before partitions move, and at
     SIGTERM/SIGINT) writes predictions, dead letters, partition states and offsets together.
     """
-    from ..service.logs import LEVELS, configure_logging
     from ..service.serve import serve as run_serve
+    from ..service.telemetry.logs import LEVELS, configure_logging
 
     configure_logging(json_logs, log_level if log_level in LEVELS else "info")
     with reported_errors(logging.getLogger("worker.serve")):
@@ -265,7 +265,7 @@ def produce(
     from ..io.kafka.client import KafkaFailure
     from ..io.kafka.connect import connect
     from ..io.registry.client import RegistryUnavailable
-    from ..service.produce import produce as run_produce
+    from ..tools.produce import produce as run_produce
 
     with reported_errors():
         settings = kafka.settings()

@@ -23,8 +23,8 @@ from ..checkpoint import Checkpointer, CheckpointPolicy, Output
 from ..io.kafka.client import Consumer, Producer
 from ..io.kafka.state_topic import write_records
 from .group_state import BASE, GroupState, state_name
-from .partition_state import PartitionState
-from .pending_records import PendingRecords, PendingWrite
+from .partition.record import PartitionState
+from .pending.records import PendingRecords, PendingWrite
 
 
 class ServeCheckpoint:

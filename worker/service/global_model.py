@@ -27,8 +27,8 @@ from nbstream.base import NaiveBayes
 from nbstream.labels import ClassSet
 
 from ..io.messages import NUMBER, STRING
-from .observability import GLOBAL_MODEL_MERGE_SECONDS
-from .partition_state import PartitionState
+from .partition.record import PartitionState
+from .telemetry.metrics import GLOBAL_MODEL_MERGE_SECONDS
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Reader, Start
 from ..io.kafka.state_topic import ForeignRecord, StateAssembler
 from .global_model import GlobalModel
-from .observability import STATE_RECORDS_SKIPPED
-from .partition_state import PartitionState, UnreadableState, partition_number
-from .pending import PendingExamples
-from .pending_records import PendingRecords, pending_name, pending_of
+from .partition.record import PartitionState, UnreadableState, partition_number
+from .pending.records import PendingRecords, pending_name, pending_of
+from .pending.store import PendingExamples
+from .telemetry.metrics import STATE_RECORDS_SKIPPED
 
 log = logging.getLogger(__name__)
 BASE = "base"

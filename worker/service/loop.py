@@ -31,14 +31,14 @@ from ..io.interfaces import PredictionSink, RejectSink
 from ..io.kafka.sink import Refusals
 from ..io.messages import read_label_events
 from ..io.records import Polled
-from .counts import UncommittedCounts
-from .drift_watch import DriftWatch
 from .global_model import Predictions
 from .group_state import GroupState
-from .label_join import LabelSettings, served, unmatched_letters, widened, with_id
-from .observability import ServiceMetrics
-from .partition_state import PartitionState
-from .pending import Joined
+from .partition.drift_watch import DriftWatch
+from .partition.record import PartitionState
+from .pending.join import LabelSettings, served, unmatched_letters, widened, with_id
+from .pending.store import Joined
+from .telemetry.counts import UncommittedCounts
+from .telemetry.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 CLOCK_AHEAD_MS = 3_600_000  # how far past the wall clock a message's timestamp moves a partition's event time

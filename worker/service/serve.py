@@ -32,11 +32,11 @@ from ..io.registry.avro_predictions import AvroPredictions
 from ..io.registry.client import RegistryClient, RegistryUnavailable
 from ..io.registry.records import RegistryRecords, registry_records
 from ..snapshot_meta import KafkaOffsets, read_snapshot
-from .metrics_server import serve_metrics
-from .observability import ServiceMetrics
-from .partition_state import PartitionState
+from .partition.record import PartitionState
 from .session import Session
-from .state import SnapshotStore
+from .snapshots import SnapshotStore
+from .telemetry.metrics import ServiceMetrics
+from .telemetry.server import serve_metrics
 
 log = logging.getLogger(__name__)
 

@@ -27,15 +27,15 @@ from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..io.registry.client import RegistryAccessError, RegistryUnavailable
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta
 from .commit import ServeCheckpoint, TransactionalProducer
-from .counts import UncommittedCounts
 from .global_model import GlobalModel
 from .group_state import GroupState, StateFollower
-from .label_join import label_settings
-from .lag import GroupLag
 from .loop import PrequentialLoop, drift_settings
-from .observability import ServiceMetrics
-from .partition_state import PartitionState
-from .state import SnapshotStore
+from .partition.record import PartitionState
+from .pending.join import label_settings
+from .snapshots import SnapshotStore
+from .telemetry.counts import UncommittedCounts
+from .telemetry.lag import GroupLag
+from .telemetry.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 PROBE_SECONDS = 5.0  # how often an idle session checks that the broker answers

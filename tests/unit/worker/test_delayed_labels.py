@@ -14,9 +14,9 @@ import nbstream
 from worker.errors import ConfigError
 from worker.io.kafka.state_topic import StateAssembler
 from worker.service.group_state import is_state_name, partition_of, state_name
-from worker.service.label_join import widened
-from worker.service.observability import ServiceMetrics
-from worker.service.partition_state import PartitionState
+from worker.service.partition.record import PartitionState
+from worker.service.pending.join import widened
+from worker.service.telemetry.metrics import ServiceMetrics
 
 from .fake_kafka import FakeKafka
 from .test_session import STATES, open_session, polls, settings

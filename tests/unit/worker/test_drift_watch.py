@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from nbstream.drift import detections, drift_detector
-from worker.service.drift_watch import KEPT_DETECTIONS, Detection, DriftWatch
-from worker.service.observability import DRIFT_DETECTED
+from worker.service.partition.drift_watch import KEPT_DETECTIONS, Detection, DriftWatch
+from worker.service.telemetry.metrics import DRIFT_DETECTED
 
 DETECTORS = ["adwin", "page-hinkley"]
 
@@ -90,7 +90,7 @@ def test_examples_since_change_counts_the_new_regime_and_every_example_after_it(
 def test_each_detection_is_one_warning_line_and_counted_by_partition(detector, caplog):
     errors = drifting_errors()
     before, other = detected_total(7), detected_total(8)
-    with caplog.at_level(logging.WARNING, logger="worker.service.drift_watch"):
+    with caplog.at_level(logging.WARNING, logger="worker.service.partition.drift_watch"):
         found = DriftWatch(detector, partition=7).observe(errors)
     assert len(caplog.records) == len(found)
     for record, detection in zip(caplog.records, found, strict=True):

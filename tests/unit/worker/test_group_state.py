@@ -13,7 +13,7 @@ from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.state_topic import write_records
 from worker.service.global_model import GlobalModel
 from worker.service.group_state import GroupState, state_name
-from worker.service.partition_state import PartitionState
+from worker.service.partition.record import PartitionState
 
 from .fakes import FakeFollower
 
@@ -166,7 +166,7 @@ FORGED_STATES = {  # (records alone, the start of the problem the warning names)
 @pytest.mark.parametrize("records, problem", FORGED_STATES.values(), ids=FORGED_STATES.keys())
 def test_a_forged_record_alone_is_skipped_with_a_warning_and_the_last_valid_state_is_taken_over(
         records, problem, caplog):
-    from worker.service.observability import ServiceMetrics
+    from worker.service.telemetry.metrics import ServiceMetrics
 
     registry = ServiceMetrics().registry  # the service's /metrics
 

@@ -6,8 +6,8 @@ import time
 
 from prometheus_client import generate_latest
 
-from worker.service.lag import GroupLag, partition_lags
-from worker.service.observability import ServiceMetrics
+from worker.service.telemetry.lag import GroupLag, partition_lags
+from worker.service.telemetry.metrics import ServiceMetrics
 
 from .fake_kafka import FakeKafka
 

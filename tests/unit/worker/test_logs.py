@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from worker.service.logs import configure_logging
+from worker.service.telemetry.logs import configure_logging
 
 
 @pytest.fixture(autouse=True)

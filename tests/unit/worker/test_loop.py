@@ -12,12 +12,12 @@ from nbstream.arrow import FeatureSpec
 from worker.io.fields import MessageFields
 from worker.io.formats import message_format
 from worker.io.records import Polled
-from worker.service.drift_watch import DriftWatch
 from worker.service.global_model import GlobalModel
 from worker.service.group_state import GroupState
 from worker.service.loop import DriftSettings, PrequentialLoop
-from worker.service.observability import ServiceMetrics
-from worker.service.partition_state import PartitionState
+from worker.service.partition.drift_watch import DriftWatch
+from worker.service.partition.record import PartitionState
+from worker.service.telemetry.metrics import ServiceMetrics
 
 from .fakes import FakeFollower, FakeRecord, FakeSink, Journal, records
 

@@ -11,8 +11,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from worker.io.kafka.dead_letters import reason_of
-from worker.service.observability import ServiceMetrics
-from worker.service.partition_state import PartitionState
+from worker.service.partition.record import PartitionState
+from worker.service.telemetry.metrics import ServiceMetrics
 
 
 def exposition(metrics: ServiceMetrics) -> str:
@@ -93,7 +93,7 @@ def test_each_owned_partition_has_its_series_beside_the_groups():
 
 
 def test_per_class_series_stop_at_the_first_hundred_classes():
-    from worker.service.observability import MOST_CLASS_SERIES
+    from worker.service.telemetry.metrics import MOST_CLASS_SERIES
 
     classes = np.arange(150)
     state = PartitionState(model=None)
@@ -130,7 +130,7 @@ def test_clients_that_go_away_mid_request_leave_no_traceback_and_the_endpoints_a
     import struct
     import urllib.request
 
-    from worker.service.metrics_server import serve_metrics
+    from worker.service.telemetry.server import serve_metrics
 
     server = serve_metrics(ServiceMetrics(), port=0)
     port = server.server_address[1]
@@ -167,7 +167,7 @@ def _healthz(port: int, host: str = "127.0.0.1") -> int:
 
 
 def test_a_request_trickling_in_a_line_at_a_time_is_cut_off_after_the_deadline(monkeypatch):
-    from worker.service import metrics_server
+    from worker.service.telemetry import server as metrics_server
 
     monkeypatch.setattr(metrics_server, "REQUEST_SECONDS", 1.5)
     server = metrics_server.serve_metrics(ServiceMetrics(), port=0)
@@ -194,7 +194,7 @@ def test_a_request_trickling_in_a_line_at_a_time_is_cut_off_after_the_deadline(m
 def test_stalled_connections_are_bounded_and_a_scrape_still_gets_through():
     import threading
 
-    from worker.service.metrics_server import serve_metrics
+    from worker.service.telemetry.server import serve_metrics
 
     before = threading.active_count()
     server = serve_metrics(ServiceMetrics(), port=0, max_connections=8)
@@ -215,7 +215,7 @@ def test_an_accept_that_fails_is_one_warning_and_the_endpoint_keeps_answering(ca
     import errno
     import os
 
-    from worker.service.metrics_server import serve_metrics
+    from worker.service.telemetry.server import serve_metrics
 
     class FailingAccepts:
         """The listening socket of a process out of file descriptors, for its first accepts."""
@@ -235,7 +235,7 @@ def test_an_accept_that_fails_is_one_warning_and_the_endpoint_keeps_answering(ca
     server = serve_metrics(ServiceMetrics(), port=0)
     server.socket = FailingAccepts(server.socket, failures=5)
     try:
-        with caplog.at_level("WARNING", logger="worker.service.metrics_server"):
+        with caplog.at_level("WARNING", logger="worker.service.telemetry.server"):
             assert _healthz(server.server_address[1]) == 200
     finally:
         server.shutdown()
@@ -248,7 +248,7 @@ def test_the_endpoints_listen_on_ipv6_too():
 
     import pytest
 
-    from worker.service.metrics_server import serve_metrics
+    from worker.service.telemetry.server import serve_metrics
 
     try:
         with socket.socket(socket.AF_INET6) as probe:

@@ -10,7 +10,7 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.service.partition_state import PartitionState
+from worker.service.partition.record import PartitionState
 
 
 def encoder():

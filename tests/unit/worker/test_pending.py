@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse
 
 from nbstream.arrow import FeatureSpec
-from worker.service.pending import PendingExamples
-from worker.service.pending_log import KeyedLog
+from worker.service.pending.keyed_log import KeyedLog
+from worker.service.pending.store import PendingExamples
 
 
 def add(store: PendingExamples, ids, times=0, X=None, proba=None):

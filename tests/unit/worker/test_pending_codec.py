@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from nbstream.arrow import FeatureSpec
-from worker.service.pending import PendingExamples
-from worker.service.pending_frame import MOST_EXPANSION, pack, unpack
+from worker.service.pending.frame import MOST_EXPANSION, pack, unpack
+from worker.service.pending.store import PendingExamples
 
 
 def mnist_like(n: int, seed: int = 0) -> np.ndarray:

@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.service.pending import PendingExamples
-from worker.service.pending_segments import SegmentWriter, restore
+from worker.service.pending.segments import SegmentWriter, restore
+from worker.service.pending.store import PendingExamples
 
 
 class Reference:

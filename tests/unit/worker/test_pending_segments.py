@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.service.pending import PendingExamples
-from worker.service.pending_frame import pack, unpack
-from worker.service.pending_segments import Changes, SegmentWriter, restore
+from worker.service.pending.frame import pack, unpack
+from worker.service.pending.segments import Changes, SegmentWriter, restore
+from worker.service.pending.store import PendingExamples
 
 from .test_pending_codec import mnist_like, sms_like
 

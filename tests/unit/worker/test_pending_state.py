@@ -17,9 +17,9 @@ from worker.io.kafka.state_topic import CHUNK_BYTES, StateAssembler, write_recor
 from worker.service.commit import StateWriter
 from worker.service.global_model import GlobalModel
 from worker.service.group_state import BASE, GroupState, partition_of
-from worker.service.partition_state import PartitionState
-from worker.service.pending import PendingExamples
-from worker.service.pending_records import pending_of
+from worker.service.partition.record import PartitionState
+from worker.service.pending.records import pending_of
+from worker.service.pending.store import PendingExamples
 
 from .fake_kafka import FakeKafka
 from .fakes import FakeFollower

@@ -6,7 +6,7 @@ import numpy as np
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.service.state import SnapshotStore
+from worker.service.snapshots import SnapshotStore
 from worker.snapshot_meta import SnapshotMeta
 
 

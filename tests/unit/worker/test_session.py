@@ -18,11 +18,11 @@ from worker.io.kafka.settings import KafkaSettings
 from worker.io.kafka.sink import Refusals
 from worker.io.kafka.state_topic import TOPIC_CONFIG, StateAssembler, write_records
 from worker.service.group_state import BASE, state_name
-from worker.service.observability import ServiceMetrics
-from worker.service.partition_state import PartitionState
+from worker.service.partition.record import PartitionState
 from worker.service.serve import starting_point
 from worker.service.session import Session
-from worker.service.state import SnapshotStore
+from worker.service.snapshots import SnapshotStore
+from worker.service.telemetry.metrics import ServiceMetrics
 from worker.snapshot_meta import SnapshotMeta, write_snapshot
 
 from .fake_kafka import FakeKafka, runs

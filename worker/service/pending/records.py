@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 
 from nbstream.checked import shown
 
-from ..io.kafka.state_topic import Record, delete_records, write_records
-from .pending import PendingExamples
-from .pending_codec import LOGS
-from .pending_segments import SegmentWriter, restore
+from ...io.kafka.state_topic import Record, delete_records, write_records
+from .codec import LOGS
+from .segments import SegmentWriter, restore
+from .store import PendingExamples
 
 PENDING = "pending"
 _NAME = re.compile(r"(?P<state>[^/#]+)/pending/(?P<segment>(?P<log>[a-z]+)/(0|[1-9][0-9]{0,12}))")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from ..errors import UserError
-from ..io.kafka.client import Admin, KafkaClient, KafkaFailure
-from .observability import ServiceMetrics
+from ...errors import UserError
+from ...io.kafka.client import Admin, KafkaClient, KafkaFailure
+from .metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 LAG_SECONDS = 5.0

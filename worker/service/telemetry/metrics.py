@@ -23,9 +23,9 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
 import nbstream
 
-from ..io.kafka.dead_letters import reason_of
-from .partition_state import PartitionState
-from .quality import PredictionQuality
+from ...io.kafka.dead_letters import reason_of
+from ..partition.quality import PredictionQuality
+from ..partition.record import PartitionState
 
 log = logging.getLogger(__name__)
 

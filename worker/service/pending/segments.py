@@ -32,11 +32,11 @@ import numpy as np
 from nbstream.checked import integer, shown
 from nbstream.ndarrays import AnyArray
 
-from .pending import PendingExamples
-from .pending_codec import LOGS, decode_rows, encode_rows
-from .pending_frame import pack, unpack
-from .pending_log import Chunk, KeyedLog, Taken
-from .pending_rows import DenseRows, SparseRows
+from .codec import LOGS, decode_rows, encode_rows
+from .frame import pack, unpack
+from .keyed_log import Chunk, KeyedLog, Taken
+from .rows import DenseRows, SparseRows
+from .store import PendingExamples
 
 MOST_CHUNK_ROWS = 1 << 40
 

@@ -33,7 +33,7 @@ import numpy as np
 from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, required, shown
 from nbstream.drift import ADWIN, DETECTORS, DriftDetector, PageHinkley, drift_detector
 
-from .observability import DRIFT_DETECTED
+from ..telemetry.metrics import DRIFT_DETECTED
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from ..io.registry import require_package
 from ..io.registry.client import RegistryClient
 from ..io.registry.json_schema_writer import JsonSchemaWriter
 from ..io.registry.settings import RegistrySettings
-from .produce_labels import DelayedLabels
+from .labels import DelayedLabels
 
 PRODUCED_FORMATS = ("json", "avro", "json-schema", "protobuf", "arrow")
 CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed

@@ -22,10 +22,10 @@ import numpy as np
 from nbstream.arrow import RowProblems
 from nbstream.ndarrays import AnyArray, BoolArray, FloatArray
 
-from ..config import ServeConfig
-from ..io.messages import id_problem
-from ..io.records import Polled
-from .pending_log import Taken
+from ...config import ServeConfig
+from ...io.messages import id_problem
+from ...io.records import Polled
+from .keyed_log import Taken
 
 UNMATCHED = "unmatched label: no message with its id came within --label-ttl"
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from nbstream.ndarrays import BoolArray, IndexArray, IntArray
 
-from .pending_rows import Column, concatenate, take
+from .rows import Column, concatenate, take
 
 Id = str | int  # a message id as its message had it
 SMALL_CHUNK = 8_192  # live rows

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .observability import ServiceMetrics
+from .metrics import ServiceMetrics
 
 
 @dataclass

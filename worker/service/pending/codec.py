@@ -25,9 +25,9 @@ import numpy as np
 from nbstream.checked import integer, shown
 from nbstream.ndarrays import AnyArray
 
-from .pending_frame import pack, unpack
-from .pending_log import Id, KeyedLog, Taken
-from .pending_rows import Column, DenseRows, Rows, SparseRows
+from .frame import pack, unpack
+from .keyed_log import Id, KeyedLog, Taken
+from .rows import Column, DenseRows, Rows, SparseRows
 
 EXAMPLES, LABELS, JOINED = "examples", "labels", "joined"  # the store's three logs
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows

@@ -20,7 +20,7 @@ import sys
 
 from pythonjsonlogger.json import JsonFormatter
 
-from ..redaction import redact
+from ...redaction import redact
 
 LEVELS = ("debug", "info", "warning", "error")
 CLIENT_LOGGERS = ("kafka.",)  # kafka-python's loggers, and librdkafka's (kafka.librdkafka)

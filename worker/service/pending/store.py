@@ -38,9 +38,9 @@ import numpy as np
 
 from nbstream.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
-from .pending_codec import EXAMPLES, JOINED, LABELS, decode, encode
-from .pending_log import Id, KeyedLog, Taken
-from .pending_rows import Column, Rows, rows_of, take
+from .codec import EXAMPLES, JOINED, LABELS, decode, encode
+from .keyed_log import Id, KeyedLog, Taken
+from .rows import Column, Rows, rows_of, take
 
 
 @dataclass(frozen=True)

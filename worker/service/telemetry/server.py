@@ -20,8 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..io.files import cannot_because
-from .observability import ServiceMetrics
+from ...io.files import cannot_because
+from .metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def serve_metrics(metrics: ServiceMetrics, port: int, host: str = "127.0.0.1", s
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         server = _MetricsServer((host, port), Handler, family, max_connections)
     except (OSError, OverflowError) as error:
-        from ..errors import ConfigError
+        from ...errors import ConfigError
 
         raise ConfigError(f"--metrics-host {host} --metrics-port {port}: cannot listen there "
                           f"({getattr(error, 'strerror', None) or error}).") from None

@@ -33,10 +33,10 @@ from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, optional_tex
 from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
-from ..config import LONGEST_NGRAMS
-from ..errors import ConfigError
-from .pending import PendingExamples
-from .pending_records import PendingRecords
+from ...config import LONGEST_NGRAMS
+from ...errors import ConfigError
+from ..pending.records import PendingRecords
+from ..pending.store import PendingExamples
 from .quality import EXACT_COUNT, PredictionQuality
 
 _MAGIC = b"NBPS"

@@ -39,7 +39,7 @@ from nbstream.checked import integer, number, shown
 from nbstream.evaluation import brier_score, example_losses
 from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 
-from ..config import MOST_CLASSES
+from ...config import MOST_CLASSES
 
 RECENT_HALF_LIFE = 1_000  # examples: the recent window forgets at this pace
 MOST_LABELS = MOST_CLASSES  # labels a quality holds: each becomes a class once learned

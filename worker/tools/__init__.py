@@ -1,0 +1,1 @@
+"""Helpers around the service for demos and benchmarks (not the service): `worker produce`."""
