@@ -12,7 +12,7 @@ import pyarrow as pa
 import nbstream
 from nbstream.arrow import FeatureSpec
 from worker.io.kafka.state_topic import write_records
-from worker.service.partition.record import PartitionState
+from worker.service.partition.record import PartitionRecord
 
 GENERATION = "f0f0f0f0f0f0"  # of the forged manifests
 DROP = object()  # a manifest field left out
@@ -27,7 +27,7 @@ def partition_payload(next_offset: int | None, rows: int = 1, starts: dict | Non
             model.partial_fit(np.ones((rows, 2)), ["a"] * rows)
     encoder = FeatureSpec.vector("features").encoder()
     encoder.width = 2
-    return PartitionState(model, next_offset=next_offset, starts=starts or {}).to_payload(encoder)
+    return PartitionRecord(model, next_offset=next_offset, starts=starts or {}).to_payload(encoder)
 
 
 def forged_state(name: str, header_changes: dict | None = None, features_changes: dict | None = None,

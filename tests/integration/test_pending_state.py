@@ -19,9 +19,9 @@ from worker.io.kafka.connect import connect
 from worker.io.kafka.settings import KafkaSettings
 from worker.io.kafka.state_topic import CHUNK_BYTES, TOPIC_CONFIG
 from worker.service.commit import StateWriter, TransactionalProducer
-from worker.service.global_model import GlobalModel
-from worker.service.group_state import GroupState, StateFollower
-from worker.service.partition.record import PartitionState
+from worker.service.follower import StateFollower
+from worker.service.group_state import GroupState, PartitionSettings
+from worker.service.partition.partition import Partition
 
 # The broker's cleaner compacts what is older than the active segment: roll it fast, clean it soon.
 QUICK_COMPACTION = {"segment.ms": "200", "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",
@@ -33,11 +33,11 @@ def replica(client: KafkaClient, topic: str) -> GroupState:
     """A replica's view of the group's states, read from the topic's beginning."""
     fresh = nbstream.MultinomialNB
     follower = StateFollower(client.reader(read_committed=True), topic)
-    return GroupState(fresh, GlobalModel(fresh, FeatureSpec.vector("features").encoder()), follower,
-                      max_pending=10_000)
+    return GroupState(fresh, FeatureSpec.vector("features").encoder(), follower,
+                      settings=PartitionSettings(max_pending=10_000))
 
 
-def taken_over(client: KafkaClient, topic: str) -> PartitionState:
+def taken_over(client: KafkaClient, topic: str) -> Partition:
     group = replica(client, topic)
     try:
         group.assign([0], {}, wait_s=0, strict=True)
@@ -60,7 +60,7 @@ def test_pending_examples_are_read_back_from_the_topic_read_afresh_and_compacted
     writer = StateWriter(owner, producer, topic, "label", flush_timeout_s=30)
 
     def commit(next_offset: int) -> None:
-        state.next_offset, state.changed = next_offset, True
+        state.advance(next_offset)
         writer.write()
         producer.commit_transaction(30)
 

@@ -6,6 +6,7 @@ the prequential loop runs without a broker.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from nbstream.arrow import RowProblems
@@ -31,3 +32,17 @@ class RejectSink(Protocol):
 
     def flush(self) -> None:
         """Return once everything rejected so far is durable; raise if some of it failed."""
+
+
+@dataclass
+class Refusals:
+    """What the output refused (the broker: see ``kafka/sink.py``), kept across sessions; inputs
+    are (topic, partition, offset)."""
+    suspects: set = field(default_factory=set)  # in a refused batch: next time, sent alone
+    poisoned: dict = field(default_factory=dict)  # refused alone: next time, a dead letter with this error
+
+    def poisoned_errors(self, polled: Polled) -> list[str | None]:
+        """(n,) the error of each of a poll's inputs whose output was refused alone, else None."""
+        poisoned = self.poisoned
+        return [poisoned.get((polled.topic, p, o))
+                for p, o in zip(polled.partitions.tolist(), polled.offsets.tolist(), strict=True)]

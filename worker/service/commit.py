@@ -22,9 +22,10 @@ from __future__ import annotations
 from ..checkpoint import Checkpointer, CheckpointPolicy, Output
 from ..io.kafka.client import Consumer, Producer
 from ..io.kafka.state_topic import write_records
-from .group_state import BASE, GroupState, state_name
-from .partition.record import PartitionState
-from .pending.records import PendingRecords, PendingWrite
+from .follower import BASE, state_name
+from .group_state import GroupState
+from .partition.record import PartitionRecord
+from .pending.records import PendingWrite
 
 
 class ServeCheckpoint:
@@ -46,7 +47,7 @@ class ServeCheckpoint:
         """Flush the outputs, write the changed states, acknowledge upstream; True if state was written."""
         return self.checkpointer.commit()
 
-    def start_group_from(self, base: PartitionState) -> None:
+    def start_group_from(self, base: PartitionRecord) -> None:
         """Make ``base`` the group's starting model: written and committed at once, with no offsets."""
         self.state.base = base
         self.commit()
@@ -69,42 +70,32 @@ class StateWriter:
                  flush_timeout_s: float = 60.0):
         self.group, self.producer, self.topic, self.label_field = group, producer, topic, label_field
         self.flush_timeout_s = flush_timeout_s
-        self.base: PartitionState | None = None
+        self.base: PartitionRecord | None = None
         self.last_bytes = 0  # compressed state bytes written by the last checkpoint
 
     def write(self) -> bool:
-        changed = {state_name(p): s for p, s in self.group.owned.items() if s.changed}
-        if self.base is not None:
-            changed = {BASE: self.base, **changed}
-        if not changed:
+        changed = {state_name(p): partition for p, partition in self.group.owned.items() if partition.changed}
+        if not changed and self.base is None:
             return False
         self.last_bytes = 0
-        for name, state in changed.items():
-            pending = self._pending(name, state)
-            payload = state.to_payload(state.encoder or self.group.global_model.encoder, self.label_field)
-            write = write_records(name, payload, replaced=self.group.chunk_keys.get(name, ()))
-            for key, value in pending.before + write.records + pending.after:
-                self.producer.send(self.topic, value, key=key)
-            self.group.chunk_keys[name] = write.chunk_keys
-            self.last_bytes += write.payload_bytes + pending.payload_bytes
-            state.changed = False
+        if self.base is not None:
+            self._write(BASE, self.base, PendingWrite())
+        for name, partition in changed.items():
+            self._write(name, *partition.snapshot(name))
         self.producer.flush(self.flush_timeout_s)
         if self.base is not None:
             self.group.start_from(self.base)
             self.base = None
         return True
 
-    @staticmethod
-    def _pending(name: str, state: PartitionState) -> PendingWrite:
-        """The records of the state's pending examples that changed (none when it keeps none)."""
-        if state.pending is not None and state.pending_records is None:
-            state.pending_records = PendingRecords()
-        if state.pending_records is None:
-            return PendingWrite()
-        write = state.pending_records.write(name, state.pending)
-        if state.pending is None:  # its records are tombstoned: nothing is left to list
-            state.pending_records = None
-        return write
+    def _write(self, name: str, record: PartitionRecord, pending: PendingWrite) -> None:
+        """The records of one state: its pending examples' new chunks, its pieces, then tombstones."""
+        payload = record.to_payload(record.encoder or self.group.global_model.group_encoder, self.label_field)
+        write = write_records(name, payload, replaced=self.group.written(name))
+        for key, value in pending.before + write.records + pending.after:
+            self.producer.send(self.topic, value, key=key)
+        self.group.wrote(name, write.chunk_keys)
+        self.last_bytes += write.payload_bytes + pending.payload_bytes
 
 
 class TransactionCommit:

@@ -8,6 +8,7 @@ did not write is skipped with a warning on stderr, as `worker serve` skips it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import nbstream
@@ -15,8 +16,8 @@ import nbstream
 from ..errors import UserError
 from ..io.kafka.client import KafkaClient
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta, write_snapshot
+from .follower import StateFollower, partition_of
 from .global_model import merge_states
-from .group_state import StateFollower, partition_of
 
 
 def _refuse(message: str) -> None:
@@ -47,10 +48,9 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, t
         raise UserError(f"the state topic {state_topic} holds no learned state (nothing learned yet, or another "
                         "--group or --input).")
     template = states[fitted[0]].model
-    for name, state in states.items():
-        state.encoder = encoders[name]
     model, features = merge_states(type(template)(**template.get_params()), encoders[fitted[0]],
-                                   [states[name] for name in fitted], on_conflict=_refuse)
+                                   [replace(states[name], encoder=encoders[name]) for name in fitted],
+                                   on_conflict=_refuse)
     offsets = {partition: state.next_offset for name, state in states.items()
                if (partition := partition_of(name)) is not None and state.next_offset is not None}
     label = next((state.label_field for state in states.values() if state.label_field), None)

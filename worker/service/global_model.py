@@ -16,24 +16,37 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+import pyarrow as pa
 
 import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.labels import ClassSet
+from nbstream.ndarrays import AnyArray
 
 from ..io.messages import NUMBER, STRING
-from .partition.record import PartitionState
 from .telemetry.metrics import GLOBAL_MODEL_MERGE_SECONDS
 
 log = logging.getLogger(__name__)
 
 
-def merge_states(fresh: NaiveBayes, encoder: FeatureEncoder, states: Iterable[PartitionState],
+class Statistics(Protocol):
+    """A partition's statistics as the merge reads them: a Partition, or a record of one."""
+
+    @property
+    def model(self) -> NaiveBayes: ...
+
+    @property
+    def encoder(self) -> FeatureEncoder | None:
+        """Its own encoder where codes are learned per partition (categorical), else None."""
+
+
+def merge_states(fresh: NaiveBayes, encoder: FeatureEncoder, states: Iterable[Statistics],
                  on_conflict: Callable[[str], None] | None = None) -> tuple[NaiveBayes, FeatureEncoder]:
     """One model from many partition states (and the encoder its codes refer to).
 
@@ -52,7 +65,7 @@ def merge_states(fresh: NaiveBayes, encoder: FeatureEncoder, states: Iterable[Pa
     return fresh, union
 
 
-def _recoded(state: PartitionState, union: CategoricalEncoder) -> nbstream.CategoricalNB:
+def _recoded(state: Statistics, union: CategoricalEncoder) -> nbstream.CategoricalNB:
     """A copy of a categorical state's model with its category codes those of ``union``."""
     model, encoder = state.model, state.encoder
     if not isinstance(model, nbstream.CategoricalNB) or not isinstance(encoder, CategoricalEncoder):
@@ -60,90 +73,122 @@ def _recoded(state: PartitionState, union: CategoricalEncoder) -> nbstream.Categ
     return copy.deepcopy(model).recode_categories(union.align(encoder))
 
 
+class StatisticsSources(Protocol):
+    """Where the global model's statistics come from (``GroupState``)."""
+
+    def states(self) -> list[Statistics]:
+        """Every state the merge takes: the base, the others' committed ones, the owned ones."""
+
+    def version(self) -> Hashable:
+        """Changes whenever ``states()`` would give other states, or one of them changed in a way
+        that rows learned (``GlobalModel.learn``) do not follow."""
+
+
 class GlobalModel:
-    """fresh() : an unfitted model with the group's parameters; encoder : the group's encoder;
+    """The merge of ``sources``, kept current: before it predicts or says what it knows, it asks
+    its sources whether anything changed since its last merge, and merges again if so.
+
+    fresh() : an unfitted model with the group's parameters; encoder : the group's encoder;
     classes : a fixed class set, or None for an open one."""
 
-    def __init__(self, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, classes=None):
-        self._fresh = fresh
-        self.encoder = encoder
-        self.classes = classes
-        self.model = fresh()
-        self.incremental = self.model.half_life is None and self.model.window is None  # both move per partition
-        self._stale = False
+    def __init__(self, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, sources: StatisticsSources,
+                 classes: AnyArray | list | None = None):
+        self._fresh, self._sources = fresh, sources
+        self._encoder = encoder
+        self._classes = classes
+        self._model = fresh()
+        self._incremental = self._model.half_life is None and self._model.window is None  # both move per partition
+        self._merged_from: Hashable = None  # the sources' version the model was merged from
+        self._behind = True  # rows were learned that the model did not follow: merge again
         self._alias = False  # the model is the only state's own
+
+    # ---- what it is ---------------------------------------------------------------------------
+    @property
+    def model(self) -> NaiveBayes:
+        """The merged model, current."""
+        self._catch_up()
+        return self._model
+
+    @property
+    def encoder(self) -> FeatureEncoder:
+        """The encoder the merged model's codes refer to, current."""
+        self._catch_up()
+        return self._encoder
+
+    @property
+    def group_encoder(self) -> FeatureEncoder:
+        """The group's encoder without merging first: ``encoder`` itself but for categorical
+        features, whose codes each partition learns (and the merge unites)."""
+        return self._encoder
+
+    @property
+    def classes(self) -> AnyArray | list | None:
+        """The fixed class set (None: open)."""
+        return self._classes
 
     @property
     def categorical(self) -> bool:
-        return isinstance(self.encoder, CategoricalEncoder)
+        return isinstance(self._encoder, CategoricalEncoder)
 
     @property
     def counts_only(self) -> bool:
         """Whether the model takes counts only (no negative feature values)."""
-        return bool(self.model.requires_non_negative)
+        return bool(self._model.requires_non_negative)
 
     @property
-    def known_classes(self) -> np.ndarray | None:
+    def known_classes(self) -> AnyArray | None:
         """(n_classes,) the classes learned so far, None before the first."""
-        return self.model.classes_ if self.model.is_fitted else None
+        model = self.model
+        return model.classes_ if model.is_fitted else None
 
     @property
     def version(self) -> int:
         """The examples the model has learned: the version predictions carry."""
-        return int(self.model.n_examples_seen_) if self.model.is_fitted else 0
+        model = self.model
+        return int(model.n_examples_seen_) if model.is_fitted else 0
 
     def label_kind(self) -> str | None:
         """The kind of label the group learns, once known."""
-        labels = self.model.classes_ if self.model.is_fitted else (
-            np.asarray(self.classes) if self.classes is not None else None)
+        model = self.model
+        labels = model.classes_ if model.is_fitted else (
+            np.asarray(self._classes) if self._classes is not None else None)
         if labels is None:
             return None
         return STRING if labels.dtype.kind in "US" else NUMBER
 
-    def rebuild(self, states: Iterable[PartitionState]) -> None:
-        states = list(states)
-        self._alias = len(states) == 1 and not self.categorical
-        if self._alias:
-            self.model = states[0].model
-        else:
-            with GLOBAL_MODEL_MERGE_SECONDS.time():
-                self.model, self.encoder = merge_states(self._fresh(), self.encoder, states)
-        self._stale = False
+    def adopt_width(self, encoder: FeatureEncoder) -> None:
+        """Take a list width another replica learned (an encoder of the same layout that knows it)."""
+        self._encoder = encoder
 
-    def invalidate(self) -> None:
-        """A state changed in a way the incremental update does not follow: rebuild before predicting."""
-        self._stale = True
+    # ---- learning and predicting --------------------------------------------------------------
+    def learn(self, X: object, y: AnyArray, batch: pa.RecordBatch | None = None) -> None:
+        """Learn rows a partition just learned: incrementally where the model follows row by row
+        (no forgetting, merged and current), else by merging again before it is next used.
+        batch : the rows as Arrow (categorical codes are the group encoder's, so they are encoded here)."""
+        if self._alias or self._behind or self._merged_from != self._sources.version():
+            return  # the only state's own model learned it; or the next use merges anyway
+        if not self._incremental:
+            self._behind = True
+            return
+        if self.categorical:
+            if batch is None:
+                self._behind = True
+                return
+            X = self._encoder.encode(batch, learn=True)[0]
+        self._model.partial_fit(X, y, classes=self._classes if not self._model.is_fitted else None)
 
-    @property
-    def stale(self) -> bool:
-        return self._stale
-
-    @property
-    def learns_apart(self) -> bool:
-        """Whether a batch learned into a partition's state must be learned into this model too
-        (not when this model is that state's own)."""
-        return not self._alias
-
-    def learn(self, X, y) -> None:
-        """Learn a batch already learned into its partition's state (incremental mode only)."""
-        if self._alias:
-            return  # the partition's state learned it: it is this model
-        if self.incremental and not self._stale:
-            self.model.partial_fit(X, y, classes=self.classes if not self.model.is_fitted else None)
-        else:
-            self._stale = True
-
-    def predict(self, X) -> Predictions:
+    def predict(self, X: object) -> Predictions:
         """The rows' predictions (all None while nothing is learned), each by this model."""
-        versions = np.full(X.shape[0], self.version, dtype=np.int64)
-        if not self.model.is_fitted:
+        model = self.model
+        versions = np.full(X.shape[0], self.version, dtype=np.int64)  # type: ignore[attr-defined]
+        if not model.is_fitted:
             return Predictions(None, None, None, versions)
-        proba = self.model.predict_proba(X)
-        return Predictions(self.model.classes_, np.argmax(proba, axis=1), proba, versions)
+        proba = model.predict_proba(X)
+        return Predictions(model.classes_, np.argmax(proba, axis=1), proba, versions)
 
     def predict_then_learn(self, X, y: np.ndarray, learned: np.ndarray, partitions: np.ndarray) -> Predictions:
         """Test-then-train predictions of a poll's rows: row i by this model plus the learned rows
-        before i of its own partition, exactly (nothing is learned here: the caller learns next).
+        before i of its own partition, exactly (nothing is learned here: the partitions learn next).
 
         X : (n_rows, n_features) encoded; y : (n_rows,) labels, read where learned;
         learned : (n_rows,) bool; partitions : (n_rows,) the input partition of each row.
@@ -152,17 +197,18 @@ class GlobalModel:
         code in its encoder until the poll is learned, so the rows before it cannot teach it."""
         if not learned.any() or self.categorical:
             return self.predict(X)
-        fitted = self.model.is_fitted
-        classes = self._classes_after(y[learned])
+        model = self.model
+        fitted = model.is_fitted
+        classes = self.classes_after(y[learned])
         position = {label: i for i, label in enumerate(classes.tolist())}
         proba = np.zeros((X.shape[0], len(classes)))
         versions = np.empty(X.shape[0], dtype=np.int64)
         for partition in np.unique(partitions).tolist():
             rows = partitions == partition
             whole = bool(rows.all())
-            scores = self.model.predict_proba_prequential(
+            scores = model.predict_proba_prequential(
                 X if whole else X[rows], y if whole else y[rows], learn=learned if whole else learned[rows],
-                classes=None if fitted else self.classes)
+                classes=None if fitted else self._classes)
             columns = [position[label] for label in scores.classes.tolist()]
             proba[np.ix_(rows, columns)] = scores.proba
             proba[np.flatnonzero(rows)[~scores.scored]] = np.nan
@@ -171,14 +217,30 @@ class GlobalModel:
         best = np.argmax(np.nan_to_num(proba, nan=0.0), axis=1)
         return Predictions(classes, best, proba, versions)
 
-    def _classes_after(self, labels: np.ndarray) -> np.ndarray:
+    def classes_after(self, labels: AnyArray) -> AnyArray:
         """(n_classes,) the classes the model has once it learned these labels (in this order)."""
-        if self.model.is_fitted:
-            classes = ClassSet(self.model.classes_.copy(), fixed=False)
+        model = self.model
+        if model.is_fitted:
+            classes = ClassSet(model.classes_.copy(), fixed=False)
         else:
-            classes = ClassSet.open() if self.classes is None else ClassSet.fixed_from(self.classes)
+            classes = ClassSet.open() if self._classes is None else ClassSet.fixed_from(self._classes)
         classes.index(labels)  # new labels join in order of first appearance, as learning adds them
         return classes.labels
+
+    def _catch_up(self) -> None:
+        """Merge the sources again when they changed since the last merge (or rows were learned
+        that the model did not follow)."""
+        version = self._sources.version()
+        if not self._behind and version == self._merged_from:
+            return
+        states = self._sources.states()
+        self._alias = len(states) == 1 and not self.categorical
+        if self._alias:
+            self._model = states[0].model
+        else:
+            with GLOBAL_MODEL_MERGE_SECONDS.time():
+                self._model, self._encoder = merge_states(self._fresh(), self._encoder, states)
+        self._merged_from, self._behind = version, False
 
 
 @dataclass

@@ -1,158 +1,87 @@
 """The partition states of a group as this replica sees them: its own, live; the others', as committed.
 
 The state topic is read from the beginning when a session starts and followed from then on
-(read_committed). When partitions are assigned, each one's latest committed state is taken
-over (or a fresh one made) and reading resumes at its next offset; revoked partitions are
-committed by the caller first, then released. The base state, when there is one, is a model
-the group started from (--init-model, or a snapshot folder of an earlier version).
+(``follower.py``). When partitions are assigned, each one's latest committed state is taken
+over (or a fresh one made) as a live ``Partition``, and reading resumes at its next offset;
+revoked partitions are committed by the caller first, then released. The base state, when
+there is one, is a model the group started from (--init-model, or a snapshot folder of an
+earlier version).
 
-A record of the state topic the service did not write, or cannot read, is skipped with a
-warning (and counted in ``nbstream_state_records_skipped_total``); its partition keeps its
-last state that reads. A state that reads but was learned with another model or other
-features is a ConfigError: the service's options, not the record, are then in question.
+A state that reads but was learned with another model or other features is a ConfigError:
+the service's options, not the record, are then in question.
 
 A partition's pending examples (delayed labels) are records of their own, named after its
-state (``pending_records.py``). They are kept as read, compressed, until tombstones delete
-them, since any replica may take the partition over; a state is taken only if every chunk
-record it lists is there, and its store is restored from them when its partition is assigned.
+state (``pending/records.py``); a state is taken only if every chunk record it lists is there,
+and its store is restored from them when its partition is assigned.
+
+The group's model (``GlobalModel``) is the merge of ``states()``; ``version()`` tells it when
+to merge again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, replace
 from functools import partial
 
-import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
+from nbstream.base import NaiveBayes
+from nbstream.ndarrays import AnyArray
 
 from ..errors import ConfigError
-from ..io.kafka.client import KafkaFailure, Reader, Start
-from ..io.kafka.state_topic import ForeignRecord, StateAssembler
-from .global_model import GlobalModel
-from .partition.record import PartitionState, UnreadableState, partition_number
-from .pending.records import PendingRecords, pending_name, pending_of
+from ..io.kafka.client import KafkaFailure, Start
+from .follower import StateFollower, partition_of, state_name, unreadable
+from .global_model import GlobalModel, Statistics
+from .partition.drift_watch import DriftSettings
+from .partition.partition import Partition
+from .partition.quality import PredictionQuality
+from .partition.record import PartitionRecord
+from .pending.records import PendingRecords
 from .pending.store import PendingExamples
-from .telemetry.metrics import STATE_RECORDS_SKIPPED
 
 log = logging.getLogger(__name__)
-BASE = "base"
-_KEY_SHOWN = 100  # characters of a skipped record's key in its log line
 
 
-def state_name(partition: int) -> str:
-    return f"partition-{partition}"
+@dataclass(frozen=True)
+class PartitionSettings:
+    """What every owned partition is given.
 
-
-def partition_of(name: str) -> int | None:
-    prefix, separator, number = name.partition("-")
-    return partition_number(number) if prefix == "partition" and separator else None
-
-
-def is_state_name(name: str) -> bool:
-    """Whether the service writes states under this name: the base, a partition's, or a chunk of a
-    partition's pending examples."""
-    pending = pending_of(name)
-    return name == BASE or partition_of(name if pending is None else pending[0]) is not None
-
-
-class StateFollower:
-    """Reads the state topic from its beginning and keeps following it."""
-
-    def __init__(self, reader: Reader, topic: str):
-        self.reader, self.topic = reader, topic
-        self.assembler = StateAssembler(on_skip=self.skipped, is_name=is_state_name)
-        self.bytes_read = 0
-        reader.assign(topic)
-
-    def poll(self, timeout_s: float = 0.0) -> list[str]:
-        """Names whose newest state became complete in what was read now (the base's and
-        partitions'; the records of pending examples are kept until a partition is taken over)."""
-        completed = []
-        for record in self.reader.poll(timeout_s):
-            self.bytes_read += len(record.value or b"")
-            name = self.assembler.add(record.key, record.value)
-            if name is not None and pending_of(name) is None:
-                completed.append(name)
-        return completed
-
-    def catch_up(self, timeout_s: float) -> list[str]:
-        """Read to the end of the topic (its last stable offset); names completed on the way."""
-        deadline = time.monotonic() + timeout_s
-        completed = self.poll(0.2)
-        while not self.reader.caught_up():
-            if time.monotonic() > deadline:
-                raise KafkaFailure(f"the state topic {self.topic} could not be read to its end within {timeout_s:.0f}s")
-            completed += self.poll(0.2)
-        return completed
-
-    def take(self, name: str, fresh_model: nbstream.base.NaiveBayes) -> tuple[PartitionState, FeatureEncoder] | None:
-        """The newest state of ``name`` that reads, and the feature encoder it was learned with
-        (``fresh_model`` is its model if it learned nothing); None when no state of ``name`` that
-        reads came since the last take. Each newer one that does not is skipped."""
-
-        def read(payload: bytes) -> tuple[PartitionState, FeatureEncoder]:
-            try:
-                state, encoder = PartitionState.from_payload(payload, fresh_model, name)
-            except UnreadableState as error:
-                raise ForeignRecord(unreadable(error.reason)) from None
-            records = state.pending_records
-            missing = [] if records is None else [segment for segment, digest in records.digests.items()
-                                                   if not self.assembler.holds(pending_name(name, segment), digest)]
-            if missing:
-                raise ForeignRecord(unreadable(f"pending examples: the records of chunks {sorted(missing)[:5]} "
-                                               "it lists are not in the topic"))
-            return state, encoder
-
-        return self.assembler.take(name, read)
-
-    def pending_in_topic(self, name: str) -> dict[str, frozenset[bytes]]:
-        """The records of the pending examples of the state ``name`` read so far: segment -> chunk keys."""
-        found = {}
-        for record_name in self.assembler.names(pending_name(name, "")):
-            pending = pending_of(record_name)
-            if pending is not None and pending[0] == name:
-                found[pending[1]] = self.assembler.chunk_keys(record_name)
-        return found
-
-    def read_pending(self, name: str, segment: str, digest: str) -> bytes:
-        """The bytes of one chunk of the pending examples of the state ``name``, from its record of
-        that digest (which stays, for another take-over). Raises ForeignRecord when it is not there
-        or does not read."""
-        return self.assembler.read(pending_name(name, segment), digest)
-
-    def drop(self, name: str) -> None:
-        """Forget the states of ``name`` read so far without reading them."""
-        self.assembler.drop(name)
-
-    def skipped(self, key: str, problem: str) -> None:
-        """Report a record passed over: one warning line, counted."""
-        shown = key if len(key) <= _KEY_SHOWN else f"{key[:_KEY_SHOWN]}... ({len(key):,} characters)"
-        log.warning("skipped a state-topic record the service did not write or cannot read",
-                    extra={"topic": self.topic, "key": shown, "problem": problem})
-        STATE_RECORDS_SKIPPED.inc()
-
-
-def unreadable(reason: str) -> str:
-    """The problem a skipped partition state is reported with."""
-    return f"unreadable partition state ({reason})"
+    classes : a fixed class set (None: open); max_pending : the most pending examples a
+        partition keeps (delayed labels), None when the service keeps none (the pending records
+        a partition has in the topic are then tombstoned at its next commit); label_ttl_ms : how
+        long a message waits for its label; drift : how errors are watched (None: not watched)."""
+    classes: AnyArray | list | None = None
+    max_pending: int | None = None
+    label_ttl_ms: int | None = None
+    drift: DriftSettings | None = None
 
 
 class GroupState:
-    """fresh() : an unfitted model with the configured parameters; encoder : the configured encoder;
-    max_pending : the most pending examples each owned partition keeps (delayed labels), None
-        when the service keeps none (the pending records a partition has in the topic are then
-        tombstoned at its next commit)."""
+    """fresh() : an unfitted model with the configured parameters; encoder : the configured
+    encoder; start : where a partition without state starts (earliest, latest)."""
 
-    def __init__(self, fresh: Callable[[], nbstream.base.NaiveBayes], global_model: GlobalModel,
-                 follower: StateFollower, start: str = "earliest", max_pending: int | None = None):
-        self.fresh, self.global_model, self.follower, self.start = fresh, global_model, follower, start
-        self.max_pending = max_pending
-        self.owned: dict[int, PartitionState] = {}
-        self.latest: dict[int, PartitionState] = {}  # newest committed state of partitions not owned
-        self.base: PartitionState | None = None
-        self.chunk_keys: dict[str, frozenset[bytes]] = {}
+    def __init__(self, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, follower: StateFollower,
+                 start: str = "earliest", settings: PartitionSettings | None = None):
+        self.fresh, self.follower, self.start = fresh, follower, start
+        self.settings = settings or PartitionSettings()
+        self.global_model = GlobalModel(fresh, encoder, self, self.settings.classes)
+        self._encoder = encoder  # the configured one: a categorical partition's own starts from its spec
+        self.owned: dict[int, Partition] = {}
+        self.latest: dict[int, PartitionRecord] = {}  # newest committed state of partitions not owned
+        self.base: PartitionRecord | None = None
+        self._written: dict[str, frozenset[bytes]] = {}  # a state's name -> the keys of its records in the topic
+        self._membership = 0  # grows whenever states() would give other states
+
+    # ---- what the global model merges -------------------------------------------------------
+    def states(self) -> list[Statistics]:
+        """Every state the global model merges: the base, the others' committed ones, the owned ones."""
+        others: list[Statistics] = [state for p, state in self.latest.items() if p not in self.owned]
+        return ([self.base] if self.base else []) + others + list(self.owned.values())
+
+    def version(self) -> Hashable:
+        return self._membership, sum(partition.revision for partition in self.owned.values())
 
     # ---- reading ----------------------------------------------------------------------------
     def take_updates(self, names: list[str]) -> None:
@@ -170,9 +99,9 @@ class GroupState:
                 self.base = state
             else:
                 self.latest[partition] = state
-            self.global_model.invalidate()
+            self._membership += 1
 
-    def _adopt(self, name: str, state: PartitionState, encoder: FeatureEncoder) -> PartitionState:
+    def _adopt(self, name: str, state: PartitionRecord, encoder: FeatureEncoder) -> PartitionRecord:
         """A state read from the topic, once it is known to fit this service's configuration (a
         ConfigError when it was learned with another model or other features)."""
         source = f"state topic {self.follower.topic}, {name}"
@@ -180,22 +109,17 @@ class GroupState:
         if state.model.is_fitted and (type(state.model) is not type(fresh) or state.model.differing_params(fresh)):
             raise ConfigError(f"{source} holds a {state.model!r}; this service is configured for {fresh!r}. "
                               "Serve with the same model options, or use a new --group.")
-        configured = self.global_model.encoder
+        configured = self.global_model.group_encoder
         if isinstance(configured, CategoricalEncoder):
-            state.encoder = encoder
-        elif configured.n_features is None and encoder.n_features is not None:
-            self.global_model.encoder = encoder  # a list width learned by another replica
+            return replace(state, encoder=encoder)
+        if configured.n_features is None and encoder.n_features is not None:
+            self.global_model.adopt_width(encoder)  # a list width learned by another replica
         elif not configured.same_layout(encoder) and encoder.n_features is not None:
             raise ConfigError(f"{source} was learned with features {encoder.describe()}; this service is configured "
                               f"for {configured.describe()}. Use the same feature options, or a new --group.")
         return state
 
-    def states(self) -> list[PartitionState]:
-        """Every state the global model merges: the base, the others' committed ones, the owned ones."""
-        others = [state for p, state in self.latest.items() if p not in self.owned]
-        return ([self.base] if self.base else []) + others + list(self.owned.values())
-
-    # ---- assignment -----------------------------------------------------------------------
+    # ---- assignment -------------------------------------------------------------------------
     def assign(self, partitions: list[int], committed: dict[int, int | None], *, wait_s: float,
                strict: bool) -> dict[int, Start]:
         """Take over these partitions; returns where each starts reading.
@@ -226,45 +150,56 @@ class GroupState:
                                f"{wait_s:.0f}s (an open transaction on the state topic)")
         starts: dict[int, Start] = {}
         for partition in partitions:
-            state = self.latest.pop(partition, None)
-            if state is not None:
-                state = self._with_pending(state_name(partition), state)
-            if partition in behind and state is not None:
-                log.warning("a partition's state is behind its committed offset: continuing from the state, so "
-                            "some predictions may repeat", extra={"partition": partition, "committed":
-                                                                  committed.get(partition),
-                                                                  "state_offset": state and state.next_offset})
-            if state is None:
-                state = PartitionState(self.fresh(), self._own_encoder())
-                if committed.get(partition) is not None:
-                    log.warning("a partition has a committed offset but no state: starting it afresh",
-                                extra={"partition": partition, "committed": committed[partition],
-                                       "start": self._default_start(partition)})
-                self._with_pending(state_name(partition), state)
-            self.chunk_keys[state_name(partition)] = self.follower.assembler.chunk_keys(state_name(partition))
-            self.owned[partition] = state
-            starts[partition] = state.next_offset if state.next_offset is not None else self._default_start(partition)
-        self.global_model.invalidate()
+            record = self._taken_over(partition, committed.get(partition), partition in behind)
+            self.owned[partition] = owned = Partition(partition, record, self.global_model,
+                                                      drift=self.settings.drift,
+                                                      label_ttl_ms=self.settings.label_ttl_ms)
+            name = state_name(partition)
+            self._written[name] = self.follower.assembler.chunk_keys(name)
+            starts[partition] = owned.next_offset if owned.next_offset is not None \
+                else self._default_start(partition)
+        self._membership += 1
         return starts
 
-    def _with_pending(self, name: str, state: PartitionState) -> PartitionState | None:
-        """The state with its pending examples as the service keeps them: restored from their
+    def _taken_over(self, partition: int, committed: int | None, behind: bool) -> PartitionRecord:
+        """The partition's newest state with its pending examples restored (or a new state)."""
+        name = state_name(partition)
+        record = self.latest.pop(partition, None)
+        if record is not None:
+            record = self._with_pending(name, record)
+        if behind and record is not None:
+            log.warning("a partition's state is behind its committed offset: continuing from the state, so "
+                        "some predictions may repeat", extra={"partition": partition, "committed": committed,
+                                                              "state_offset": record.next_offset})
+        if record is None:
+            if committed is not None:
+                log.warning("a partition has a committed offset but no state: starting it afresh",
+                            extra={"partition": partition, "committed": committed,
+                                   "start": self._default_start(partition)})
+            record = self._with_pending(name, PartitionRecord(self.fresh(), self._own_encoder()))
+            assert record is not None, "a new state has no pending records to fail to restore"
+        return record
+
+    def _with_pending(self, name: str, record: PartitionRecord) -> PartitionRecord | None:
+        """The record with its pending examples as the service keeps them: restored from their
         records, kept (a live state this replica released), a new store, or none. None when they
         do not restore: the state is then unreadable, reported as one skipped."""
-        records = state.pending_records or PendingRecords()
-        if self.max_pending is None:
-            state.pending, records = None, PendingRecords()  # it lists nothing: every record is stale
-        elif state.pending is None and state.pending_records is None:
-            state.pending = PendingExamples(self.max_pending)
-        elif state.pending is None:
+        records = record.pending_records or PendingRecords()
+        pending = record.pending
+        max_pending = self.settings.max_pending
+        if max_pending is None:
+            pending, records = None, PendingRecords()  # it lists nothing: every record is stale
+        elif pending is None and record.pending_records is None:
+            pending = PendingExamples(max_pending)
+        elif pending is None:
             try:
-                state.pending = records.restore(partial(self.follower.read_pending, name), self.max_pending)
+                pending = records.restore(partial(self.follower.read_pending, name), max_pending)
             except ValueError as error:  # ForeignRecord too: a record missing or forged
                 self.follower.skipped(name, unreadable(str(error)[:300]))
                 return None
         records.found(self.follower.pending_in_topic(name))
-        state.pending_records = records if state.pending is not None or records.stale else None
-        return state
+        return replace(record, pending=pending,
+                       pending_records=records if pending is not None or records.stale else None)
 
     def _behind(self, partition: int, committed: int | None) -> bool:
         """Whether the partition has a committed offset its known state (if any) has not reached."""
@@ -272,27 +207,36 @@ class GroupState:
         offset = None if state is None else state.next_offset
         return committed is not None and (offset is None or offset < committed)
 
-    def _default_start(self, partition: int):
+    def _default_start(self, partition: int) -> Start:
         if self.base is not None and partition in self.base.starts:
             return self.base.starts[partition]
         return self.start
 
     def _own_encoder(self) -> FeatureEncoder | None:
-        encoder = self.global_model.encoder
+        encoder = self._encoder
         return encoder.spec.encoder() if isinstance(encoder, CategoricalEncoder) else None
 
-    def start_from(self, base: PartitionState) -> None:
+    def start_from(self, base: PartitionRecord) -> None:
         """A new group's starting model, once it is committed to the state topic."""
         self.base = base
-        self.global_model.invalidate()
+        self._membership += 1
 
     def release(self, partitions: list[int]) -> None:
         """Stop owning these partitions (after committing them); their states become the latest known."""
         for partition in partitions:
-            state = self.owned.pop(partition, None)
-            if state is not None:
-                self.latest[partition] = state
-        self.global_model.invalidate()
+            owned = self.owned.pop(partition, None)
+            if owned is not None:
+                self.latest[partition] = owned.record()
+        self._membership += 1
+
+    # ---- what the checkpoint writes ---------------------------------------------------------
+    def written(self, name: str) -> frozenset[bytes]:
+        """The keys of the records the state ``name`` has in the topic (its pieces), as last written or read."""
+        return self._written.get(name, frozenset())
+
+    def wrote(self, name: str, keys: frozenset[bytes]) -> None:
+        """Record the keys the state ``name`` was just written under."""
+        self._written[name] = keys
 
     def offsets(self) -> dict[int, int]:
         """The next offset of every owned partition that has processed something."""
@@ -310,3 +254,22 @@ class GroupState:
             offset = self.owned[partition].labels_next_offset
             starts[partition] = self.start if offset is None else offset
         return starts
+
+    # ---- what the metrics show --------------------------------------------------------------
+    def pending_examples(self) -> int:
+        """Messages of the owned partitions waiting for their label."""
+        return sum(partition.pending_examples for partition in self.owned.values())
+
+    def quality_reports(self) -> Callable[[], tuple[dict, dict[int, dict]]]:
+        """The group's prequential quality (over every state known) and each owned partition's, as
+        reports made when called (from the metrics server's thread: the qualities it reads are
+        taken now, and allow being judged meanwhile)."""
+        owned = {p: partition.quality for p, partition in self.owned.items()}
+        known = [state.quality for p, state in self.latest.items() if p not in self.owned] + list(owned.values())
+        if self.base is not None:
+            known.insert(0, self.base.quality)
+
+        def reports() -> tuple[dict, dict[int, dict]]:
+            return (PredictionQuality.merged(known).report(),
+                    {p: quality.report() for p, quality in sorted(owned.items())})
+        return reports

@@ -24,15 +24,15 @@ from ..config import ServeConfig
 from ..errors import ConfigError, UserError
 from ..io.fields import REGISTRY_FORMATS
 from ..io.formats import MessageFormat, PredictionEncoder, message_format
+from ..io.interfaces import Refusals
 from ..io.json_predictions import prediction_values
 from ..io.kafka.client import KafkaFailure
 from ..io.kafka.connect import connect
-from ..io.kafka.sink import Refusals
 from ..io.registry.avro_predictions import AvroPredictions
 from ..io.registry.client import RegistryClient, RegistryUnavailable
 from ..io.registry.records import RegistryRecords, registry_records
 from ..snapshot_meta import KafkaOffsets, read_snapshot
-from .partition.record import PartitionState
+from .partition.record import PartitionRecord
 from .session import Session
 from .snapshots import SnapshotStore
 from .telemetry.metrics import ServiceMetrics
@@ -61,7 +61,7 @@ class StartingPoint:
     """The model and features a group starts from: the configured ones, or those of a snapshot."""
     template: NaiveBayes  # an unfitted model with the group's parameters
     features: dict  # the group's feature encoder, as JSON
-    base: PartitionState | None = None  # a model the group starts from
+    base: PartitionRecord | None = None  # a model the group starts from
 
     def fresh(self) -> NaiveBayes:
         return type(self.template)(**self.template.get_params())
@@ -88,7 +88,7 @@ def starting_point(config: ServeConfig, store: SnapshotStore | None) -> Starting
 def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int]) -> StartingPoint:
     group_features = features.spec.encoder().to_json() if isinstance(features, CategoricalEncoder) \
         else features.to_json()
-    base = PartitionState(model, encoder=features if isinstance(features, CategoricalEncoder) else None,
+    base = PartitionRecord(model, encoder=features if isinstance(features, CategoricalEncoder) else None,
                           starts=starts)
     return StartingPoint(type(model)(**model.get_params()), group_features, base)
 

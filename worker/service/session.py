@@ -21,17 +21,19 @@ from ..checkpoint import CheckpointPolicy
 from ..config import ServeConfig
 from ..errors import ConfigError
 from ..io.formats import MessageFormat, message_format
+from ..io.interfaces import Refusals
 from ..io.kafka.client import Consumer, KafkaClient, KafkaFailure, Producer, Start, TopicInfo
-from ..io.kafka.sink import Destination, KafkaSink, Refusals
+from ..io.kafka.sink import Destination, KafkaSink
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..io.registry.client import RegistryAccessError, RegistryUnavailable
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta
 from .commit import ServeCheckpoint, TransactionalProducer
-from .global_model import GlobalModel
-from .group_state import GroupState, StateFollower
-from .loop import PrequentialLoop, drift_settings
-from .partition.record import PartitionState
-from .pending.join import label_settings
+from .follower import StateFollower
+from .group_state import GroupState, PartitionSettings
+from .loop import LoopOutputs, LoopSettings, PrequentialLoop
+from .partition.drift_watch import DriftSettings
+from .partition.record import PartitionRecord
+from .pending.join import LabelSettings
 from .snapshots import SnapshotStore
 from .telemetry.counts import UncommittedCounts
 from .telemetry.lag import GroupLag
@@ -58,7 +60,7 @@ class Session:
     def __init__(self, client: KafkaClient, config: ServeConfig, metrics: ServiceMetrics,
                  fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, transactional_id: str,
                  refusals: Refusals,
-                 base: PartitionState | None = None, store: SnapshotStore | None = None,
+                 base: PartitionRecord | None = None, store: SnapshotStore | None = None,
                  messages: MessageFormat | None = None):
         self.config, self.metrics, self.store = config, metrics, store
         self.messages = messages or message_format(config.fields)
@@ -90,9 +92,8 @@ class Session:
         else:
             self.producer = raw
         self.follower = StateFollower(client.reader(read_committed=True), config.states)
-        self.global_model = GlobalModel(fresh, encoder, config.classes or None)
-        self.group = GroupState(fresh, self.global_model, self.follower, start=config.start,
-                                max_pending=config.max_pending if config.labels_topic else None)
+        self.group = GroupState(fresh, encoder, self.follower, start=config.start,
+                                settings=partition_settings(config))
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
         self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
@@ -109,10 +110,8 @@ class Session:
             self.checkpoint.start_group_from(base)
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
-        self.loop = PrequentialLoop(self.messages, self.group, self.sink, self.sink, metrics,
-                                    learn=config.learn, refusals=refusals, max_classes=config.max_classes,
-                                    counts=self.counts, drift=drift_settings(config), labels=label_settings(config),
-                                    fields=config.fields)
+        self.loop = PrequentialLoop(self.messages, self.group, LoopOutputs(self.sink, self.sink, refusals), metrics,
+                                    self.counts, loop_settings(config))
         self.consumer.subscribe(self._assigned, self._revoked, self._lost, label_starts=self.group.label_starts)
         self._probed = time.monotonic()
         if config.metrics_port is not None:  # measured only to be shown
@@ -158,7 +157,7 @@ class Session:
         self.metrics.assigned.set(len(self.group.owned))
         self.metrics.restore_seconds.set(seconds)
         self.metrics.state_read_bytes.set(self.follower.bytes_read)
-        self.metrics.quality.update(self.group.owned, self.group.states())
+        self.metrics.quality.show(self.group.quality_reports())
         restored = [p for p in partitions if self.group.owned[p].next_offset is not None]
         log.info("partitions assigned", extra={
             "partitions": partitions, "restored": restored, "state_topic": self.config.states,
@@ -185,7 +184,7 @@ class Session:
             labels = self.consumer.polled_labels()
             self.group.take_updates(self.follower.poll(0.0))
             if (len(polled) or len(labels)) and self._process(polled, labels, should_stop):
-                self.metrics.quality.update(self.group.owned, self.group.states())
+                self.metrics.quality.show(self.group.quality_reports())
             if self.checkpoint.due(len(polled) + len(labels)):
                 self.commit()
             self._heartbeat(len(polled) + len(labels) > 0)
@@ -235,9 +234,7 @@ class Session:
         """The global model as a snapshot file in --snapshot-dir, with every partition's next offset."""
         assert self.store is not None
         self._copied, self._copy_due = time.monotonic(), False
-        model = self.global_model
-        if model.stale:
-            model.rebuild(self.group.states())
+        model = self.group.global_model
         if not model.model.is_fitted:
             return
         offsets = {p: s.next_offset for p, s in self.group.latest.items() if s.next_offset is not None}
@@ -296,6 +293,22 @@ class Session:
             except Exception as error:  # closing must go on whatever one client says
                 log.debug("an error while closing", extra={"error": str(error)})
 
+
+
+def partition_settings(config: ServeConfig) -> PartitionSettings:
+    """What every owned partition is given, of a ServeConfig."""
+    labels = config.labels_topic is not None
+    return PartitionSettings(classes=config.classes or None, max_pending=config.max_pending if labels else None,
+                             label_ttl_ms=int(config.label_ttl * 1000) if labels else None,
+                             drift=None if config.drift_detector == "none" else
+                             DriftSettings(config.drift_detector, reset_to_window=config.on_drift == "reset-to-window"))
+
+
+def loop_settings(config: ServeConfig) -> LoopSettings:
+    """What the loop is told, of a ServeConfig."""
+    labels = None if config.labels_topic is None else \
+        LabelSettings(config.labels_topic, int(config.label_ttl * 1000), config.dlq_unmatched_labels)
+    return LoopSettings(learn=config.learn, max_classes=config.max_classes, fields=config.fields, labels=labels)
 
 
 def _check_labels_topic(labels: TopicInfo | None, name: str, input_topic: str, source: TopicInfo | None) -> None:

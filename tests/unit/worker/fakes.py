@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from worker.io.kafka.client import Reader
 from worker.io.records import Polled, Record
-from worker.service.group_state import StateFollower
+from worker.service.follower import StateFollower
 
 
 @dataclass

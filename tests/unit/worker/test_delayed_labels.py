@@ -13,8 +13,8 @@ import pytest
 import nbstream
 from worker.errors import ConfigError
 from worker.io.kafka.state_topic import StateAssembler
-from worker.service.group_state import is_state_name, partition_of, state_name
-from worker.service.partition.record import PartitionState
+from worker.service.follower import is_state_name, partition_of, state_name
+from worker.service.partition.record import PartitionRecord
 from worker.service.pending.join import widened
 from worker.service.telemetry.metrics import ServiceMetrics
 
@@ -45,11 +45,11 @@ def send_labels(kafka: FakeKafka, ids, at_ms: int = 2_000, partition: int = 0, l
                      partition=partition, timestamp_ms=at_ms)
 
 
-def states_in(kafka: FakeKafka) -> dict[str, PartitionState]:
+def states_in(kafka: FakeKafka) -> dict[str, PartitionRecord]:
     """The committed partition states, by name (their pending examples' records aside)."""
     assembler = StateAssembler(is_name=is_state_name)
     names = [assembler.add(record.key, record.value) for record in kafka.topics[STATES].log[0]]
-    return {name: PartitionState.from_payload(assembler.take(name), nbstream.MultinomialNB(), name)[0]
+    return {name: PartitionRecord.from_payload(assembler.take(name), nbstream.MultinomialNB(), name)[0]
             for name in dict.fromkeys(filter(None, names)) if partition_of(name) is not None}
 
 
@@ -256,3 +256,21 @@ def test_an_id_longer_than_1024_characters_is_served_but_not_kept_and_its_label_
     [(_, headers)] = dead_letters_of(kafka)
     assert headers["error"] == b"field 'id' is longer than 1,024 characters"
     assert headers["source.topic"] == b"labels"
+
+
+def test_a_message_of_a_poll_older_than_the_ttl_by_the_polls_newest_is_expired_not_kept():
+    kafka = cluster()
+    metrics = ServiceMetrics()
+    session = open_session(kafka, labeled(label_ttl=7 * 86_400.0), metrics)
+    now_ms = int(time.time() * 1000)
+    send_features(kafka, ["m0", "m1"], at_ms=now_ms)
+    send_features(kafka, ["m2"], at_ms=now_ms - 8 * DAY_MS)  # in the same poll, eight days older
+    session.run(polls(1))
+    assert metrics.delayed_labels["expired"]._value.get() == 1
+    assert len(session.group.owned[0].pending) == 2
+    send_labels(kafka, ["m0", "m1", "m2"], at_ms=now_ms)
+    session.run(polls(1))
+    assert_learned_exactly(kafka, ["m0", "m1"])  # m2's label met nothing: it waits, unmatched
+    assert metrics.delayed_labels["joined"]._value.get() == 2
+    assert session.group.owned[0].pending.waiting_labels == 1
+    assert set(predictions_of(kafka)) == {"m0", "m1", "m2"}  # every message was served all the same

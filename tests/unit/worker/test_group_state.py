@@ -11,9 +11,9 @@ from tests.helpers.state_records import forged_state, partition_payload
 from worker.errors import ConfigError
 from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.state_topic import write_records
-from worker.service.global_model import GlobalModel
-from worker.service.group_state import GroupState, state_name
-from worker.service.partition.record import PartitionState
+from worker.service.follower import state_name
+from worker.service.group_state import GroupState
+from worker.service.partition.record import PartitionRecord
 
 from .fakes import FakeFollower
 
@@ -25,7 +25,7 @@ def stored(partition, next_offset, rows=1, model=None):
 
 def group(follower):
     fresh = nbstream.MultinomialNB
-    return GroupState(fresh, GlobalModel(fresh, FeatureSpec.vector("features").encoder()), follower)
+    return GroupState(fresh, FeatureSpec.vector("features").encoder(), follower)
 
 
 def test_assigned_partitions_resume_from_their_committed_states_or_start_fresh():
@@ -98,7 +98,7 @@ def test_an_unreadable_partition_state_is_a_snapshot_error(header):
 
     payload = b"NBPS" + struct.pack("<I", len(header)) + header
     with pytest.raises(nbstream.SnapshotError, match="unreadable partition state"):
-        PartitionState.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
+        PartitionRecord.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
 
 
 # ---- records the service did not write ---------------------------------------------------------
@@ -218,7 +218,7 @@ def test_a_readable_state_of_another_model_kind_stays_a_config_error():
 
 
 def test_partition_numbers_are_plain_ascii_digits_within_kafkas_range():
-    from worker.service.group_state import partition_of
+    from worker.service.follower import partition_of
 
     assert [partition_of(f"partition-{n}") for n in ("0", "17", "2147483647")] == [0, 17, 2_147_483_647]
     assert {partition_of(name) for name in ("partition-²", "partition-٣", "partition-01", "partition--1",

@@ -11,24 +11,26 @@ import nbstream
 from nbstream.arrow import FeatureSpec
 from worker.io.fields import MessageFields
 from worker.io.formats import message_format
+from worker.io.kafka.state_topic import write_records
 from worker.io.records import Polled
-from worker.service.global_model import GlobalModel
-from worker.service.group_state import GroupState
-from worker.service.loop import DriftSettings, PrequentialLoop
-from worker.service.partition.drift_watch import DriftWatch
-from worker.service.partition.record import PartitionState
+from worker.service.follower import state_name
+from worker.service.group_state import GroupState, PartitionSettings
+from worker.service.loop import LoopOutputs, LoopSettings, PrequentialLoop
+from worker.service.partition.drift_watch import DriftSettings, DriftWatch
+from worker.service.partition.record import PartitionRecord
 from worker.service.telemetry.metrics import ServiceMetrics
 
 from .fakes import FakeFollower, FakeRecord, FakeSink, Journal, records
 
 
-def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB, drift=None):
+def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB, drift=None,
+              follower=None):
     encoder = (spec or FeatureSpec.vector("features")).encoder()
-    group = GroupState(model, GlobalModel(model, encoder, classes), FakeFollower())
+    group = GroupState(model, encoder, follower or FakeFollower(), settings=PartitionSettings(classes, drift=drift))
     group.assign(list(partitions), {}, wait_s=0, strict=True)
     sink = FakeSink(Journal())
-    return PrequentialLoop(message_format(MessageFields(feature_names=["colour"])), group, sink, sink, ServiceMetrics(),
-                           learn=learn, drift=drift), sink
+    return PrequentialLoop(message_format(MessageFields(feature_names=["colour"])), group, LoopOutputs(sink, sink),
+                           ServiceMetrics(), settings=LoopSettings(learn=learn)), sink
 
 
 def test_each_message_is_predicted_by_the_model_that_learned_every_earlier_one():
@@ -141,7 +143,6 @@ def test_categorical_codes_are_learned_per_partition_and_aligned_in_the_global_m
     loop.process(batch)
     owned = loop.group.owned
     assert owned[0].encoder.categories == [{"red": 0}] and owned[1].encoder.categories == [{"blue": 0}]
-    loop.group.global_model.rebuild(loop.group.states())
     assert loop.group.global_model.model.predict([[loop.group.global_model.encoder.categories[0]["blue"]]]) == ["y"]
 
 
@@ -179,15 +180,15 @@ def test_a_drift_is_detected_logged_counted_and_kept_in_the_state(caplog):
     with caplog.at_level(logging.WARNING):
         loop, errors = _served_after_drift(messages, on_drift_reset=False)
     state = loop.group.owned[0]
-    detections = state.drift["detections"]
+    detections = state.record().drift["detections"]
     assert detections and 3_000 <= detections[0]["examples"] < 3_500 and detections[0]["error_before"] < 0.2
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "drift" in r.getMessage()]
     assert len(warnings) == len(detections) and warnings[0].partition == 0
     assert len(errors) == len(messages) - 1  # every message but the first was judged
     assert [d.examples for d in DriftWatch("adwin", 0).observe(errors)] == [d["examples"] for d in detections]
-    restored, _ = PartitionState.from_payload(state.to_payload(loop.group.global_model.encoder),
-                                              nbstream.MultinomialNB(window=2_000, window_buckets=10), "p")
-    assert restored.drift == state.drift
+    restored, _ = PartitionRecord.from_payload(state.record().to_payload(loop.group.global_model.encoder),
+                                               nbstream.MultinomialNB(window=2_000, window_buckets=10), "p")
+    assert restored.drift == state.record().drift
 
 
 def test_reset_to_window_recovers_sooner_than_the_window_alone():
@@ -196,16 +197,18 @@ def test_reset_to_window_recovers_sooner_than_the_window_alone():
     loop, reset = _served_after_drift(messages, on_drift_reset=True)
     after = slice(3_000, 4_500)  # the 1,500 messages after the change
     assert reset[after].mean() < reported[after].mean() - 0.1
-    assert loop.group.owned[0].drift["detections"]
+    assert loop.group.owned[0].record().drift["detections"]
 
 
 def test_a_forged_drift_watch_in_a_state_is_replaced_with_a_warning(caplog):
-    loop, _ = make_loop(drift=DriftSettings("adwin"))
-    loop.group.owned[0].drift = {"detector": "adwin", "judged": -5}
+    forged = PartitionRecord(nbstream.MultinomialNB(), drift={"detector": "adwin", "judged": -5})
+    payload = forged.to_payload(FeatureSpec.vector("features").encoder())
+    loop, _ = make_loop(drift=DriftSettings("adwin"),
+                        follower=FakeFollower(write_records(state_name(0), payload).records))
     with caplog.at_level(logging.WARNING):
         loop.process(records([{"features": [1, 0], "label": "a"}, {"features": [0, 1], "label": "b"}]))
     assert any("drift watch could not be restored" in r.getMessage() for r in caplog.records)
-    assert loop.group.owned[0].drift["judged"] == 1
+    assert loop.group.owned[0].record().drift["judged"] == 1
 
 
 

@@ -11,7 +11,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from worker.io.kafka.dead_letters import reason_of
-from worker.service.partition.record import PartitionState
+from worker.service.partition.quality import PredictionQuality
 from worker.service.telemetry.metrics import ServiceMetrics
 
 
@@ -41,13 +41,19 @@ def test_a_batch_of_latencies_lands_in_cumulative_buckets():
     assert "nbstream_end_to_end_latency_seconds_sum 7.043" in text
 
 
-def judged(state: PartitionState, right: int, wrong: int) -> PartitionState:
-    """state with ``right`` rows of "a" predicted "a" (p 0.75) and ``wrong`` ones predicted "b" (p 0.25)."""
+def judged(quality: PredictionQuality, right: int, wrong: int) -> PredictionQuality:
+    """quality with ``right`` rows of "a" predicted "a" (p 0.75) and ``wrong`` ones predicted "b" (p 0.25)."""
     classes, y = np.array(["a", "b"]), np.array(["a"] * (right + wrong))
     proba = np.array([[0.75, 0.25]] * right + [[0.25, 0.75]] * wrong)
-    state.judge(y, classes, proba)
-    state.served(classes, np.argmax(proba, axis=1))
-    return state
+    quality.judge(y, classes, proba)
+    quality.predicted(classes, np.argmax(proba, axis=1))
+    return quality
+
+
+def show(metrics: ServiceMetrics, owned: dict[int, PredictionQuality], known: list[PredictionQuality]) -> None:
+    """The qualities as the group gives them to the metrics: reports made at each scrape."""
+    metrics.quality.show(lambda: (PredictionQuality.merged(known).report(),
+                                  {p: quality.report() for p, quality in owned.items()}))
 
 
 def sample(text: str, name: str, **labels) -> float | None:
@@ -62,8 +68,8 @@ def sample(text: str, name: str, **labels) -> float | None:
 def test_accuracy_comes_from_the_partition_states_and_is_absent_before_any_judgement():
     metrics = ServiceMetrics()
     assert "nbstream_prequential_accuracy{" not in exposition(metrics)
-    a, b = judged(PartitionState(model=None), 9, 1), judged(PartitionState(model=None), 1, 9)
-    metrics.quality.update({}, [a, b])
+    a, b = judged(PredictionQuality(), 9, 1), judged(PredictionQuality(), 1, 9)
+    show(metrics, {}, [a, b])
     assert 'nbstream_prequential_accuracy{window="all"} 0.5' in exposition(metrics)
     judged(b, 1000, 0)  # recent: mostly these
     recent = float(next(line.split()[1] for line in exposition(metrics).splitlines()
@@ -73,8 +79,8 @@ def test_accuracy_comes_from_the_partition_states_and_is_absent_before_any_judge
 
 def test_each_owned_partition_has_its_series_beside_the_groups():
     metrics = ServiceMetrics()
-    mine, theirs = judged(PartitionState(model=None), 3, 1), judged(PartitionState(model=None), 0, 4)
-    metrics.quality.update({7: mine}, [theirs, mine])
+    mine, theirs = judged(PredictionQuality(), 3, 1), judged(PredictionQuality(), 0, 4)
+    show(metrics, {7: mine}, [theirs, mine])
     text = exposition(metrics)
     for window in ("all", "recent"):  # recent: the last rows weigh a little more (the wrong ones of each)
         assert sample(text, "nbstream_prequential_accuracy", window=window) == pytest.approx(3 / 8, rel=1e-3)
@@ -96,10 +102,10 @@ def test_per_class_series_stop_at_the_first_hundred_classes():
     from worker.service.telemetry.metrics import MOST_CLASS_SERIES
 
     classes = np.arange(150)
-    state = PartitionState(model=None)
-    state.served(classes, np.arange(150))
+    quality = PredictionQuality()
+    quality.predicted(classes, np.arange(150))
     metrics = ServiceMetrics()
-    metrics.quality.update({0: state}, [state])
+    show(metrics, {0: quality}, [quality])
     shares = [s for family in text_string_to_metric_families(exposition(metrics))
               for s in family.samples if s.name == "nbstream_predicted_class_share"]
     assert len(shares) == 2 * 2 * MOST_CLASS_SERIES == 400  # group and partition, two windows

@@ -35,12 +35,23 @@ def test_a_label_after_its_features_joins_them_with_the_served_prediction_and_th
 
 def test_a_label_before_its_features_waits_and_joins_when_they_come():
     store = PendingExamples()
-    labeled = store.add_labels([7, "7"], np.array([1, 2]), 500)
+    labeled = store.add_labels([7, "8"], np.array([1, 2]), 500)
     assert (len(labeled.joined), labeled.waiting, store.waiting_labels) == (0, 2, 2)
     added = add(store, ["x", 7], times=[900, 1_000])
     assert added.joined.ids == [7] and added.joined.labels.tolist() == [1]
     assert added.joined.delay_ms.tolist() == [-500] and added.joined.X.tolist() == [[3, 4, 5]]
-    assert len(store) == 1 and store.waiting_labels == 1  # "7" is another id than 7
+    assert len(store) == 1 and store.waiting_labels == 1
+
+
+def test_ids_are_compared_by_their_text_an_integer_and_its_digits_name_one_message():
+    store = PendingExamples()
+    labeled = store.add_labels([7, "7"], np.array([1, 2]), 500)
+    assert (labeled.waiting, labeled.duplicates) == (1, 1)  # the first label of the id wins
+    added = add(store, ["7", 5], times=[900, 1_000])
+    assert added.joined.ids == [7] and added.joined.labels.tolist() == [1]  # kept as the label named it
+    met = store.add_labels(["5"], np.array([3]), 1_100)
+    assert met.joined.ids == [5] and met.joined.labels.tolist() == [3]  # as the message named it
+    assert len(store) == 0 and store.waiting_labels == 0
 
 
 def test_interleaved_features_and_labels_each_join_once():

@@ -14,61 +14,62 @@ from worker.service.pending.store import PendingExamples
 
 
 class Reference:
-    """The rules of the pending store, one id at a time in insertion-ordered dicts."""
+    """The rules of the pending store, one id at a time in insertion-ordered dicts keyed by an id's
+    canonical text (7 and "7" name one message); each entry keeps the id as it came."""
 
     def __init__(self, max_pending: int):
         self.max_pending = max_pending
-        self.examples: dict = {}  # id -> (feature value, event time)
-        self.labels: dict = {}  # id -> (label, label time)
-        self.joined: dict = {}  # id -> event time
+        self.examples: dict = {}  # text -> (id, feature value, event time)
+        self.labels: dict = {}  # text -> (id, label, label time)
+        self.joined: dict = {}  # text -> (id, event time)
 
     def add(self, ids, values, times):
-        last = {key: i for i, key in enumerate(ids)}
+        last = {str(key): i for i, key in enumerate(ids)}
         replaced, already, joined = len(ids) - len(last), 0, []
-        for key, i in sorted(last.items(), key=lambda item: item[1]):
-            if key in self.joined:
+        for text, i in sorted(last.items(), key=lambda item: item[1]):
+            if text in self.joined:
                 already += 1
-            elif key in self.labels:
-                label, label_time = self.labels.pop(key)
+            elif text in self.labels:
+                key, label, label_time = self.labels.pop(text)
                 joined.append((key, values[i], label, label_time - times[i]))
-                self.joined[key] = times[i]
+                self.joined[text] = (key, times[i])
             else:
-                replaced += self.examples.pop(key, None) is not None
-                self.examples[key] = (values[i], times[i])
+                replaced += self.examples.pop(text, None) is not None
+                self.examples[text] = (ids[i], values[i], times[i])
         self._bound(self.joined)
         return joined, replaced, already, self._bound(self.examples)
 
     def add_labels(self, ids, labels, times):
         first = {}
         for i, key in enumerate(ids):
-            first.setdefault(key, i)
+            first.setdefault(str(key), i)
         duplicates, waiting, joined = len(ids) - len(first), 0, []
-        for key, i in first.items():
-            if key in self.examples:
-                value, event_time = self.examples.pop(key)
+        for text, i in first.items():
+            if text in self.examples:
+                key, value, event_time = self.examples.pop(text)
                 joined.append((key, value, labels[i], times[i] - event_time))
-                self.joined[key] = event_time
-            elif key in self.joined or key in self.labels:
+                self.joined[text] = (key, event_time)
+            elif text in self.joined or text in self.labels:
                 duplicates += 1
             else:
-                self.labels[key] = (labels[i], times[i])
+                self.labels[text] = (ids[i], labels[i], times[i])
                 waiting += 1
         self._bound(self.joined)
         return joined, duplicates, waiting, self._bound(self.labels)
 
     def expire(self, now, ttl):
         counts = []
-        for log, time_of in ((self.examples, lambda v: v[1]), (self.labels, lambda v: v[1]), (self.joined, int)):
-            old = [key for key, value in log.items() if time_of(value) < now - ttl]
-            for key in old:
-                del log[key]
+        for log in (self.examples, self.labels, self.joined):
+            old = [text for text, entry in log.items() if entry[-1] < now - ttl]
+            for text in old:
+                del log[text]
             counts.append(len(old))
         return counts[0], counts[1]
 
     def _bound(self, log: dict) -> int:
         excess = max(len(log) - self.max_pending, 0)
-        for key in list(log)[:excess]:
-            del log[key]
+        for text in list(log)[:excess]:
+            del log[text]
         return excess
 
 
@@ -134,4 +135,4 @@ def test_the_store_follows_the_rules_of_the_reference(steps, max_pending, sparse
         assert (len(store), store.waiting_labels) == (len(reference.examples), len(reference.labels))
         for log, expected in ((store.examples, reference.examples), (store.labels, reference.labels),
                               (store.joined, reference.joined)):
-            assert log.take(log.live_seqs()).ids == list(expected)  # the same ids, in the same order
+            assert log.take(log.live_seqs()).ids == [entry[0] for entry in expected.values()]  # same ids, order

@@ -15,9 +15,10 @@ from nbstream.arrow import FeatureSpec
 from tests.helpers.state_records import forged_state
 from worker.io.kafka.state_topic import CHUNK_BYTES, StateAssembler, write_records
 from worker.service.commit import StateWriter
-from worker.service.global_model import GlobalModel
-from worker.service.group_state import BASE, GroupState, partition_of
-from worker.service.partition.record import PartitionState
+from worker.service.follower import BASE, partition_of
+from worker.service.group_state import GroupState, PartitionSettings
+from worker.service.partition.partition import Partition
+from worker.service.partition.record import PartitionRecord
 from worker.service.pending.records import pending_of
 from worker.service.pending.store import PendingExamples
 
@@ -50,19 +51,17 @@ class Replica:
         self.seen = len(cluster.records())
         self.follower = FakeFollower(records)
         fresh = nbstream.MultinomialNB
-        self.group = GroupState(fresh, GlobalModel(fresh, FeatureSpec.vector("features").encoder()), self.follower,
-                                max_pending=max_pending)
+        self.group = GroupState(fresh, FeatureSpec.vector("features").encoder(), self.follower,
+                                settings=PartitionSettings(max_pending=max_pending))
         self.writer = StateWriter(self.group, cluster.kafka.producer(), TOPIC, "label")
 
-    def take(self, partition: int = 0) -> PartitionState:
+    def take(self, partition: int = 0) -> Partition:
         self.group.assign([partition], {}, wait_s=0, strict=True)
         return self.group.owned[partition]
 
     def commit(self) -> list[tuple[bytes | None, bytes | None]]:
-        """Write the owned states as changed; the records this commit wrote."""
+        """Write the owned states that changed; the records this commit wrote."""
         before = len(self.cluster.records())
-        for state in self.group.owned.values():
-            state.changed = True
         self.writer.write()
         return self.cluster.records()[before:]
 
@@ -121,7 +120,7 @@ def test_a_store_written_over_several_commits_restores_to_the_same_store(make_ro
         state.pending.add_labels(list(range(round_ * 300 - 400, round_ * 300 - 200, 7)) + [f"early-{round_}"],
                                  np.arange(30), round_ * 300)
         state.pending.expire(round_ * 300, 1_000)
-        state.next_offset = (round_ + 1) * 300
+        state.advance((round_ + 1) * 300)
         writer.commit()
         for records in (cluster.records(), compacted(cluster.records())):
             restored = Replica(cluster, records).take()
@@ -144,7 +143,7 @@ def test_another_replica_following_the_topic_takes_the_partition_over_and_goes_o
     serve(taken.pending, X, 4_000, 100)
     written = second.commit()
     new = [pending_of(key.decode())[1] for key in pending_keys(written) if b"#" not in key]
-    assert len(new) == 1 and new[0].startswith("examples/") and new[0] not in state.pending_records.digests
+    assert len(new) == 1 and new[0].startswith("examples/") and new[0] not in state.record().pending_records.digests
     assert_same_store(Replica(cluster).take().pending, taken.pending)
 
 
@@ -245,14 +244,14 @@ PREVIOUS_PAYLOAD = (
 
 
 def test_a_state_without_pending_examples_is_written_byte_for_byte_as_before():
-    state = PartitionState(nbstream.MultinomialNB(), next_offset=5, starts={1: 7})
-    state.judge(np.array(["a"]), np.array(["a", "b"]), np.array([[0.75, 0.25]]))
+    state = PartitionRecord(nbstream.MultinomialNB(), next_offset=5, starts={1: 7})
+    state.quality.judge(np.array(["a"]), np.array(["a", "b"]), np.array([[0.75, 0.25]]))
     encoder = FeatureSpec.vector("features").encoder()
     encoder.width = 3
     assert state.to_payload(encoder, "label") == PREVIOUS_PAYLOAD
     cluster = Cluster()
     replica = Replica(cluster, max_pending=None)
-    replica.take()
+    replica.take().advance(1)
     written = replica.commit()
     assert [key.split(b"#")[0] for key, _ in written] == [b"partition-0", b"partition-0"]  # a piece, a manifest
     assert replica.group.owned[0].pending is None and b'"pending"' not in _payload(cluster, "partition-0")
@@ -264,7 +263,9 @@ def test_a_service_without_pending_examples_tombstones_those_an_earlier_run_left
     serve(earlier.take().pending, mnist_like(50), 0, 50)
     earlier.commit()
     later = Replica(cluster, max_pending=None)
-    assert later.take().pending is None
+    taken = later.take()
+    assert taken.pending is None
+    taken.advance(1)  # its next commit, once it processed something
     written = later.commit()
     assert {key.split(b"#")[0] for key, value in written if value is None and key.startswith(PENDING)} == \
         {b"partition-0/pending/examples/0"}
@@ -296,6 +297,7 @@ def test_chunk_records_written_without_their_state_are_ignored_and_then_tombston
     survivor = Replica(cluster, cluster.records()[:len(cluster.records()) - len(second) + chunks])
     taken = survivor.take()
     assert taken.pending.to_bytes() == kept
+    taken.advance(1)  # its next commit, once it processed something
     written = survivor.commit()
     assert {key for key, value in written if value is None and key.startswith(PENDING)} == \
         {key for key, _ in second[:chunks]}
@@ -308,7 +310,7 @@ def committed_topic() -> Cluster:
     replica = Replica(cluster)
     state = replica.take()
     serve(state.pending, mnist_like(100), 0, 100)
-    state.next_offset = 100
+    state.advance(100)
     replica.commit()
     return cluster
 
@@ -408,7 +410,7 @@ def test_the_previous_version_skips_the_pending_records_and_reads_the_partition_
     replica = Replica(cluster)
     state = replica.take()
     serve(state.pending, mnist_like(100), 0, 100)
-    state.next_offset = 100
+    state.advance(100)
     replica.commit()
     state.pending.add_labels(list(range(100)), np.zeros(100), 0)
     replica.commit()
@@ -417,7 +419,7 @@ def test_the_previous_version_skips_the_pending_records_and_reads_the_partition_
                               is_name=lambda name: name == BASE or partition_of(name) is not None)  # its rule
     for key, value in cluster.records():
         previous.add(key, value)
-    read, _ = previous.take("partition-0", lambda payload: PartitionState.from_payload(
+    read, _ = previous.take("partition-0", lambda payload: PartitionRecord.from_payload(
         payload, nbstream.MultinomialNB(), "partition-0"))
     assert read.next_offset == 100
     assert {problem for _, problem in skipped} == {"the key names no state"}

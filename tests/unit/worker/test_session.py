@@ -15,10 +15,10 @@ from nbstream.arrow import FeatureEncoder, FeatureSpec
 from worker.config import ServeConfig
 from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.settings import KafkaSettings
-from worker.io.kafka.sink import Refusals
+from worker.io.interfaces import Refusals
 from worker.io.kafka.state_topic import TOPIC_CONFIG, StateAssembler, write_records
-from worker.service.group_state import BASE, state_name
-from worker.service.partition.record import PartitionState
+from worker.service.follower import BASE, state_name
+from worker.service.partition.record import PartitionRecord
 from worker.service.serve import starting_point
 from worker.service.session import Session
 from worker.service.snapshots import SnapshotStore
@@ -74,11 +74,11 @@ def after(journal: list[str], entry: str) -> list[str]:
     return journal[journal.index(entry):]
 
 
-def states_in(kafka: FakeKafka) -> dict[str, PartitionState]:
+def states_in(kafka: FakeKafka) -> dict[str, PartitionRecord]:
     """The states the state topic holds, by name, as a replica reads them."""
     assembler = StateAssembler()
     names = [assembler.add(record.key, record.value) for record in kafka.topics[STATES].log[0]]
-    return {name: PartitionState.from_payload(assembler.take(name), nbstream.MultinomialNB(), name)[0]
+    return {name: PartitionRecord.from_payload(assembler.take(name), nbstream.MultinomialNB(), name)[0]
             for name in dict.fromkeys(filter(None, names))}
 
 
@@ -87,7 +87,7 @@ def state_records(partition: int, next_offset: int, model=None) -> list[tuple[by
     model = model or nbstream.MultinomialNB().partial_fit(np.array([[1, 0]]), ["a"])
     encoder = FeatureSpec.vector("features").encoder()
     encoder.width = 2
-    payload = PartitionState(model, next_offset=next_offset).to_payload(encoder)
+    payload = PartitionRecord(model, next_offset=next_offset).to_payload(encoder)
     return write_records(state_name(partition), payload).records
 
 

@@ -21,13 +21,14 @@ restart it goes to the dead-letter topic with the broker's error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import orjson
 
 from nbstream.arrow import RowProblems
 
 from ..arrow_messages import prediction_origin
+from ..interfaces import Refusals
 from ..records import Polled, Record
 from .client import DeliveryFailed, Failure, KafkaFailure, Producer, record_bytes
 from .dead_letters import dead_letter_record
@@ -37,13 +38,6 @@ from .dead_letters import dead_letter_record
 class Destination:
     topic: str
     max_record_bytes: int  # the topic's max.message.bytes
-
-
-@dataclass
-class Refusals:
-    """What the broker refused, kept across sessions; inputs are (topic, partition, offset)."""
-    suspects: set = field(default_factory=set)  # in a refused batch: next time, sent alone
-    poisoned: dict = field(default_factory=dict)  # refused alone: next time, a dead letter with this error
 
 
 def input_key(record) -> tuple:

@@ -42,6 +42,14 @@ _DETECTION_FIELDS = ("examples", "error_before", "error_after", "examples_after"
 
 
 @dataclass(frozen=True)
+class DriftSettings:
+    """detector : "adwin" or "page-hinkley"; reset_to_window : on a detection, keep only the
+    partition's examples since the change (windowed models)."""
+    detector: str
+    reset_to_window: bool = False
+
+
+@dataclass(frozen=True)
 class Detection:
     """A drift detected in a partition's prequential errors.
 
@@ -166,6 +174,19 @@ class DriftWatch:
         except (ValueError, RecursionError) as error:
             raise ValueError(f"drift watch of partition {partition}: {error}") from None
         return watch
+
+    @classmethod
+    def restored(cls, data: object | None, detector: str, partition: int) -> DriftWatch:
+        """The watch a partition's state left (``data``, its JSON), or a new one when it has none,
+        or one that does not read: then a warning, and the partition's state goes on."""
+        if data is None:
+            return cls(detector, partition)
+        try:
+            return cls.from_json(data, detector, partition)
+        except ValueError as error:
+            log.warning("a partition's drift watch could not be restored from its state: a new one starts",
+                        extra={"partition": partition, "problem": str(error)[:300]})
+            return cls(detector, partition)
 
     def _restore(self, data: object) -> None:
         if not isinstance(data, dict):

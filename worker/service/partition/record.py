@@ -30,7 +30,6 @@ import nbstream
 from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
-from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
 from ...config import LONGEST_NGRAMS
@@ -45,9 +44,12 @@ _ONE_COLUMN_KINDS = ("vector", "text")
 _PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
 
 
-@dataclass
-class PartitionState:
-    """model : learned from this partition only (unfitted until its first labeled message)
+@dataclass(frozen=True)
+class PartitionRecord:
+    """What a partition's state record holds (the payload below): a Partition's ``snapshot()``,
+    another replica's committed state as read, or the group's base state.
+
+    model : learned from this partition only (unfitted until its first labeled message)
     encoder : this partition's own feature encoder where codes are learned per partition
         (categorical), else None (the group's encoder is used)
     next_offset : the next input offset to process (None: nothing processed yet)
@@ -56,7 +58,7 @@ class PartitionState:
     label_field : the message field its labels were read from, as stored (None: not recorded)
     drift : the state of its drift watch, when the service watches for drift
     pending : its pending examples, when the service keeps them (delayed labels), else None; a
-        state just read has none until its partition is taken over (``group_state``)
+        record just read has none until its partition is taken over (``group_state``)
     pending_records : where its pending examples are in the state topic, as last read or written
     labels_next_offset : the next offset of the partition of the same number on the labels topic
         (delayed labels), None when the service reads no labels topic or read nothing there yet
@@ -67,21 +69,10 @@ class PartitionState:
     quality: PredictionQuality = field(default_factory=PredictionQuality)
     starts: dict[int, int] = field(default_factory=dict)
     label_field: str | None = None
-    drift: dict | None = None  # its drift watch as JSON (worker/service/drift_watch.py), checked when restored
+    drift: dict | None = None  # its drift watch as JSON (drift_watch.py), checked when restored
     pending: PendingExamples | None = None
     pending_records: PendingRecords | None = None
     labels_next_offset: int | None = None
-    changed: bool = False  # since it was last written
-
-    def judge(self, y_true: AnyArray, classes: AnyArray, proba: FloatArray) -> None:
-        """Judge labeled rows against the predictions served for them, in stream order:
-        y_true (n,) labels, classes (C,) the labels of proba's columns, proba (n, C)."""
-        self.quality.judge(y_true, classes, proba)
-
-    def served(self, classes: AnyArray, best: IndexArray) -> None:
-        """Count predictions served, labeled or not, in stream order: classes (C,) labels,
-        best (n,) the column of classes each prediction chose."""
-        self.quality.predicted(classes, best)
 
     def to_payload(self, features: FeatureEncoder, label_field: str | None = None) -> bytes:
         """features : the encoder whose JSON to store (this partition's own, or the group's);
@@ -103,7 +94,7 @@ class PartitionState:
 
     @classmethod
     def from_payload(cls, payload: bytes, fresh_model: NaiveBayes,
-                     source: str) -> tuple[PartitionState, FeatureEncoder]:
+                     source: str) -> tuple[PartitionRecord, FeatureEncoder]:
         """The state and the feature encoder it was learned with (``fresh_model`` is its model when it
         learned nothing). Raises UnreadableState (a nbstream.SnapshotError) unless every header field
         has the type and range ``to_payload`` writes."""

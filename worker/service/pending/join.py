@@ -22,7 +22,6 @@ import numpy as np
 from nbstream.arrow import RowProblems
 from nbstream.ndarrays import AnyArray, BoolArray, FloatArray
 
-from ...config import ServeConfig
 from ...io.messages import id_problem
 from ...io.records import Polled
 from .keyed_log import Taken
@@ -37,13 +36,6 @@ class LabelSettings:
     topic: str
     ttl_ms: int
     dlq_unmatched: bool = False
-
-
-def label_settings(config: ServeConfig) -> LabelSettings | None:
-    """What a ServeConfig asks of delayed labels (None: no --labels-topic)."""
-    if config.labels_topic is None:
-        return None
-    return LabelSettings(config.labels_topic, int(config.label_ttl * 1000), config.dlq_unmatched_labels)
 
 
 def with_id(ids: list) -> BoolArray:

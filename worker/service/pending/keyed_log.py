@@ -62,11 +62,17 @@ class Taken:
     columns: dict[str, Column]
 
 
+def id_key(key: Id) -> str:
+    """What ids are compared by: their canonical text (an integer's decimal digits), so that a
+    message keyed 5 and a label of id "5" name the same message, as Kafka's keys (bytes) would."""
+    return str(key) if type(key) is int else key  # type: ignore[return-value]
+
+
 class KeyedLog:
     """Rows keyed by distinct ids (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._seq_of: dict[Id, int] = {}
+        self._seq_of: dict[str, int] = {}  # by id_key
         self.chunks: list[Chunk] = []
         self._next_seq = 0
         self.next_number = 0  # of the next chunk made
@@ -87,7 +93,7 @@ class KeyedLog:
                           taken.times, taken.columns)
             chunk.alive, chunk.live = alive.copy(), int(alive.sum())
             expected = len(log) + chunk.live
-            log._seq_of.update(zip([taken.ids[i] for i in np.flatnonzero(alive).tolist()],
+            log._seq_of.update(zip([id_key(taken.ids[i]) for i in np.flatnonzero(alive).tolist()],
                                    chunk.seqs[alive].tolist(), strict=True))
             if len(log) != expected:
                 raise ValueError(f"an id of chunk {number} lives in another chunk too")
@@ -100,12 +106,12 @@ class KeyedLog:
         return len(self._seq_of)
 
     def __contains__(self, key: Id) -> bool:
-        return key in self._seq_of
+        return id_key(key) in self._seq_of
 
     def seqs(self, ids: list[Id]) -> IntArray:
         """(n,) the seq of each id, -1 where the log holds none."""
         seq_of = self._seq_of
-        return np.fromiter((seq_of.get(key, -1) for key in ids), dtype=np.int64, count=len(ids))
+        return np.fromiter((seq_of.get(id_key(key), -1) for key in ids), dtype=np.int64, count=len(ids))
 
     def append(self, ids: list[Id], times: IntArray, columns: dict[str, Column]) -> None:
         """Add rows whose ids are distinct and not in the log: ids, times (n,) and columns of n entries."""
@@ -113,7 +119,7 @@ class KeyedLog:
             return
         seqs = np.arange(self._next_seq, self._next_seq + len(ids), dtype=np.int64)
         expected = len(self._seq_of) + len(ids)
-        self._seq_of.update(zip(ids, seqs.tolist(), strict=True))
+        self._seq_of.update(zip(map(id_key, ids), seqs.tolist(), strict=True))
         if len(self._seq_of) != expected:
             raise AssertionError("ids appended to a pending log must be distinct and new")
         self._next_seq += len(ids)
@@ -141,7 +147,7 @@ class KeyedLog:
             chunk.alive[positions] = False
             chunk.live -= len(positions)
             for i in positions.tolist():
-                del self._seq_of[chunk.ids[i]]
+                del self._seq_of[id_key(chunk.ids[i])]
         self._tidy()
 
     def oldest(self, n: int) -> IntArray:

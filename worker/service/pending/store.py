@@ -5,7 +5,8 @@ serve` keeps each unlabeled message that has an id, with its encoded features an
 it served, until its label comes (the two *join*: the example is learned, and the served
 prediction judged), its time runs out (``expire``) or ``max_pending`` newer ones push it out.
 
-The rules, by id (a string or an integer, as the message had it; 7 and "7" are two ids):
+The rules, by id (a string or an integer, as the message had it), ids compared by their
+canonical text: 7 and "7" name the same message, as the bytes of a Kafka key would:
 
 - features, then a label: they join; a second label for the id is a duplicate (the first won).
 - a label, then features: the label waits (``max_pending`` of them at most, the oldest evicted
@@ -39,7 +40,7 @@ import numpy as np
 from nbstream.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
 from .codec import EXAMPLES, JOINED, LABELS, decode, encode
-from .keyed_log import Id, KeyedLog, Taken
+from .keyed_log import Id, KeyedLog, Taken, id_key
 from .rows import Column, Rows, rows_of, take
 
 
@@ -117,6 +118,7 @@ class PendingExamples:
         self.examples = KeyedLog()  # time: the input's event time; rows, best, proba, offset
         self.labels = KeyedLog()  # labels before their features; time: the label's; label
         self.joined = KeyedLog()  # ids that joined; time: the input's event time
+        self.changes = 0  # calls that may have changed the store: its owner writes it again when this moved
 
     def __len__(self) -> int:
         """Pending examples (waiting labels are not counted: see ``waiting_labels``)."""
@@ -135,6 +137,7 @@ class PendingExamples:
         dtype); event_time_ms : (n,) or one for all; offsets : (n,) the input's offsets.
         """
         ids = _checked_ids(ids)
+        self.changes += 1
         n = len(ids)
         rows, served = rows_of(X), _column(proba, n, None, "proba")
         if len(rows) != n or served.ndim != 2:
@@ -170,6 +173,7 @@ class PendingExamples:
         ids : n ids; labels : (n,); label_time_ms : (n,) or one for all; offsets : (n,) where
         each label is in its topic (kept with a waiting label; None: not known, -1)."""
         ids = _checked_ids(ids)
+        self.changes += 1
         n = len(ids)
         labels = _column(labels, n, None, "labels")
         label_offsets = np.full(n, -1, dtype=np.int64) if offsets is None else _column(offsets, n, np.int64,
@@ -205,6 +209,7 @@ class PendingExamples:
                 unmatched = log.take(old)
             log.remove(old)
             dropped.append(len(old))
+        self.changes += any(dropped)
         return Expired(examples=dropped[0], labels=dropped[1], unmatched=unmatched)
 
     def logs(self) -> dict[str, KeyedLog]:
@@ -281,11 +286,11 @@ def _times(values: AnyArray | int, n: int) -> IntArray:
 
 def _last_of_each(ids: list[Id]) -> IndexArray:
     """Increasing positions of the last row of each distinct id."""
-    last = {key: i for i, key in enumerate(ids)}
+    last = {id_key(key): i for i, key in enumerate(ids)}
     return np.sort(np.fromiter(last.values(), dtype=np.intp, count=len(last)))
 
 
 def _first_of_each(ids: list[Id]) -> IndexArray:
     """Increasing positions of the first row of each distinct id."""
-    first = {key: i for i, key in reversed(list(enumerate(ids)))}
+    first = {id_key(key): i for i, key in reversed(list(enumerate(ids)))}
     return np.sort(np.fromiter(first.values(), dtype=np.intp, count=len(first)))

@@ -7,7 +7,7 @@ import logging
 import platform
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 from prometheus_client import (
@@ -24,8 +24,6 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 import nbstream
 
 from ...io.kafka.dead_letters import reason_of
-from ..partition.quality import PredictionQuality
-from ..partition.record import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +83,9 @@ class BatchHistogram:
 
 
 class PrequentialQuality:
-    """How the served predictions fared (``quality.py``), in the windows recent (decayed) and all:
-    the group's series over every partition state this replica knows (so they survive restarts),
-    and each owned partition's, labeled ``partition``. Per-class series go to the first
+    """How the served predictions fared (``partition/quality.py``), in the windows recent (decayed)
+    and all: the group's series over every partition state this replica knows (so they survive
+    restarts), and each owned partition's, labeled ``partition``. Per-class series go to the first
     ``MOST_CLASS_SERIES`` labels in sorted order. A series is absent before anything was judged
     (served, for the predicted-class share)."""
 
@@ -108,21 +106,21 @@ class PrequentialQuality:
     }
 
     def __init__(self, registry: CollectorRegistry):
-        self.watched: tuple[dict[int, PredictionQuality], list[PredictionQuality]] = ({}, [])
+        self.reports: Callable[[], tuple[dict, dict[int, dict]]] = lambda: ({}, {})
         registry.register(self)
 
-    def update(self, owned: Mapping[int, PartitionState], states: Iterable[PartitionState]) -> None:
-        """owned : the partitions this replica owns; states : every state it knows, owned ones included.
-        Their qualities are read when scraped (they may be judging meanwhile: they allow it)."""
-        self.watched = {p: s.quality for p, s in owned.items()}, [s.quality for s in states]  # one assignment
+    def show(self, reports: Callable[[], tuple[dict, dict[int, dict]]]) -> None:
+        """reports() : the group's report and each owned partition's (window -> metric -> value),
+        made when scraped, on the metrics server's thread."""
+        self.reports = reports  # one assignment: a scrape sees the old or the new, whole
 
     def collect(self):
-        owned, known = self.watched
+        group, owned = self.reports()
         families = {name: GaugeMetricFamily(name, f"{documentation} ({self.LABELS})")
                     for name, (_, documentation) in (self.GAUGES | self.PER_CLASS).items()}
-        self._add(families, PredictionQuality.merged(known).report(), {})
-        for partition, quality in sorted(owned.items()):
-            self._add(families, quality.report(), {"partition": str(partition)})
+        self._add(families, group, {})
+        for partition, report in sorted(owned.items()):
+            self._add(families, report, {"partition": str(partition)})
         yield from families.values()
 
     def _add(self, families: dict[str, GaugeMetricFamily], report: dict, labels: dict[str, str]) -> None:

@@ -1,0 +1,124 @@
+"""The state topic as a replica reads it: from its beginning when a session starts, then followed.
+
+Every record is assembled into the newest state of its name (``state_topic.StateAssembler``):
+the base (a model the group started from), a partition's state, or a chunk of a partition's
+pending examples (``pending/records.py``). A record the service did not write, or cannot read,
+is skipped with a warning and counted in ``nbstream_state_records_skipped_total``; its partition
+keeps its last state that reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import nbstream
+from nbstream.arrow import FeatureEncoder
+
+from ..io.kafka.client import KafkaFailure, Reader
+from ..io.kafka.state_topic import ForeignRecord, StateAssembler
+from .partition.record import PartitionRecord, UnreadableState, partition_number
+from .pending.records import pending_name, pending_of
+from .telemetry.metrics import STATE_RECORDS_SKIPPED
+
+log = logging.getLogger(__name__)
+BASE = "base"
+_KEY_SHOWN = 100  # characters of a skipped record's key in its log line
+
+
+def state_name(partition: int) -> str:
+    return f"partition-{partition}"
+
+
+def partition_of(name: str) -> int | None:
+    prefix, separator, number = name.partition("-")
+    return partition_number(number) if prefix == "partition" and separator else None
+
+
+def is_state_name(name: str) -> bool:
+    """Whether the service writes states under this name: the base, a partition's, or a chunk of a
+    partition's pending examples."""
+    pending = pending_of(name)
+    return name == BASE or partition_of(name if pending is None else pending[0]) is not None
+
+
+class StateFollower:
+    """Reads the state topic from its beginning and keeps following it."""
+
+    def __init__(self, reader: Reader, topic: str):
+        self.reader, self.topic = reader, topic
+        self.assembler = StateAssembler(on_skip=self.skipped, is_name=is_state_name)
+        self.bytes_read = 0
+        reader.assign(topic)
+
+    def poll(self, timeout_s: float = 0.0) -> list[str]:
+        """Names whose newest state became complete in what was read now (the base's and
+        partitions'; the records of pending examples are kept until a partition is taken over)."""
+        completed = []
+        for record in self.reader.poll(timeout_s):
+            self.bytes_read += len(record.value or b"")
+            name = self.assembler.add(record.key, record.value)
+            if name is not None and pending_of(name) is None:
+                completed.append(name)
+        return completed
+
+    def catch_up(self, timeout_s: float) -> list[str]:
+        """Read to the end of the topic (its last stable offset); names completed on the way."""
+        deadline = time.monotonic() + timeout_s
+        completed = self.poll(0.2)
+        while not self.reader.caught_up():
+            if time.monotonic() > deadline:
+                raise KafkaFailure(f"the state topic {self.topic} could not be read to its end within {timeout_s:.0f}s")
+            completed += self.poll(0.2)
+        return completed
+
+    def take(self, name: str, fresh_model: nbstream.base.NaiveBayes) -> tuple[PartitionRecord, FeatureEncoder] | None:
+        """The newest state of ``name`` that reads, and the feature encoder it was learned with
+        (``fresh_model`` is its model if it learned nothing); None when no state of ``name`` that
+        reads came since the last take. Each newer one that does not is skipped."""
+
+        def read(payload: bytes) -> tuple[PartitionRecord, FeatureEncoder]:
+            try:
+                state, encoder = PartitionRecord.from_payload(payload, fresh_model, name)
+            except UnreadableState as error:
+                raise ForeignRecord(unreadable(error.reason)) from None
+            records = state.pending_records
+            missing = [] if records is None else [segment for segment, digest in records.digests.items()
+                                                   if not self.assembler.holds(pending_name(name, segment), digest)]
+            if missing:
+                raise ForeignRecord(unreadable(f"pending examples: the records of chunks {sorted(missing)[:5]} "
+                                               "it lists are not in the topic"))
+            return state, encoder
+
+        return self.assembler.take(name, read)
+
+    def pending_in_topic(self, name: str) -> dict[str, frozenset[bytes]]:
+        """The records of the pending examples of the state ``name`` read so far: segment -> chunk keys."""
+        found = {}
+        for record_name in self.assembler.names(pending_name(name, "")):
+            pending = pending_of(record_name)
+            if pending is not None and pending[0] == name:
+                found[pending[1]] = self.assembler.chunk_keys(record_name)
+        return found
+
+    def read_pending(self, name: str, segment: str, digest: str) -> bytes:
+        """The bytes of one chunk of the pending examples of the state ``name``, from its record of
+        that digest (which stays, for another take-over). Raises ForeignRecord when it is not there
+        or does not read."""
+        return self.assembler.read(pending_name(name, segment), digest)
+
+    def drop(self, name: str) -> None:
+        """Forget the states of ``name`` read so far without reading them."""
+        self.assembler.drop(name)
+
+    def skipped(self, key: str, problem: str) -> None:
+        """Report a record passed over: one warning line, counted."""
+        shown = key if len(key) <= _KEY_SHOWN else f"{key[:_KEY_SHOWN]}... ({len(key):,} characters)"
+        log.warning("skipped a state-topic record the service did not write or cannot read",
+                    extra={"topic": self.topic, "key": shown, "problem": problem})
+        STATE_RECORDS_SKIPPED.inc()
+
+
+def unreadable(reason: str) -> str:
+    """The problem a skipped partition state is reported with."""
+    return f"unreadable partition state ({reason})"

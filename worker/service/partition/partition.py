@@ -1,0 +1,282 @@
+"""One input partition this replica owns, and every step a poll takes in it.
+
+The loop routes a poll's rows to their partitions; a ``Partition`` does each step for its own
+rows, in this order (docs/service.md):
+
+  1. clock  : its event-time clock moves to the newest timestamp the poll brought it (of messages
+              or labels), at most ``CLOCK_AHEAD_MS`` past the wall clock: one message stamped in
+              the year 3000 must not expire every pending one
+  2. expire : pending examples and waiting labels older than the label TTL by that clock go
+  3. served : every prediction served counts in its quality's predicted-class distribution
+  4. learn  : labeled messages are learned, each judged by what it was served, and the judged
+              errors watched for drift
+  5. keep   : served messages with an id and no label wait for their label (those already older
+              than the TTL by the clock are expired at once); a label that came first joins
+  6. join   : label events meet their pending examples, which are then learned and judged
+  7. advance: the next offsets on the input and on the labels topic
+
+A partition learns into its own statistics and tells the group's model (``SharedModel``) the
+rows it learned; it marks itself changed whenever a step changes what its state record holds,
+and ``snapshot()`` gives that record (and clears the mark). ``revision`` grows when its
+statistics change in a way the group's model cannot follow row by row (a drift reset).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from nbstream.arrow import FeatureEncoder
+from nbstream.base import NaiveBayes
+from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
+
+from ..pending.join import widened
+from ..pending.records import PendingRecords, PendingWrite
+from ..pending.store import Added, Expired, Joined, Labeled, PendingExamples
+from .drift_watch import Detection, DriftSettings, DriftWatch
+from .quality import PredictionQuality
+from .record import PartitionRecord
+
+CLOCK_AHEAD_MS = 3_600_000  # how far past the wall clock a message's timestamp moves a partition's event time
+
+
+class SharedModel(Protocol):
+    """What a partition needs of the model every replica predicts with (``GlobalModel``)."""
+
+    @property
+    def classes(self) -> AnyArray | list | None:
+        """A fixed class set (None: open), given to a partition's first ``partial_fit``."""
+
+    @property
+    def known_classes(self) -> AnyArray | None:
+        """(n_classes,) the classes it knows now, None before the first."""
+
+    def learn(self, X: object, y: AnyArray, batch: pa.RecordBatch | None = None) -> None:
+        """Learn rows a partition just learned (``batch``: their Arrow rows, for models whose
+        codes the group's encoder gives; None for rows that have none, pending examples)."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Labeled rows' served predictions: classes (C,) the labels of proba's columns, proba (k, C)
+    of the k judged rows among those learned, judged (n,) which of the n learned rows they are."""
+    classes: AnyArray
+    proba: FloatArray
+    judged: BoolArray
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What ``keep_pending`` did: the store's outcome (None when nothing was added), and how many
+    rows came already older than the TTL (expired at once, never kept)."""
+    added: Added | None
+    expired: int
+
+
+class Partition:
+    """number : the input partition; record : its state as last committed (or new);
+    shared : the group's model; drift : how its errors are watched (None: not watched);
+    label_ttl_ms : how long a message waits for its label (event time; None: no labels topic)."""
+
+    def __init__(self, number: int, record: PartitionRecord, shared: SharedModel, *,
+                 drift: DriftSettings | None = None, label_ttl_ms: int | None = None):
+        self.number = number
+        self._shared, self._drift, self._ttl_ms = shared, drift, label_ttl_ms
+        self._model, self._encoder, self._quality = record.model, record.encoder, record.quality
+        self._next_offset, self._labels_next_offset = record.next_offset, record.labels_next_offset
+        self._label_field, self._drift_json = record.label_field, record.drift
+        self._pending, self._pending_records = record.pending, record.pending_records
+        self._watch: DriftWatch | None = None  # restored from _drift_json when first needed
+        self._clock = -1  # the newest event time seen (ms), with a labels topic
+        self._changed = False
+        self._pending_changes = self._pending.changes if self._pending is not None else 0  # as last written
+        self.revision = 0
+
+    # ---- what it holds ----------------------------------------------------------------------
+    @property
+    def model(self) -> NaiveBayes:
+        """Its statistics: learned from this partition only."""
+        return self._model
+
+    @property
+    def encoder(self) -> FeatureEncoder | None:
+        """Its own feature encoder where codes are learned per partition (categorical), else None."""
+        return self._encoder
+
+    @property
+    def quality(self) -> PredictionQuality:
+        return self._quality
+
+    @property
+    def next_offset(self) -> int | None:
+        """The next input offset to process (None: nothing processed yet)."""
+        return self._next_offset
+
+    @property
+    def labels_next_offset(self) -> int | None:
+        """The next offset of its partition of the labels topic (None: none read yet)."""
+        return self._labels_next_offset
+
+    @property
+    def pending_examples(self) -> int:
+        """Messages waiting for their label."""
+        return 0 if self._pending is None else len(self._pending)
+
+    @property
+    def pending(self) -> PendingExamples | None:
+        """Its pending examples (delayed labels), None when the service keeps none."""
+        return self._pending
+
+    @property
+    def changed(self) -> bool:
+        """Whether a step (or its pending store) changed its state record since the last ``snapshot()``."""
+        return self._changed or (self._pending is not None and self._pending.changes != self._pending_changes)
+
+    # ---- the steps of a poll ----------------------------------------------------------------
+    def move_clock(self, newest_ms: int) -> Expired | None:
+        """Steps 1 and 2: move the event-time clock to ``newest_ms`` (clamped), and when it moved,
+        drop what the TTL expires by it; what was dropped (None: nothing)."""
+        newest = min(newest_ms, int(time.time() * 1000) + CLOCK_AHEAD_MS)
+        if newest <= self._clock:
+            return None
+        self._clock = newest
+        if self._pending is None or self._ttl_ms is None:
+            return None
+        expired = self._pending.expire(self._clock, self._ttl_ms)
+        if not (expired.examples or expired.labels):
+            return None
+        self._changed = True
+        return expired
+
+    def served(self, classes: AnyArray, best: IndexArray) -> None:
+        """Step 3: count predictions served, labeled or not, in stream order: classes (C,) labels,
+        best (n,) the column of classes each prediction chose."""
+        self._quality.predicted(classes, best)
+
+    def learn(self, X: object, y: AnyArray, batch: pa.RecordBatch | None,
+              judged: Judged | None = None) -> list[Detection]:
+        """Step 4: learn labeled rows (X (n, d) as the group's encoder gave them, y (n,), batch their
+        Arrow rows: a partition with codes of its own encodes them itself), judging those ``judged``
+        by what they were served; the drift detections among them."""
+        own_codes = self._encoder is not None and batch is not None
+        X_own = self._encoder.encode(batch, learn=True)[0] if own_codes else X  # type: ignore[union-attr]
+        self._fit(X_own, y)
+        self._shared.learn(X, y, batch)
+        self._changed = True
+        if judged is None or not judged.judged.any():
+            return []
+        y_judged = y[judged.judged]
+        self._quality.judge(y_judged, judged.classes, judged.proba)
+        return self._observe(judged.classes[np.argmax(judged.proba, axis=1)] != y_judged)
+
+    def keep_pending(self, ids: list, X: object, best: IndexArray, proba: FloatArray, times_ms: IntArray,
+                     offsets: IntArray) -> Kept:
+        """Step 5: keep served messages until their label comes: ids (n,), X (n, d), what each was
+        served (best (n,) int32, -1: no class known; proba (n, C)), their event times and offsets.
+        A row already older than the TTL by the clock is not kept (counted as expired); a label that
+        came first joins its row at once (learned and judged as in ``join_labels``)."""
+        assert self._pending is not None and self._ttl_ms is not None, "a partition keeps pending examples " \
+                                                                        "only with a labels topic"
+        fresh = times_ms >= self._clock - self._ttl_ms
+        expired = len(ids) - int(fresh.sum())
+        if not fresh.any():
+            return Kept(None, expired)
+        if not fresh.all():
+            ids = [key for key, keep in zip(ids, fresh.tolist(), strict=True) if keep]
+            X, best, proba = X[fresh], best[fresh], proba[fresh]  # type: ignore[index]
+            times_ms, offsets = times_ms[fresh], offsets[fresh]
+        added = self._pending.add(ids, X, best, proba, times_ms, offsets)
+        self._learn_joined(added.joined)
+        self._changed = True
+        return Kept(added, expired)
+
+    def join_labels(self, ids: list, labels: AnyArray, times_ms: IntArray, offsets: IntArray) -> Labeled:
+        """Step 6: label events (ids (n,), labels (n,), their times and offsets on the labels topic)
+        meet their pending examples, which are learned and judged by what they were served; the
+        others wait for their message."""
+        assert self._pending is not None, "a partition joins labels only with a labels topic"
+        met = self._pending.add_labels(ids, labels, times_ms, offsets)
+        self._learn_joined(met.joined)
+        self._changed = True
+        return met
+
+    def advance(self, next_offset: int) -> None:
+        """Step 7: every message before ``next_offset`` was processed (whatever became of it)."""
+        if self._next_offset is None or next_offset > self._next_offset:
+            self._next_offset = next_offset
+            self._changed = True
+
+    def advance_labels(self, next_offset: int) -> None:
+        """Step 7 on the labels topic: every label event before ``next_offset`` was read."""
+        if self._labels_next_offset is None or next_offset > self._labels_next_offset:
+            self._labels_next_offset = next_offset
+        self._changed = True
+
+    # ---- its state record ---------------------------------------------------------------------
+    def snapshot(self, name: str) -> tuple[PartitionRecord, PendingWrite]:
+        """Its state record as it stands, and the records of its pending examples to write with it
+        (those made since the last snapshot first, tombstones after; none when it keeps none);
+        ``name`` is its state's name in the state topic. Clears ``changed``."""
+        records, write = self._pending_records, PendingWrite()
+        if self._pending is not None and records is None:
+            records = PendingRecords()
+        if records is not None:
+            write = records.write(name, self._pending)
+        self._pending_records = records if self._pending is not None else None  # tombstoned: nothing left
+        self._changed = False
+        self._pending_changes = self._pending.changes if self._pending is not None else 0
+        return self.record(), write
+
+    def record(self) -> PartitionRecord:
+        """Its state record as it stands (the same objects: it goes on learning into them)."""
+        drift = self._watch.to_json() if self._watch is not None else self._drift_json
+        return PartitionRecord(self._model, self._encoder, self._next_offset, self._quality,
+                               label_field=self._label_field, drift=drift, pending=self._pending,
+                               pending_records=self._pending_records, labels_next_offset=self._labels_next_offset)
+
+    # ---- inside the steps -------------------------------------------------------------------
+    def _fit(self, X: object, y: AnyArray) -> None:
+        self._model.partial_fit(X, y, classes=None if self._model.is_fitted else self._shared.classes)
+
+    def _learn_joined(self, joined: Joined) -> None:
+        """Learn examples that met their label, and judge what each was served (not those served
+        before the model knew a class, nor those served by a model that knew more classes than the
+        group's does here yet)."""
+        if not len(joined):
+            return
+        y = joined.labels
+        self._fit(joined.X, y)
+        self._shared.learn(joined.X, y)
+        judged = joined.best >= 0
+        classes = self._shared.known_classes
+        proba = None if classes is None or not judged.any() else widened(joined.proba[judged], len(classes))
+        if proba is not None and classes is not None:
+            self._quality.judge(y[judged], classes, proba)
+            self._observe(classes[joined.best[judged]] != y[judged])
+
+    def _observe(self, errors: BoolArray) -> list[Detection]:
+        """Feed the drift watch newly judged errors ((k,) bool, stream order); with reset-to-window,
+        keep only the examples since a change it detects."""
+        if self._drift is None:
+            return []
+        watch = self._watch = self._watch or self._restored_watch()
+        detections = watch.observe(errors)
+        if detections and self._drift.reset_to_window:
+            self._model.keep_newest(watch.examples_since_change or 0)
+            self.revision += 1
+        return detections
+
+    def _restored_watch(self) -> DriftWatch:
+        """The watch as its state left it (a new one when it has none, or one that does not read)."""
+        assert self._drift is not None
+        return DriftWatch.restored(self._drift_json, self._drift.detector, self.number)
+
+
+def with_pending(record: PartitionRecord, pending: PendingExamples | None,
+                 pending_records: PendingRecords | None) -> PartitionRecord:
+    """The record with its pending examples as the service keeps them once it is taken over."""
+    return replace(record, pending=pending, pending_records=pending_records)
