@@ -15,10 +15,10 @@ from .learning import PipelineLearner, UnusableRow
 from .numeric import NumericColumnsEncoder, VectorEncoder
 from .pipeline import Pipeline, feature_encoder_of, files_source, load_pipeline
 from .problems import FeatureError, RowProblems
-from .spec import FeatureEncoder, FeatureSpec
+from .spec import LONGEST_NGRAMS, FeatureEncoder, FeatureSpec
 from .text import TextEncoder
 
-__all__ = ["CategoricalEncoder", "FeatureEncoder", "FeatureError", "FeatureSpec", "NumericColumnsEncoder",
-           "Pipeline", "PipelineLearner", "RowProblems", "TextEncoder", "UNSEEN_CATEGORY", "UnusableRow",
-           "VectorEncoder", "extract_labels", "feature_encoder_of", "files_source", "flag_classes_beyond",
-           "label_values", "load_pipeline"]
+__all__ = ["LONGEST_NGRAMS", "CategoricalEncoder", "FeatureEncoder", "FeatureError", "FeatureSpec",
+           "NumericColumnsEncoder", "Pipeline", "PipelineLearner", "RowProblems", "TextEncoder",
+           "UNSEEN_CATEGORY", "UnusableRow", "VectorEncoder", "extract_labels", "feature_encoder_of",
+           "files_source", "flag_classes_beyond", "label_values", "load_pipeline"]

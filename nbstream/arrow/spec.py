@@ -25,6 +25,8 @@ from ..state import is_int
 from .arrays import with_valid_utf8
 from .problems import FeatureError, RowProblems
 
+LONGEST_NGRAMS = 5  # a text's n-grams grow with their length, and few models gain past 3
+
 
 @dataclass(frozen=True)
 class FeatureSpec:
@@ -48,8 +50,8 @@ class FeatureSpec:
             raise ValueError(f"columns must be named by strings; got {list(self.columns)}.")
         if not is_int(self.hash_bits) or not 1 <= self.hash_bits <= 31:
             raise ValueError(f"hash_bits must be between 1 and 31 (an integer); got {self.hash_bits!r}.")
-        if not is_int(self.ngram_max) or self.ngram_max < 1:
-            raise ValueError(f"ngram_max must be at least 1 (an integer); got {self.ngram_max!r}.")
+        if not is_int(self.ngram_max) or not 1 <= self.ngram_max <= LONGEST_NGRAMS:
+            raise ValueError(f"ngram_max must be 1 to {LONGEST_NGRAMS} (an integer); got {self.ngram_max!r}.")
 
     @classmethod
     def vector(cls, column: str) -> FeatureSpec:

@@ -22,6 +22,7 @@ from worker.service.commit import StateWriter, TransactionalProducer
 from worker.service.follower import StateFollower
 from worker.service.group_state import GroupState, PartitionSettings
 from worker.service.partition.partition import Partition
+from worker.service.pending.join import LabelsConfig
 
 # The broker's cleaner compacts what is older than the active segment: roll it fast, clean it soon.
 QUICK_COMPACTION = {"segment.ms": "200", "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",
@@ -34,7 +35,7 @@ def replica(client: KafkaClient, topic: str) -> GroupState:
     fresh = nbstream.MultinomialNB
     follower = StateFollower(client.reader(read_committed=True), topic)
     return GroupState(fresh, FeatureSpec.vector("features").encoder(), follower,
-                      settings=PartitionSettings(max_pending=10_000))
+                      settings=PartitionSettings(labels=LabelsConfig("labels", max_pending=10_000)))
 
 
 def taken_over(client: KafkaClient, topic: str) -> Partition:

@@ -157,7 +157,7 @@ def test_the_containers_command_is_one_the_cli_accepts(monkeypatch):
     command = group.get_command(click.Context(group), name)
     assert command is not None, f"no command {name!r}"
     parsed = command.make_context(name, arguments).params  # a missing or malformed setting raises here
-    assert parsed["input_topic"] == config()["NBSTREAM_INPUT"]
+    assert parsed["input"] == config()["NBSTREAM_INPUT"]
     assert parsed["instance_id"] == "nbstream-7d4b9c6f58-x2k8q"
     assert parsed["metrics_host"] == "0.0.0.0"  # the image's: the probes come from outside the container
 

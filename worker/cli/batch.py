@@ -21,9 +21,6 @@ from ..snapshot_meta import FilesRead, ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
 from .options import (
     BATCH_SIZE,
-    HASH_BITS,
-    MAX_CLASSES,
-    NGRAMS,
     PROGRESS,
     SKIP_INVALID,
     SNAPSHOT,
@@ -31,6 +28,7 @@ from .options import (
     env,
     model_parameters,
     option_group,
+    setting_option,
 )
 
 SOURCES = typer.Argument(None, help="Parquet files, directories or globs (--engine spark: anything Spark reads, "
@@ -72,9 +70,9 @@ def train(
                                                 "--model categorical."),
     text: str | None = typer.Option(None, "--text", envvar=env("TEXT"),
                                        help="A text column: lowercased word tokens, hashed."),
-    hash_bits: int = HASH_BITS,
-    ngrams: int = NGRAMS,
-    max_classes: int = MAX_CLASSES,
+    hash_bits: int = setting_option(FeatureOptions, "hash_bits"),
+    ngrams: int = setting_option(FeatureOptions, "ngrams"),
+    max_classes: int = setting_option(TrainConfig, "max_classes"),
     checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", min=1,
                                                    envvar=env("CHECKPOINT_EVERY"),
                                                    help="Write the snapshot every N rows (the run can then "

@@ -5,9 +5,11 @@ Every option can also come from an environment variable NBSTREAM_<OPTION> (shown
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +17,9 @@ from typing import Any
 
 import typer
 
-from ..config import LONGEST_NGRAMS, MOST_CLASSES
 from ..io.kafka.settings import KafkaSettings, OAuthGiven, settings_from
 from ..io.registry.settings import RegistrySettings, registry_settings_from
+from ..setting import Setting, settings_of
 
 
 def env(name: str) -> str:
@@ -51,6 +53,72 @@ def option_group(name: str, build: Callable[..., Any], options: dict[str, tuple[
     return decorate
 
 
+@dataclass(frozen=True)
+class Given:
+    """A config dataclass's options as given, built when asked: inside the command, where its
+    errors are reported as one line. ``make`` builds it (the dataclass, or a builder of it)."""
+    make: Callable[..., Any]
+    values: dict[str, Any]
+
+    def build(self, **more: Any) -> Any:
+        return self.make(**self.values, **more)
+
+
+def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[..., Any]]]
+                     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding the options of the settings (``worker/setting.py``) of several config
+    dataclasses to a command, which receives them as one parameter ``name``: part -> ``Given``.
+    A part is a dataclass, or (the dataclass, what builds it from its settings). A setting that
+    parses its text and is not given takes the dataclass's default."""
+    makers = {part: spec if isinstance(spec, tuple) else (spec, spec) for part, spec in parts.items()}
+    options: dict[str, tuple[Any, Any]] = {}  # by the option's words (its field's name may be another's too)
+    for cls, _ in makers.values():
+        hints = typing.get_type_hints(cls)
+        for f, rule in settings_of(cls):
+            if rule.parameter in options:
+                raise ValueError(f"two settings take {rule.flag} ({cls.__name__}.{f.name} and another)")
+            options[rule.parameter] = _typer_option(f, rule, hints[f.name])
+
+    def given(**values: Any) -> dict[str, Given]:
+        found: dict[str, Given] = {}
+        for part, (cls, make) in makers.items():
+            mine = {}
+            for f, rule in settings_of(cls):
+                value = values[rule.parameter]
+                if rule.parse is None:
+                    mine[f.name] = value
+                elif value is not None:
+                    mine[f.name] = rule.parse(value)
+            found[part] = Given(make, mine)
+        return found
+
+    return option_group(name, given, options)
+
+
+def setting_option(cls: type, name: str) -> Any:
+    """The Typer option of one setting of ``cls``, for a command that takes it alone."""
+    f, rule = next((f, rule) for f, rule in settings_of(cls) if f.name == name)
+    return _typer_option(f, rule, typing.get_type_hints(cls)[name])[1]
+
+
+def _typer_option(f: dataclasses.Field, rule: Setting, annotation: Any) -> tuple[Any, Any]:
+    """(the parameter's type, its typer.Option) for one setting."""
+    default: Any
+    if rule.parse is not None:  # the text given, or shown: the default as one would write it
+        annotation, default = str | None, rule.shown
+    elif f.default is not dataclasses.MISSING:
+        default = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        default = ...  # required
+    flag = f"{rule.flag}/{rule.negative}" if rule.negative else rule.flag
+    numeric = rule.parse is None  # a parsed value's range is checked once parsed, by the dataclass
+    option = typer.Option(default, flag, min=rule.low if numeric else None, max=rule.high if numeric else None,
+                          envvar=rule.variable, help=rule.help or None, rich_help_panel=rule.panel)
+    return annotation, option
+
+
 MODEL_PANEL = "Model parameters"  # --help groups these options under their own headings
 KAFKA_PANEL = "Kafka connection"
 
@@ -63,10 +131,6 @@ SKIP_INVALID = typer.Option(False, "--skip-invalid", envvar=env("SKIP_INVALID"),
 PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=env("PROGRESS"),
                         help="Progress bar with rows/s (default: on when stderr is a terminal).")
 
-HASH_BITS = typer.Option(20, "--hash-bits", min=1, max=31, envvar=env("HASH_BITS"),
-                         help="Text is hashed into 2**hash_bits features.")
-NGRAMS = typer.Option(1, "--ngrams", min=1, max=LONGEST_NGRAMS, envvar=env("NGRAMS"),
-                      help="Use word n-grams up to this length.")
 ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).",
                      rich_help_panel=MODEL_PANEL)
 BINARIZE = typer.Option(None, "--binarize", envvar=env("BINARIZE"),
@@ -79,12 +143,6 @@ VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=env("VAR_SMO
                              help="Gaussian: variance smoothing (default: 1e-9).", rich_help_panel=MODEL_PANEL)
 MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_CATEGORIES"),
                               help="Categorical: minimum categories per feature.", rich_help_panel=MODEL_PANEL)
-MAX_CLASSES = typer.Option(1_000, "--max-classes", min=1, max=MOST_CLASSES, envvar=env("MAX_CLASSES"),
-                           help="Most classes the model may hold: a label that would add one more is a bad "
-                                "row (train: an error, or set aside with --skip-invalid; serve: a dead "
-                                "letter). With sparse counts (hashed text) a class costs 16 bytes per (class, "
-                                "feature) pair its examples bring, and about 20 bytes in every prediction (each "
-                                "carries every class's probability); with dense counts 8 to 24 bytes per feature.")
 HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
                          help="Forget: an example's weight halves every N newer examples.", rich_help_panel=MODEL_PANEL)
 WINDOW = typer.Option(None, "--window", min=2, envvar=env("WINDOW"),

@@ -11,149 +11,33 @@ from typing import Any
 
 import typer
 
-from ..config import MOST_PENDING, ModelOptions, ServeConfig, parse_classes, parse_duration
 from ..errors import UserError
-from ..io.fields import MessageFields
+from ..service.config import SETTING_PARTS, ServeConfig
 from .app import app, reported_errors
 from .options import (
-    HASH_BITS,
-    MAX_CLASSES,
-    NGRAMS,
     PATHS,
     PROGRESS,
+    Given,
     KafkaOptions,
     RegistryOptions,
-    columns,
     env,
     kafka_options,
     model_parameters,
     registry_options,
+    settings_options,
 )
+
+serve_options = settings_options("parts", SETTING_PARTS)
+"""Gives `worker serve` its options, one dataclass per concern (``worker/service/config.py``)."""
 
 
 @app.command()
 @kafka_options
 @registry_options
 @model_parameters
-def serve(
-    input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="Topic of examples."),
-    output_topic: str = typer.Option(..., "--output", envvar=env("OUTPUT"), help="Topic for predictions."),
-    message_format: str = typer.Option("json", "--format", envvar=env("FORMAT"),
-                                       help="json: one example per message (a JSON object); arrow: an Arrow IPC "
-                                            "stream of many rows per message (columns as in Parquet), answered "
-                                            "by one Arrow stream of predictions per message; avro, "
-                                            "json-schema, protobuf: one Avro record, JSON object or Protobuf "
-                                            "message per message in the Confluent wire format, its schema in "
-                                            "--schema-registry (fields as in JSON), answered in JSON."),
-    output_format: str = typer.Option("json", "--output-format", envvar=env("OUTPUT_FORMAT"),
-                                      help="json: each prediction a JSON object; avro: an Avro record in the "
-                                           "Confluent wire format, its schema registered under OUTPUT-value "
-                                           "in --schema-registry."),
-    group: str = typer.Option(..., "--group", envvar=env("GROUP"),
-                              help="Consumer group id: every replica of one service uses the same."),
-    guarantee: str = typer.Option("exactly-once", "--guarantee", envvar=env("GUARANTEE"),
-                                  help="exactly-once: predictions, dead letters, state and offsets commit in one "
-                                       "Kafka transaction; at-least-once: a crash may repeat predictions."),
-    snapshot_dir: Path | None = typer.Option(None, "--snapshot-dir", envvar=env("SNAPSHOT_DIR"),
-                                                help="Keep a local copy of the group's model here, at the "
-                                                     "first commit --snapshot-interval seconds after the last "
-                                                     "copy and at shutdown (also: a first start from such a "
-                                                     "copy)."),
-    init_model: Path | None = typer.Option(None, "--init-model", envvar=env("INIT_MODEL"),
-                                              help="Start a new group from this worker train snapshot (its "
-                                                   "model and features) and keep learning."),
-    learn: bool = typer.Option(True, "--learn/--no-learn", envvar=env("LEARN"),
-                               help="Learn from labeled messages, or only predict (labels ignored)."),
-    model: str = typer.Option("multinomial", "--model", envvar=env("MODEL"),
-                              help="bernoulli, multinomial, complement, gaussian or categorical."),
-    text: bool = typer.Option(False, "--text", envvar=env("SERVE_TEXT"),
-                              help="Messages carry text (in --text-field), hashed into features."),
-    feature_names: str | None = typer.Option(None, "--feature-names", envvar=env("FEATURE_NAMES"),
-                                                help="Keys of a features object, comma-separated "
-                                                     "(default: features is a list of numbers)."),
-    hash_bits: int = HASH_BITS,
-    ngrams: int = NGRAMS,
-    max_classes: int = MAX_CLASSES,
-    classes: str | None = typer.Option(None, "--classes", envvar=env("CLASSES"),
-                                          help="Fixed class set, comma-separated (numbers if all are); other "
-                                               "labels go to the dead-letter topic (default: open, grows)."),
-    checkpoint_every: int = typer.Option(50_000, "--checkpoint-every", min=1, envvar=env("CHECKPOINT_EVERY"),
-                                         help="Commit after this many messages..."),
-    max_poll_records: int = typer.Option(10_000, "--max-poll-records", min=1, envvar=env("MAX_POLL_RECORDS"),
-                                         help="Messages processed together at most (more: faster under load)."),
-    checkpoint_interval: float = typer.Option(0.5, "--checkpoint-interval", min=0.1,
-                                              envvar=env("CHECKPOINT_INTERVAL"),
-                                              help="...or seconds (under exactly-once, how long predictions "
-                                                   "wait to become visible)."),
-    transaction_timeout: float = typer.Option(60.0, "--transaction-timeout", min=1, max=900,
-                                              envvar=env("TRANSACTION_TIMEOUT"),
-                                              help="Seconds before the broker aborts a transaction left open "
-                                                   "by a replica that died (at most 900, brokers' default "
-                                                   "transaction.max.timeout.ms)."),
-    start: str = typer.Option("earliest", "--start", envvar=env("START"),
-                              help="Where a partition without saved state starts: earliest or latest."),
-    output_timestamp: str = typer.Option("input", "--output-timestamp", envvar=env("OUTPUT_TIMESTAMP"),
-                                         help="A prediction's timestamp: input (its input message's, for "
-                                              "event-time processing downstream) or now (when it is sent)."),
-    drift_detector: str = typer.Option("none", "--drift-detector", envvar=env("DRIFT_DETECTOR"),
-                                       help="Watch each partition's prequential errors for a drift with adwin "
-                                            "or page-hinkley (each one a WARNING line and counted), or none."),
-    on_drift: str = typer.Option("report", "--on-drift", envvar=env("ON_DRIFT"),
-                                 help="report a drift only, or reset-to-window: drop the partition's window "
-                                      "buckets from before the change (needs --window)."),
-    labels_topic: str | None = typer.Option(None, "--labels-topic", envvar=env("LABELS_TOPIC"),
-                                               help="Topic of labels that come later: JSON objects with "
-                                                    "--id-field and --label-field, keyed like the message they "
-                                                    "label (same partition count as --input). A message with an "
-                                                    "id and no label waits for its label, then is learned and "
-                                                    "its served prediction judged."),
-    label_ttl: str = typer.Option("7d", "--label-ttl", envvar=env("LABEL_TTL"),
-                                  help="How long a message waits for its label, by its event time (90s, 15m, "
-                                       "36h, 7d)."),
-    max_pending: int = typer.Option(100_000, "--max-pending", min=1, max=MOST_PENDING, envvar=env("MAX_PENDING"),
-                                    help="Messages waiting for their label per partition at most (the oldest "
-                                         "give way; as many labels waiting for their message)."),
-    dlq_unmatched_labels: bool = typer.Option(False, "--dlq-unmatched-labels", envvar=env("DLQ_UNMATCHED_LABELS"),
-                                              help="Send a label whose message never came within --label-ttl "
-                                                   "(never seen, or expired) to the dead-letter topic; otherwise "
-                                                   "it is only counted."),
-    dead_letter_topic: str | None = typer.Option(None, "--dlq", envvar=env("DLQ"),
-                                                    help="Dead-letter topic (default: INPUT.dlq)."),
-    state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
-                                              help="Compacted topic of the partitions' states "
-                                                   "(default: INPUT.GROUP.nbstream-state)."),
-    keep_snapshots: int = typer.Option(3, "--keep-snapshots", min=1, envvar=env("KEEP_SNAPSHOTS")),
-    snapshot_interval: float = typer.Option(60.0, "--snapshot-interval", min=0, envvar=env("SNAPSHOT_INTERVAL"),
-                                            help="Seconds between local copies in --snapshot-dir at least (0: "
-                                                 "after every commit)."),
-    metrics_port: int | None = typer.Option(None, "--metrics-port", envvar=env("METRICS_PORT"),
-                                               help="Serve /metrics, /healthz, /readyz on this port."),
-    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", envvar=env("METRICS_HOST"),
-                                     help="Address for the endpoints (0.0.0.0 in a container)."),
-    max_message_bytes: int = typer.Option(1_048_576, "--max-message-bytes", min=1, envvar=env("MAX_MESSAGE_BYTES"),
-                                          help="Larger messages go to the dead-letter topic; so do Arrow messages "
-                                               "that hold more once decompressed."),
-    instance_id: str | None = typer.Option(None, "--instance-id", envvar=env("INSTANCE_ID"),
-                                              help="Stable id of this replica in the group (static membership; "
-                                                   "also names its transactions): a restart takes its "
-                                                   "partitions back at once."),
-    session_timeout: float = typer.Option(10.0, "--session-timeout", min=6, max=1800, envvar=env("SESSION_TIMEOUT"),
-                                          help="Seconds before the group gives a silent replica's partitions away "
-                                               "(6 to 1800, brokers' default group.min/max.session.timeout.ms)."),
-    id_field: str = typer.Option("id", "--id-field", envvar=env("ID_FIELD")),
-    features_field: str = typer.Option("features", "--features-field", envvar=env("FEATURES_FIELD")),
-    text_field: str = typer.Option("text", "--text-field", envvar=env("TEXT_FIELD")),
-    label_field: str = typer.Option("label", "--label-field", envvar=env("LABEL_FIELD")),
-    json_logs: bool = typer.Option(False, "--json-logs", envvar=env("JSON_LOGS"),
-                                   help="Every log line a JSON object (errors and crashes included)."),
-    log_level: str = typer.Option("info", "--log-level", envvar=env("LOG_LEVEL"),
-                                  help="debug, info, warning or error (debug also shows the Kafka client "
-                                       "libraries' own lines)."),
-    *,
-    kafka: KafkaOptions,
-    registry: RegistryOptions,
-    model_parameters: dict[str, Any],
-) -> None:
+@serve_options
+def serve(*, kafka: KafkaOptions, registry: RegistryOptions, model_parameters: dict[str, Any],
+          parts: dict[str, Given]) -> None:
     """Serve predictions for a Kafka topic and learn from its labeled messages (prequential).
 
     Every message gets a prediction on --output; labeled ones are then learned from. Run several
@@ -165,29 +49,12 @@ def serve(
     from ..service.serve import serve as run_serve
     from ..service.telemetry.logs import LEVELS, configure_logging
 
-    configure_logging(json_logs, log_level if log_level in LEVELS else "info")
+    telemetry = parts["telemetry"].values
+    configure_logging(telemetry["json_logs"], telemetry["log_level"] if telemetry["log_level"] in LEVELS else "info")
     with reported_errors(logging.getLogger("worker.serve")):
-        if log_level not in LEVELS:
-            raise UserError(f"--log-level must be one of {', '.join(LEVELS)}; got {log_level!r}.")
-        config = ServeConfig(
-            kafka=kafka.settings(),
-            input=input_topic, output=output_topic, group=group, snapshot_dir=snapshot_dir,
-            model=ModelOptions(kind=model, **model_parameters),
-            fields=MessageFields(format=message_format, id=id_field, features=features_field, text=text_field,
-                                 label=label_field, feature_names=columns(feature_names),
-                                 max_bytes=max_message_bytes),
-            text=text, hash_bits=hash_bits, ngrams=ngrams, classes=parse_classes(columns(classes)),
-            dead_letter_topic=dead_letter_topic, state_topic=state_topic, guarantee=guarantee,
-            checkpoint_every=checkpoint_every, checkpoint_interval=checkpoint_interval,
-            transaction_timeout=transaction_timeout, start=start, keep_snapshots=keep_snapshots,
-            snapshot_interval=snapshot_interval,
-            metrics_port=metrics_port, metrics_host=metrics_host, instance_id=instance_id,
-            session_timeout=session_timeout, learn=learn, init_model=init_model, max_poll_records=max_poll_records,
-            max_classes=max_classes, output_timestamp=output_timestamp, drift_detector=drift_detector,
-            on_drift=on_drift, schema_registry=registry.settings(), output_format=output_format,
-            labels_topic=labels_topic,
-            label_ttl=parse_duration(label_ttl, "--label-ttl"), max_pending=max_pending,
-            dlq_unmatched_labels=dlq_unmatched_labels)
+        built = {part: given.build() for part, given in parts.items() if part != "model"}
+        config = ServeConfig(kafka=kafka.settings(), schema_registry=registry.settings(),
+                             model=parts["model"].build(parameters=model_parameters), **built)
         run_serve(config)
 
 

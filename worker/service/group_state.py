@@ -34,10 +34,11 @@ from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start
 from .follower import StateFollower, partition_of, state_name, unreadable
 from .global_model import GlobalModel, Statistics
-from .partition.drift_watch import DriftSettings
+from .partition.drift_watch import DriftConfig
 from .partition.partition import Partition
 from .partition.quality import PredictionQuality
 from .partition.record import PartitionRecord
+from .pending.join import LabelsConfig
 from .pending.records import PendingRecords
 from .pending.store import PendingExamples
 
@@ -48,14 +49,12 @@ log = logging.getLogger(__name__)
 class PartitionSettings:
     """What every owned partition is given.
 
-    classes : a fixed class set (None: open); max_pending : the most pending examples a
-        partition keeps (delayed labels), None when the service keeps none (the pending records
-        a partition has in the topic are then tombstoned at its next commit); label_ttl_ms : how
-        long a message waits for its label; drift : how errors are watched (None: not watched)."""
+    classes : a fixed class set (None: open); labels : labels that come later (None: no labels
+        topic, and no pending examples: the pending records a partition has in the topic are then
+        tombstoned at its next commit); drift : how errors are watched (None: not watched)."""
     classes: AnyArray | list | None = None
-    max_pending: int | None = None
-    label_ttl_ms: int | None = None
-    drift: DriftSettings | None = None
+    labels: LabelsConfig | None = None
+    drift: DriftConfig | None = None
 
 
 class GroupState:
@@ -152,8 +151,7 @@ class GroupState:
         for partition in partitions:
             record = self._taken_over(partition, committed.get(partition), partition in behind)
             self.owned[partition] = owned = Partition(partition, record, self.global_model,
-                                                      drift=self.settings.drift,
-                                                      label_ttl_ms=self.settings.label_ttl_ms)
+                                                      drift=self.settings.drift, labels=self.settings.labels)
             name = state_name(partition)
             self._written[name] = self.follower.assembler.chunk_keys(name)
             starts[partition] = owned.next_offset if owned.next_offset is not None \
@@ -186,7 +184,7 @@ class GroupState:
         do not restore: the state is then unreadable, reported as one skipped."""
         records = record.pending_records or PendingRecords()
         pending = record.pending
-        max_pending = self.settings.max_pending
+        max_pending = None if self.settings.labels is None else self.settings.labels.max_pending
         if max_pending is None:
             pending, records = None, PendingRecords()  # it lists nothing: every record is stale
         elif pending is None and record.pending_records is None:

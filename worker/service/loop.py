@@ -34,7 +34,7 @@ from ..io.records import Polled
 from .global_model import Predictions
 from .group_state import GroupState
 from .partition.partition import Judged, Partition
-from .pending.join import LabelSettings, served, unmatched_letters, with_id
+from .pending.join import LabelsConfig, served, unmatched_letters, with_id
 from .pending.store import Expired, Joined
 from .telemetry.counts import UncommittedCounts
 from .telemetry.metrics import ServiceMetrics
@@ -49,7 +49,7 @@ class LoopSettings:
     learn: bool = True
     max_classes: int = 1_000
     fields: MessageFields = field(default_factory=MessageFields)
-    labels: LabelSettings | None = None
+    labels: LabelsConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -243,7 +243,7 @@ class PrequentialLoop:
         assert labels is not None
         self.counts.labels["expired"] += expired.examples
         self.counts.labels["unmatched"] += expired.labels
-        if labels.dlq_unmatched and expired.unmatched is not None:
+        if labels.dlq_unmatched and labels.topic is not None and expired.unmatched is not None:
             self.outputs.rejects.reject(*unmatched_letters(labels.topic, partition, expired.unmatched))
 
     def _join(self, labels: Polled) -> None:

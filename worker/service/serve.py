@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
 
-from ..config import ServeConfig
 from ..errors import ConfigError, UserError
 from ..io.fields import REGISTRY_FORMATS
 from ..io.formats import MessageFormat, PredictionEncoder, message_format
@@ -32,6 +31,7 @@ from ..io.registry.avro_predictions import AvroPredictions
 from ..io.registry.client import RegistryClient, RegistryUnavailable
 from ..io.registry.records import RegistryRecords, registry_records
 from ..snapshot_meta import KafkaOffsets, read_snapshot
+from .config import ServeConfig
 from .partition.record import PartitionRecord
 from .session import Session
 from .snapshots import SnapshotStore
@@ -69,20 +69,20 @@ class StartingPoint:
 
 def starting_point(config: ServeConfig, store: SnapshotStore | None) -> StartingPoint:
     """--init-model, else the newest snapshot in --snapshot-dir (a group's earlier state), else nothing."""
-    if config.init_model is not None:
-        model, meta = read_snapshot(config.init_model)
-        log.info("starting from --init-model", extra={"path": str(config.init_model), "model": repr(model),
+    if config.snapshots.init_model is not None:
+        model, meta = read_snapshot(config.snapshots.init_model)
+        log.info("starting from --init-model", extra={"path": str(config.snapshots.init_model), "model": repr(model),
                                                        "examples": model.n_examples_seen_,
                                                        "features": meta.features.describe()})
         return _from_snapshot(model, meta.features, {})
     found = store.latest() if store is not None else None
     if found is not None:
         model, meta, path = found
-        if not isinstance(meta.source, KafkaOffsets) or meta.source.topic != config.input:
+        if not isinstance(meta.source, KafkaOffsets) or meta.source.topic != config.topics.input:
             topic = meta.source.topic if isinstance(meta.source, KafkaOffsets) else None
-            raise ConfigError(f"{path} holds the state of topic {topic!r}, not {config.input!r}.")
+            raise ConfigError(f"{path} holds the state of topic {topic!r}, not {config.topics.input!r}.")
         return _from_snapshot(model, meta.features, dict(meta.source.offsets))
-    return StartingPoint(config.model.build(), config.feature_spec().encoder().to_json())
+    return StartingPoint(config.model.options().build(), config.feature_spec().encoder().to_json())
 
 
 def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int]) -> StartingPoint:
@@ -103,17 +103,19 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     try:
         client = connect(config.kafka)
         messages = message_format(config.fields, _registry_records(config), _prediction_encoder(config))
-        store = SnapshotStore(config.snapshot_dir, config.keep_snapshots) if config.snapshot_dir else None
+        snapshots = config.snapshots
+        store = SnapshotStore(snapshots.snapshot_dir, snapshots.keep_snapshots) if snapshots.snapshot_dir else None
         start = starting_point(config, store)
         metrics = ServiceMetrics(kafka_client=config.kafka.client)
-        if config.metrics_port is not None:
-            http = serve_metrics(metrics, config.metrics_port, config.metrics_host)
+        if config.telemetry.metrics_port is not None:
+            http = serve_metrics(metrics, config.telemetry.metrics_port, config.telemetry.metrics_host)
             host, port = http.server_address[:2]
             host = host.decode() if isinstance(host, bytes) else host
             address = f"[{host}]" if ":" in host else host  # an IPv6 address is bracketed in a URL
             log.info("metrics endpoint up", extra={"url": f"http://{address}:{port}/metrics"})
-        log.info("serving", extra={"input": config.input, "output": config.output, "group": config.group,
-                                   "guarantee": config.guarantee, "kafka": config.kafka.describe()})
+        log.info("serving", extra={"input": config.topics.input, "output": config.topics.output,
+                                   "group": config.topics.group,
+                                   "guarantee": config.commit.guarantee, "kafka": config.kafka.describe()})
         # A poll makes thousands of short-lived objects, which set off garbage collections; the
         # start-up's own objects (modules, the starting model) are never garbage, and leaving them
         # out of every later collection cut a third of the JSON text path's time.
@@ -129,10 +131,10 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
 def _prediction_encoder(config: ServeConfig) -> PredictionEncoder:
     """How predictions are written: JSON objects, or Avro records by the schema registered now
     under OUTPUT-value (a registry that does not answer, or refuses it, ends the command)."""
-    if config.output_format != "avro":
+    if config.output.output_format != "avro":
         return prediction_values
     assert config.schema_registry is not None, "ServeConfig requires a registry for Avro predictions"
-    subject = f"{config.output}-value"
+    subject = f"{config.topics.output}-value"
     try:
         predictions = AvroPredictions.registered(RegistryClient(config.schema_registry), subject)
     except RegistryUnavailable as failure:
@@ -160,7 +162,7 @@ def _registry_records(config: ServeConfig) -> RegistryRecords | None:
 def _run_sessions(config: ServeConfig, client, messages: MessageFormat, start: StartingPoint, metrics: ServiceMetrics,
                   store: SnapshotStore | None, stop: threading.Event) -> None:
     """Sessions one after another until ``stop`` is set; a Kafka failure ends a session, not the loop."""
-    transactional_id = f"nbstream.{config.group}.{config.instance_id or uuid.uuid4().hex[:12]}"
+    transactional_id = f"nbstream.{config.topics.group}.{config.consumer.instance_id or uuid.uuid4().hex[:12]}"
     refusals = Refusals()
     backoff, last_failure, started = Backoff(), None, False
     while not stop.is_set():

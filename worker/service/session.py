@@ -18,7 +18,6 @@ from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
 
 from ..checkpoint import CheckpointPolicy
-from ..config import ServeConfig
 from ..errors import ConfigError
 from ..io.formats import MessageFormat, message_format
 from ..io.interfaces import Refusals
@@ -28,12 +27,11 @@ from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..io.registry.client import RegistryAccessError, RegistryUnavailable
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta
 from .commit import ServeCheckpoint, TransactionalProducer
+from .config import ServeConfig
 from .follower import StateFollower
 from .group_state import GroupState, PartitionSettings
 from .loop import LoopOutputs, LoopSettings, PrequentialLoop
-from .partition.drift_watch import DriftSettings
 from .partition.record import PartitionRecord
-from .pending.join import LabelSettings
 from .snapshots import SnapshotStore
 from .telemetry.counts import UncommittedCounts
 from .telemetry.lag import GroupLag
@@ -76,35 +74,36 @@ class Session:
 
     def _open(self, client, fresh, encoder, transactional_id, refusals, base) -> None:
         config, metrics = self.config, self.metrics
-        timeout = config.transaction_timeout
+        timeout = config.commit.transaction_timeout
         limits = self._ensure_topics(client)
         batch_limit = min(limits.values())  # a batch of the state topic's records (chunks of 512 KiB) too
         # Under at-least-once a prediction is visible once sent, so the producer waits little to
         # fill a batch; under exactly-once it becomes visible at the commit anyway.
-        raw = client.producer(transactional_id=transactional_id if config.exactly_once else None,
+        raw = client.producer(transactional_id=transactional_id if config.commit.exactly_once else None,
                               transaction_timeout_s=timeout, max_request_bytes=max(limits.values()),
-                              batch_bytes=batch_limit, linger_ms=20 if config.exactly_once else 2)
-        if config.exactly_once:
+                              batch_bytes=batch_limit, linger_ms=20 if config.commit.exactly_once else 2)
+        if config.commit.exactly_once:
             # Before reading the state topic: this aborts what an earlier run of this replica left
             # open, which would otherwise hold back everything after it for read_committed readers.
             raw.init_transactions(timeout)
             self.producer = TransactionalProducer(raw)
         else:
             self.producer = raw
-        self.follower = StateFollower(client.reader(read_committed=True), config.states)
-        self.group = GroupState(fresh, encoder, self.follower, start=config.start,
+        self.follower = StateFollower(client.reader(read_committed=True), config.topics.states)
+        self.group = GroupState(fresh, encoder, self.follower, start=config.consumer.start,
                                 settings=partition_settings(config))
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
-        self.sink = KafkaSink(self.producer, Destination(config.output, limits[config.output]),
-                              Destination(config.dlq, limits[config.dlq]), refusals, COMMIT_STEP_SECONDS,
+        self.sink = KafkaSink(self.producer, Destination(config.topics.output, limits[config.topics.output]),
+                              Destination(config.topics.dlq, limits[config.topics.dlq]), refusals, COMMIT_STEP_SECONDS,
                               on_dead_letter=self.counts.dead_lettered,
-                              input_timestamps=config.output_timestamp == "input")
-        self.consumer = client.consumer(config.input, config.group, instance_id=config.instance_id,
-                                        session_timeout_s=config.session_timeout, start=config.start,
+                              input_timestamps=config.output.output_timestamp == "input")
+        self.consumer = client.consumer(config.topics.input, config.topics.group,
+                                        instance_id=config.consumer.instance_id,
+                                        session_timeout_s=config.consumer.session_timeout, start=config.consumer.start,
                                         read_committed=True, labels_topic=config.labels_topic)
-        self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.checkpoint_every, config.commit_interval),
-                                          self.producer, self.consumer, self.group, self.sink, config.states,
+        self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.commit.checkpoint_every, config.commit.interval),
+                                          self.producer, self.consumer, self.group, self.sink, config.topics.states,
                                           config.fields.label, COMMIT_STEP_SECONDS)
         if base is not None and self.group.base is None and not self.group.latest:
             self.checkpoint.start_group_from(base)
@@ -114,9 +113,9 @@ class Session:
                                     self.counts, loop_settings(config))
         self.consumer.subscribe(self._assigned, self._revoked, self._lost, label_starts=self.group.label_starts)
         self._probed = time.monotonic()
-        if config.metrics_port is not None:  # measured only to be shown
-            self.lags = [GroupLag(client, topic, config.group, config.start, metrics)
-                         for topic in (config.input, config.labels_topic) if topic is not None]
+        if config.telemetry.metrics_port is not None:  # measured only to be shown
+            self.lags = [GroupLag(client, topic, config.topics.group, config.consumer.start, metrics)
+                         for topic in (config.topics.input, config.labels_topic) if topic is not None]
             for lag in self.lags:
                 lag.start()
 
@@ -125,16 +124,16 @@ class Session:
         config = self.config
         admin = client.admin()
         try:
-            source = admin.topic(config.input)
+            source = admin.topic(config.topics.input)
             partitions = source.partitions if source else 1
             if source is None:
-                log.info("the input topic does not exist yet: waiting for it", extra={"topic": config.input})
+                log.info("the input topic does not exist yet: waiting for it", extra={"topic": config.topics.input})
             dead_letter_bytes = max(2 << 20, config.fields.max_bytes + (64 << 10))
-            wanted = {config.output: (partitions, {"max.message.bytes": str(2 << 20)}),
-                      config.dlq: (partitions, {"max.message.bytes": str(dead_letter_bytes)}),
-                      config.states: (1, STATE_TOPIC_CONFIG)}
+            wanted = {config.topics.output: (partitions, {"max.message.bytes": str(2 << 20)}),
+                      config.topics.dlq: (partitions, {"max.message.bytes": str(dead_letter_bytes)}),
+                      config.topics.states: (1, STATE_TOPIC_CONFIG)}
             if config.labels_topic is not None:
-                _check_labels_topic(admin.topic(config.labels_topic), config.labels_topic, config.input, source)
+                _check_labels_topic(admin.topic(config.labels_topic), config.labels_topic, config.topics.input, source)
             limits = {}
             for name, (count, topic_config) in wanted.items():
                 info = admin.topic(name)
@@ -151,8 +150,8 @@ class Session:
     def _assigned(self, partitions: list[int]) -> dict[int, Start]:
         started = time.monotonic()
         committed = self.consumer.committed(partitions) if partitions else {}
-        wait = self.config.transaction_timeout + 10 if self.config.exactly_once else 0.0
-        starts = self.group.assign(partitions, committed, wait_s=wait, strict=self.config.exactly_once)
+        wait = self.config.commit.transaction_timeout + 10 if self.config.commit.exactly_once else 0.0
+        starts = self.group.assign(partitions, committed, wait_s=wait, strict=self.config.commit.exactly_once)
         seconds = time.monotonic() - started
         self.metrics.assigned.set(len(self.group.owned))
         self.metrics.restore_seconds.set(seconds)
@@ -160,7 +159,7 @@ class Session:
         self.metrics.quality.show(self.group.quality_reports())
         restored = [p for p in partitions if self.group.owned[p].next_offset is not None]
         log.info("partitions assigned", extra={
-            "partitions": partitions, "restored": restored, "state_topic": self.config.states,
+            "partitions": partitions, "restored": restored, "state_topic": self.config.topics.states,
             "state_bytes_read": self.follower.bytes_read, "seconds": round(seconds, 3),
             "starts": {str(p): starts[p] for p in partitions}})
         return starts
@@ -180,7 +179,7 @@ class Session:
         """Poll and process until should_stop() is true, then commit what is left."""
         config = self.config
         while not should_stop():
-            polled = self.consumer.poll(0.5, config.max_poll_records)
+            polled = self.consumer.poll(0.5, config.consumer.max_poll_records)
             labels = self.consumer.polled_labels()
             self.group.take_updates(self.follower.poll(0.0))
             if (len(polled) or len(labels)) and self._process(polled, labels, should_stop):
@@ -227,7 +226,7 @@ class Session:
             self.metrics.commit_seconds.observe(time.monotonic() - started)
             self.metrics.state_bytes.inc(self.checkpoint.last_bytes)
             self._copy_due = self.store is not None
-        if self._copy_due and (last or time.monotonic() - self._copied >= self.config.snapshot_interval):
+        if self._copy_due and (last or time.monotonic() - self._copied >= self.config.snapshots.snapshot_interval):
             self._keep_local_copy()
 
     def _keep_local_copy(self) -> None:
@@ -240,7 +239,7 @@ class Session:
         offsets = {p: s.next_offset for p, s in self.group.latest.items() if s.next_offset is not None}
         offsets.update(self.group.offsets())
         path = self.store.save(model.model, SnapshotMeta(model.encoder, label=self.config.fields.label,
-                                                         source=KafkaOffsets(self.config.input, offsets)))
+                                                         source=KafkaOffsets(self.config.topics.input, offsets)))
         log.info("local copy written", extra={"snapshot": path.name,
                                               "offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
@@ -297,18 +296,13 @@ class Session:
 
 def partition_settings(config: ServeConfig) -> PartitionSettings:
     """What every owned partition is given, of a ServeConfig."""
-    labels = config.labels_topic is not None
-    return PartitionSettings(classes=config.classes or None, max_pending=config.max_pending if labels else None,
-                             label_ttl_ms=int(config.label_ttl * 1000) if labels else None,
-                             drift=None if config.drift_detector == "none" else
-                             DriftSettings(config.drift_detector, reset_to_window=config.on_drift == "reset-to-window"))
+    return PartitionSettings(classes=config.model.classes or None, labels=config.labels, drift=config.drift)
 
 
 def loop_settings(config: ServeConfig) -> LoopSettings:
     """What the loop is told, of a ServeConfig."""
-    labels = None if config.labels_topic is None else \
-        LabelSettings(config.labels_topic, int(config.label_ttl * 1000), config.dlq_unmatched_labels)
-    return LoopSettings(learn=config.learn, max_classes=config.max_classes, fields=config.fields, labels=labels)
+    return LoopSettings(learn=config.model.learn, max_classes=config.model.max_classes, fields=config.fields,
+                        labels=config.labels)
 
 
 def _check_labels_topic(labels: TopicInfo | None, name: str, input_topic: str, source: TopicInfo | None) -> None:

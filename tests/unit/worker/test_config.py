@@ -8,10 +8,20 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from worker.config import FeatureOptions, ModelOptions, ServeConfig, parse_duration
+from worker.config import FeatureOptions, ModelOptions
 from worker.errors import ConfigError
 from worker.io.fields import MessageFields
 from worker.io.kafka.settings import KafkaSettings
+from worker.service.config import ServeConfig, ServeFeatures, ServeModel, TopicsConfig
+from worker.service.pending.join import LabelsConfig
+from worker.setting import parse_duration
+
+
+def serve_config(output="out", dead_letter_topic=None, state_topic=None, labels_topic=None, **parts) -> ServeConfig:
+    """A ServeConfig of topic in and group g, with these parts (labels on ``labels_topic``)."""
+    labels = parts.pop("labels", None) or (LabelsConfig(labels_topic) if labels_topic else None)
+    return ServeConfig(KafkaSettings("127.0.0.1:9"), TopicsConfig("in", output, "g", dead_letter_topic, state_topic),
+                       labels=labels, **parts)
 
 
 @pytest.mark.parametrize("options, kind, list_column, expected", [
@@ -33,16 +43,15 @@ def test_feature_options_that_contradict_are_refused():
 
 
 def test_the_service_uses_the_same_builder_for_its_messages():
-    def spec(**settings):
-        fields = MessageFields(feature_names=settings.pop("names", []))
-        return ServeConfig("b", "in", "out", "g", "state", fields=fields, **settings).feature_spec()
+    def spec(names=(), **parts):
+        return serve_config(fields=MessageFields(feature_names=list(names)), **parts).feature_spec()
 
     assert spec() == FeatureSpec.vector("features")
     assert spec(names=["age", "income"]) == FeatureSpec.numeric_columns(["age", "income"])
-    assert spec(text=True, hash_bits=10) == FeatureSpec.text("text", 10)
-    assert spec(names=["colour"], model=ModelOptions("categorical")) == FeatureSpec.categorical(["colour"])
+    assert spec(features=ServeFeatures(text=True, hash_bits=10)) == FeatureSpec.text("text", 10)
+    assert spec(names=["colour"], model=ServeModel("categorical")) == FeatureSpec.categorical(["colour"])
     with pytest.raises(ConfigError, match="--model categorical needs --feature-names"):
-        spec(model=ModelOptions("categorical"))
+        spec(model=ServeModel("categorical"))
 
 
 def test_model_options_are_checked_before_any_data():
@@ -65,10 +74,9 @@ def test_model_options_are_checked_before_any_data():
 ])
 def test_each_topic_has_one_role(topics, message):
     """An output that is also the input would be read back as input, forever."""
-    settings = {"output": "out", **topics}
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        ServeConfig("b", "in", settings.pop("output"), "g", **settings)
-    assert ServeConfig("b", "in", "out", "g").dlq == "in.dlq"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        serve_config(**topics)
+    assert serve_config().topics.dlq == "in.dlq"
 
 
 @pytest.mark.parametrize("fields, text, expected", [
@@ -81,13 +89,12 @@ def test_each_topic_has_one_role(topics, message):
 ])
 def test_a_message_field_with_two_roles_is_refused(fields, text, expected):
     with pytest.raises(ConfigError, match=re.escape(expected)):
-        ServeConfig(KafkaSettings("127.0.0.1:9"), "in", "out", "g", fields=MessageFields(**fields), text=text)
+        serve_config(fields=MessageFields(**fields), features=ServeFeatures(text=text))
 
 
 def test_a_json_feature_named_like_the_label_field_is_no_overlap():
     """Named JSON features are keys of the features object, not message fields."""
-    config = ServeConfig(KafkaSettings("127.0.0.1:9"), "in", "out", "g",
-                         fields=MessageFields(feature_names=["a", "label"], label="y"))
+    config = serve_config(fields=MessageFields(feature_names=["a", "label"], label="y"))
     assert list(config.feature_spec().columns) == ["a", "label"]
 
 
@@ -112,16 +119,19 @@ def test_a_duration_that_is_not_one_is_refused_in_one_line(text):
 
 
 @pytest.mark.parametrize("settings, message", [
-    (dict(dlq_unmatched_labels=True), "--dlq-unmatched-labels needs --labels-topic"),
-    (dict(labels_topic="labels", learn=False), "--labels-topic needs learning"),
+    (dict(labels=lambda: LabelsConfig.given(dlq_unmatched=True)), "--dlq-unmatched-labels needs --labels-topic"),
+    (dict(labels_topic="labels", model=ServeModel(learn=False)), "--labels-topic needs learning"),
     (dict(labels_topic="labels", fields=MessageFields(format="arrow")), "not --format arrow"),
-    (dict(labels_topic="labels", label_ttl=0.0), "--label-ttl must be more than 0"),
-    (dict(labels_topic="labels", label_ttl=3651 * 86400.0), "at most 3650d"),
-    (dict(labels_topic="labels", max_pending=0), "--max-pending must be 1 to 10,000,000"),
-    (dict(labels_topic="labels", model=ModelOptions("categorical"), fields=MessageFields(feature_names=["a"])),
+    (dict(labels=lambda: LabelsConfig("labels", ttl=-1.0)), "--label-ttl must be 0 to 315,360,000; got -1.0"),
+    (dict(labels=lambda: LabelsConfig("labels", ttl=3651 * 86400.0)), "--label-ttl must be 0 to 315,360,000"),
+    (dict(labels=lambda: LabelsConfig.given(ttl=3651 * 86400.0)), "--label-ttl must be 0 to"),  # without a topic too
+    (dict(labels=lambda: LabelsConfig("labels", max_pending=0)), "--max-pending must be 1 to 10,000,000"),
+    (dict(labels_topic="labels", model=ServeModel("categorical"), fields=MessageFields(feature_names=["a"])),
      "--labels-topic does not take --model categorical"),
 ])
 def test_delayed_label_settings_that_cannot_work_are_refused(settings, message):
     with pytest.raises(ConfigError, match=message):
-        ServeConfig("b", "in", "out", "g", **settings)
-    assert ServeConfig("b", "in", "out", "g", labels_topic="labels").label_ttl == 7 * 86400
+        labels = settings.pop("labels", None)
+        serve_config(**settings, labels=labels() if labels else None)
+    assert serve_config(labels_topic="labels").labels.ttl == 7 * 86400
+    assert LabelsConfig.given() is None

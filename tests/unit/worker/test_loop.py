@@ -16,7 +16,7 @@ from worker.io.records import Polled
 from worker.service.follower import state_name
 from worker.service.group_state import GroupState, PartitionSettings
 from worker.service.loop import LoopOutputs, LoopSettings, PrequentialLoop
-from worker.service.partition.drift_watch import DriftSettings, DriftWatch
+from worker.service.partition.drift_watch import DriftConfig, DriftWatch
 from worker.service.partition.record import PartitionRecord
 from worker.service.telemetry.metrics import ServiceMetrics
 
@@ -168,7 +168,8 @@ def _swapping_stream(n, swap_at, rng):
 def _served_after_drift(messages, on_drift_reset):
     def windowed():
         return nbstream.MultinomialNB(window=2_000, window_buckets=10)
-    loop, sink = make_loop(model=windowed, drift=DriftSettings("adwin", reset_to_window=on_drift_reset))
+    on_drift = "reset-to-window" if on_drift_reset else "report"
+    loop, sink = make_loop(model=windowed, drift=DriftConfig("adwin", on_drift))
     for start in range(0, len(messages), 500):
         loop.process(records(messages[start:start + 500], first_offset=start))
     served = [(p["prediction"], m["label"]) for p, m in zip(sink.predictions, messages, strict=True)]
@@ -203,7 +204,7 @@ def test_reset_to_window_recovers_sooner_than_the_window_alone():
 def test_a_forged_drift_watch_in_a_state_is_replaced_with_a_warning(caplog):
     forged = PartitionRecord(nbstream.MultinomialNB(), drift={"detector": "adwin", "judged": -5})
     payload = forged.to_payload(FeatureSpec.vector("features").encoder())
-    loop, _ = make_loop(drift=DriftSettings("adwin"),
+    loop, _ = make_loop(drift=DriftConfig("adwin"),
                         follower=FakeFollower(write_records(state_name(0), payload).records))
     with caplog.at_level(logging.WARNING):
         loop.process(records([{"features": [1, 0], "label": "a"}, {"features": [0, 1], "label": "b"}]))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import struct
+from dataclasses import replace
 
 import numpy as np
 import pytest

@@ -19,6 +19,7 @@ from worker.service.follower import BASE, partition_of
 from worker.service.group_state import GroupState, PartitionSettings
 from worker.service.partition.partition import Partition
 from worker.service.partition.record import PartitionRecord
+from worker.service.pending.join import LabelsConfig
 from worker.service.pending.records import pending_of
 from worker.service.pending.store import PendingExamples
 
@@ -52,7 +53,8 @@ class Replica:
         self.follower = FakeFollower(records)
         fresh = nbstream.MultinomialNB
         self.group = GroupState(fresh, FeatureSpec.vector("features").encoder(), self.follower,
-                                settings=PartitionSettings(max_pending=max_pending))
+                                settings=PartitionSettings(
+            labels=None if max_pending is None else LabelsConfig("labels", max_pending=max_pending)))
         self.writer = StateWriter(self.group, cluster.kafka.producer(), TOPIC, "label")
 
     def take(self, partition: int = 0) -> Partition:

@@ -12,11 +12,11 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureEncoder, FeatureSpec
-from worker.config import ServeConfig
-from worker.io.kafka.client import KafkaFailure
-from worker.io.kafka.settings import KafkaSettings
+from tests.helpers.serve_config import serve_config
 from worker.io.interfaces import Refusals
+from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.state_topic import TOPIC_CONFIG, StateAssembler, write_records
+from worker.service.config import ServeConfig
 from worker.service.follower import BASE, state_name
 from worker.service.partition.record import PartitionRecord
 from worker.service.serve import starting_point
@@ -37,7 +37,7 @@ AT_LEAST_ONCE_COMMIT = ["producer.flush", f"producer.send {STATES}", "producer.f
 
 def settings(**options) -> ServeConfig:
     """Nothing connects to this address: the FakeKafka is the client."""
-    return ServeConfig(KafkaSettings("127.0.0.1:9"), input="in", output="out", group="g", **options)
+    return serve_config(**options)
 
 
 def cluster(partitions: int = 1, messages: int = 2) -> FakeKafka:

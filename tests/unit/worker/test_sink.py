@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from nbstream.arrow import RowProblems
+from worker.io.interfaces import Refusals
 from worker.io.kafka.client import DeliveryFailed, Failure, KafkaFailure, record_bytes
 from worker.io.kafka.dead_letters import cut_to_fit
-from worker.io.interfaces import Refusals
 from worker.io.kafka.sink import Destination, KafkaSink
 from worker.io.records import Polled, Record
 

@@ -13,9 +13,11 @@ import pytest
 
 import nbstream
 from tests.helpers.cli import invoke
-from worker.config import ModelOptions, ServeConfig
+from tests.helpers.serve_config import serve_config
+from worker.config import ModelOptions
 from worker.errors import ConfigError
 from worker.service import serve as serve_module
+from worker.service.config import ServeConfig
 
 SERVE = ("serve", "--bootstrap", "127.0.0.1:9", "--input", "in", "--output", "out", "--group", "g")
 
@@ -106,11 +108,11 @@ def test_serve_takes_the_window_and_the_drift_options_into_its_config(served):
     assert invoke(*SERVE, env={"NBSTREAM_DRIFT_DETECTOR": "page-hinkley"}).exit_code == 0
     assert invoke(*SERVE).exit_code == 0
     windowed, from_env, default = served
-    assert (windowed.drift_detector, windowed.on_drift) == ("adwin", "reset-to-window")
-    model = windowed.model.build()
+    assert (windowed.drift.detector, windowed.drift.on_drift) == ("adwin", "reset-to-window")
+    model = windowed.model.options().build()
     assert (model.window, model.window_buckets) == (500, 10)
-    assert (from_env.drift_detector, from_env.on_drift) == ("page-hinkley", "report")
-    assert (default.drift_detector, default.on_drift, default.model.window) == ("none", "report", None)
+    assert (from_env.drift.detector, from_env.drift.on_drift) == ("page-hinkley", "report")
+    assert (default.drift, default.model.options().window) == (None, None)
 
 
 @pytest.mark.parametrize("options, message", [
@@ -129,11 +131,10 @@ def test_serve_refuses_drift_settings_that_cannot_work_in_one_line(options, mess
 
 
 def test_the_config_checks_the_drift_settings_itself():
-    windowed = ModelOptions("multinomial", window=100)
-    assert ServeConfig("b", "in", "out", "g", model=windowed, drift_detector="page-hinkley",
-                       on_drift="reset-to-window").on_drift == "reset-to-window"
+    config = serve_config(parameters={"window": 100}, drift_detector="page-hinkley", on_drift="reset-to-window")
+    assert config.drift.reset_to_window
     with pytest.raises(ConfigError, match="needs --window"):
-        ServeConfig("b", "in", "out", "g", drift_detector="adwin", on_drift="reset-to-window")
+        serve_config(drift_detector="adwin", on_drift="reset-to-window")
     with pytest.raises(ConfigError, match="--window-buckets sets how finely"):
         ModelOptions(None, window_buckets=3)  # refused on resume too, where the kind comes later
 

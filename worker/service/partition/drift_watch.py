@@ -33,20 +33,41 @@ import numpy as np
 from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, required, shown
 from nbstream.drift import ADWIN, DETECTORS, DriftDetector, PageHinkley, drift_detector
 
+from ...errors import ConfigError
+from ...setting import Checked, setting
 from ..telemetry.metrics import DRIFT_DETECTED
 
 log = logging.getLogger(__name__)
+DRIFT_DETECTORS = (*DETECTORS, "none")  # what watches each partition's prequential errors
+ON_DRIFT = ("report", "reset-to-window")  # what a detected drift does beside its log line and counter
 
 KEPT_DETECTIONS = 20  # the detections a watch's JSON keeps, newest last
 _DETECTION_FIELDS = ("examples", "error_before", "error_after", "examples_after")
 
 
 @dataclass(frozen=True)
-class DriftSettings:
-    """detector : "adwin" or "page-hinkley"; reset_to_window : on a detection, keep only the
-    partition's examples since the change (windowed models)."""
-    detector: str
-    reset_to_window: bool = False
+class DriftConfig(Checked):
+    """How each partition's prequential errors are watched (None in ServeConfig: not watched)."""
+    detector: str = setting("none", "--drift-detector", choices=DRIFT_DETECTORS,
+                            help="Watch each partition's prequential errors for a drift with adwin or page-hinkley "
+                                 "(each one a WARNING line and counted), or none.")
+    on_drift: str = setting("report", "--on-drift", choices=ON_DRIFT,
+                            help="report a drift only, or reset-to-window: drop the partition's window buckets from "
+                                 "before the change (needs --window).")
+
+    @property
+    def reset_to_window(self) -> bool:
+        return self.on_drift == "reset-to-window"
+
+    @classmethod
+    def given(cls, detector: str = "none", on_drift: str = "report") -> DriftConfig | None:
+        """The drift settings, None with --drift-detector none."""
+        watched = cls(detector, on_drift)
+        if detector != "none":
+            return watched
+        if watched.reset_to_window:
+            raise ConfigError("--on-drift reset-to-window needs a --drift-detector (adwin or page-hinkley).")
+        return None
 
 
 @dataclass(frozen=True)

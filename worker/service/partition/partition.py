@@ -34,10 +34,10 @@ from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
-from ..pending.join import widened
+from ..pending.join import LabelsConfig, widened
 from ..pending.records import PendingRecords, PendingWrite
 from ..pending.store import Added, Expired, Joined, Labeled, PendingExamples
-from .drift_watch import Detection, DriftSettings, DriftWatch
+from .drift_watch import Detection, DriftConfig, DriftWatch
 from .quality import PredictionQuality
 from .record import PartitionRecord
 
@@ -80,12 +80,13 @@ class Kept:
 class Partition:
     """number : the input partition; record : its state as last committed (or new);
     shared : the group's model; drift : how its errors are watched (None: not watched);
-    label_ttl_ms : how long a message waits for its label (event time; None: no labels topic)."""
+    labels : labels that come later (None: no labels topic)."""
 
     def __init__(self, number: int, record: PartitionRecord, shared: SharedModel, *,
-                 drift: DriftSettings | None = None, label_ttl_ms: int | None = None):
+                 drift: DriftConfig | None = None, labels: LabelsConfig | None = None):
         self.number = number
-        self._shared, self._drift, self._ttl_ms = shared, drift, label_ttl_ms
+        self._shared, self._drift = shared, drift
+        self._ttl_ms = None if labels is None else labels.ttl_ms
         self._model, self._encoder, self._quality = record.model, record.encoder, record.quality
         self._next_offset, self._labels_next_offset = record.next_offset, record.labels_next_offset
         self._label_field, self._drift_json = record.label_field, record.drift

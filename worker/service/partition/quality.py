@@ -39,10 +39,8 @@ from nbstream.checked import integer, number, shown
 from nbstream.evaluation import brier_score, example_losses
 from nbstream.ndarrays import AnyArray, FloatArray, IndexArray
 
-from ...config import MOST_CLASSES
-
 RECENT_HALF_LIFE = 1_000  # examples: the recent window forgets at this pace
-MOST_LABELS = MOST_CLASSES  # labels a quality holds: each becomes a class once learned
+MOST_LABELS = 1 << 20  # labels a quality holds (it counts per label): --max-classes at most
 LOWEST_LABEL, HIGHEST_LABEL = -(1 << 63), (1 << 64) - 1  # integer labels: of int64 or uint64
 EXACT_COUNT = 1 << 53  # a float64 counts exactly up to here
 JUDGED_TOTALS = ("judged", "correct", "scored", "log_loss", "brier")

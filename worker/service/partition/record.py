@@ -27,12 +27,11 @@ import struct
 from dataclasses import dataclass, field
 
 import nbstream
-from nbstream.arrow import FeatureEncoder
+from nbstream.arrow import LONGEST_NGRAMS, FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
-from ...config import LONGEST_NGRAMS
 from ...errors import ConfigError
 from ..pending.records import PendingRecords
 from ..pending.store import PendingExamples

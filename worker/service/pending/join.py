@@ -22,20 +22,49 @@ import numpy as np
 from nbstream.arrow import RowProblems
 from nbstream.ndarrays import AnyArray, BoolArray, FloatArray
 
+from ...errors import ConfigError
 from ...io.messages import id_problem
 from ...io.records import Polled
+from ...setting import Checked, parse_duration, setting
 from .keyed_log import Taken
+from .store import LONGEST_TTL_SECONDS, MOST_PENDING
 
 UNMATCHED = "unmatched label: no message with its id came within --label-ttl"
 
 
 @dataclass(frozen=True)
-class LabelSettings:
-    """topic : the labels topic; ttl_ms : how long a message waits for its label (event time);
-    dlq_unmatched : a label that never met its message goes to the dead-letter topic."""
-    topic: str
-    ttl_ms: int
-    dlq_unmatched: bool = False
+class LabelsConfig(Checked):
+    """Labels that come later, on a topic of their own (None in ServeConfig: no --labels-topic)."""
+    topic: str | None = setting(None, "--labels-topic",
+                         help="Topic of labels that come later: JSON objects with --id-field and --label-field, "
+                              "keyed like the message they label (same partition count as --input). A message "
+                              "with an id and no label waits for its label, then is learned and its served "
+                              "prediction judged.")
+    ttl: float = setting(7 * 86_400.0, "--label-ttl", low=0, high=LONGEST_TTL_SECONDS, shown="7d",
+                         parse=lambda text: parse_duration(text, "--label-ttl"),
+                         help="How long a message waits for its label, by its event time (90s, 15m, 36h, 7d).")
+    max_pending: int = setting(100_000, "--max-pending", low=1, high=MOST_PENDING,
+                               help="Messages waiting for their label per partition at most (the oldest give way; "
+                                    "as many labels waiting for their message).")
+    dlq_unmatched: bool = setting(False, "--dlq-unmatched-labels",
+                                  help="Send a label whose message never came within --label-ttl (never seen, or "
+                                       "expired) to the dead-letter topic; otherwise it is only counted.")
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.ttl * 1000)
+
+    @classmethod
+    def given(cls, topic: str | None = None, ttl: float = 7 * 86_400.0, max_pending: int = 100_000,
+              dlq_unmatched: bool = False) -> LabelsConfig | None:
+        """The labels settings, None without a labels topic (where --dlq-unmatched-labels means nothing)."""
+        config = cls(topic, ttl, max_pending, dlq_unmatched)  # the ranges are checked, topic or not
+        if topic is not None:
+            return config
+        if dlq_unmatched:
+            raise ConfigError("--dlq-unmatched-labels needs --labels-topic: without it no label is unmatched.")
+        return None
+
 
 
 def with_id(ids: list) -> BoolArray:

@@ -43,6 +43,8 @@ from .codec import EXAMPLES, JOINED, LABELS, decode, encode
 from .keyed_log import Id, KeyedLog, Taken, id_key
 from .rows import Column, Rows, rows_of, take
 
+MOST_PENDING = 10_000_000  # --max-pending at most: each pending example is kept in memory (a few hundred bytes)
+LONGEST_TTL_SECONDS = 3650 * 86_400  # --label-ttl at most: ten years, far inside what milliseconds in int64 hold
 
 @dataclass(frozen=True)
 class Joined:
