@@ -12,9 +12,9 @@ from typing import Any
 
 import nbstream
 from nbstream.arrow import LONGEST_NGRAMS, FeatureSpec
+from nbstream.quality import MOST_LABELS
 
 from .errors import ConfigError
-from .service.partition.quality import MOST_LABELS
 from .setting import check_settings, setting
 
 TEXT_MODELS = ("bernoulli", "multinomial", "complement")

@@ -17,8 +17,8 @@ from ..errors import ConfigError, InvalidRowError
 from ..io.files import refuse_replacing_an_input
 from ..io.parquet.predictions import PredictionWriter
 from ..io.parquet.source import Batch, count_rows, expand_paths, read_batches
+from ..progress import RowProgress
 from ..snapshot_meta import read_snapshot
-from .progress import RowProgress
 
 
 @dataclass

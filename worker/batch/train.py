@@ -21,8 +21,8 @@ from ..config import TrainConfig
 from ..errors import ConfigError, InvalidRowError
 from ..io.parquet.rejects import ParquetRejects
 from ..io.parquet.source import Batch, Position, count_rows, expand_paths, open_file, read_batches
+from ..progress import RowProgress
 from ..snapshot_meta import ParquetProgress, SnapshotMeta, read_snapshot, write_snapshot
-from .progress import RowProgress
 
 
 @dataclass

@@ -49,7 +49,7 @@ class ServeCheckpoint:
 
     def start_group_from(self, base: PartitionRecord) -> None:
         """Make ``base`` the group's starting model: written and committed at once, with no offsets."""
-        self.state.base = base
+        self.state.start_from(base)
         self.commit()
 
     @property
@@ -72,6 +72,10 @@ class StateWriter:
         self.flush_timeout_s = flush_timeout_s
         self.base: PartitionRecord | None = None
         self.last_bytes = 0  # compressed state bytes written by the last checkpoint
+
+    def start_from(self, base: PartitionRecord) -> None:
+        """Write ``base`` as the group's starting model at the next commit, before any partition state."""
+        self.base = base
 
     def write(self) -> bool:
         changed = {state_name(p): partition for p, partition in self.group.owned.items() if partition.changed}

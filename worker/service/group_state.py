@@ -29,6 +29,7 @@ from functools import partial
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.ndarrays import AnyArray
+from nbstream.quality import PredictionQuality
 
 from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start
@@ -36,7 +37,6 @@ from .follower import StateFollower, partition_of, state_name, unreadable
 from .global_model import GlobalModel, Statistics
 from .partition.drift_watch import DriftConfig
 from .partition.partition import Partition
-from .partition.quality import PredictionQuality
 from .partition.record import PartitionRecord
 from .pending.join import LabelsConfig
 from .pending.records import PendingRecords

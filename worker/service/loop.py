@@ -128,7 +128,7 @@ class PrequentialLoop:
         labeled, y = self._labels(decoded.batch.column(LABEL_COLUMN), problems)
         self._flag_poisoned(rows, problems)
         self.outputs.rejects.reject(rows, problems)
-        self.counts.messages += len(polled)
+        self.counts.add(messages=len(polled))
         good = problems.good
         if good.any():
             learn = labeled & good
@@ -174,10 +174,10 @@ class PrequentialLoop:
         keyed_like, values = self.messages.encode(polled, poll.decoded, good, predictions.classes, predictions.best,
                                                   predictions.proba, predictions.versions)
         diverted = self.outputs.predictions.send_predictions(polled, keyed_like, values)
-        self.counts.predictions += int(good.sum())
+        self.counts.add(predictions=int(good.sum()))
         if diverted:  # too large for the output topic: dead letters instead
             per_message = np.bincount(poll.decoded.message_index()[good], minlength=len(polled))
-            self.counts.predictions -= int(per_message[[keyed_like[j] for j in diverted]].sum())
+            self.counts.add(predictions=-int(per_message[[keyed_like[j] for j in diverted]].sum()))
         stamps = rows.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
         if predictions.classes is None or predictions.best is None:
@@ -201,7 +201,7 @@ class PrequentialLoop:
                 judged = Judged(predictions.classes, predictions.proba[(rows & scored)[good]], scored[rows])
             partition.learn(_rows_of(poll.X, rows), _rows_of(poll.y, rows),
                             None if batch is None else batch.filter(pa.array(rows)), judged)
-        self.counts.learned += int(learn.sum())
+        self.counts.add(learned=int(learn.sum()))
         self.metrics.examples_seen.set(self.group.global_model.version)
 
     def _keep_pending(self, poll: ServedRows) -> None:
@@ -216,9 +216,9 @@ class PrequentialLoop:
             best, proba = served(predictions.best, predictions.proba, predictions.scored, mine[poll.good])
             kept = partition.keep_pending([ids[i] for i in np.flatnonzero(mine).tolist()], _rows_of(poll.X, mine),
                                           best, proba, rows.timestamps[mine], rows.offsets[mine])
-            self.counts.labels["expired"] += kept.expired
+            self.counts.label_outcome("expired", kept.expired)
             if kept.added is not None:
-                self.counts.labels["evicted"] += kept.added.evicted
+                self.counts.label_outcome("evicted", kept.added.evicted)
                 self._count_joined(kept.added.joined)
 
     # ---- labels that come later -------------------------------------------------------------
@@ -241,8 +241,8 @@ class PrequentialLoop:
     def _count_expired(self, partition: int, expired: Expired) -> None:
         labels = self.settings.labels
         assert labels is not None
-        self.counts.labels["expired"] += expired.examples
-        self.counts.labels["unmatched"] += expired.labels
+        self.counts.label_outcome("expired", expired.examples)
+        self.counts.label_outcome("unmatched", expired.labels)
         if labels.dlq_unmatched and labels.topic is not None and expired.unmatched is not None:
             self.outputs.rejects.reject(*unmatched_letters(labels.topic, partition, expired.unmatched))
 
@@ -260,17 +260,15 @@ class PrequentialLoop:
             if usable.any():
                 met = partition.join_labels([events.ids[i] for i in np.flatnonzero(usable).tolist()], y[usable],
                                             labels.timestamps[usable], labels.offsets[usable])
-                self.counts.labels["duplicate"] += met.duplicates
-                self.counts.labels["unmatched"] += met.evicted
+                self.counts.label_outcome("duplicate", met.duplicates)
+                self.counts.label_outcome("unmatched", met.evicted)
                 self._count_joined(met.joined)
             partition.advance_labels(int(labels.offsets[mine].max()) + 1)
 
     def _count_joined(self, joined: Joined) -> None:
         if not len(joined):
             return
-        self.counts.labels["joined"] += len(joined)
-        self.counts.label_delays.append(joined.delay_ms / 1000)
-        self.counts.learned += len(joined)
+        self.counts.joined(joined.delay_ms / 1000)
         self.metrics.examples_seen.set(self.group.global_model.version)
 
 

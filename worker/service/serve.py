@@ -17,12 +17,9 @@ import threading
 import uuid
 from dataclasses import dataclass
 
-from nbstream.arrow import CategoricalEncoder, FeatureEncoder
-from nbstream.base import NaiveBayes
-
-from ..errors import ConfigError, UserError
+from ..errors import UserError
 from ..io.fields import REGISTRY_FORMATS
-from ..io.formats import MessageFormat, PredictionEncoder, message_format
+from ..io.formats import PredictionEncoder, message_format
 from ..io.interfaces import Refusals
 from ..io.json_predictions import prediction_values
 from ..io.kafka.client import KafkaFailure
@@ -30,11 +27,9 @@ from ..io.kafka.connect import connect
 from ..io.registry.avro_predictions import AvroPredictions
 from ..io.registry.client import RegistryClient, RegistryUnavailable
 from ..io.registry.records import RegistryRecords, registry_records
-from ..snapshot_meta import KafkaOffsets, read_snapshot
 from .config import ServeConfig
-from .partition.record import PartitionRecord
-from .session import Session
-from .snapshots import SnapshotStore
+from .session import ServiceContext, Session
+from .snapshots import SnapshotStore, starting_point
 from .telemetry.metrics import ServiceMetrics
 from .telemetry.server import serve_metrics
 
@@ -54,43 +49,6 @@ class Backoff:
 
     def reset(self) -> None:
         self.current = 0.0
-
-
-@dataclass
-class StartingPoint:
-    """The model and features a group starts from: the configured ones, or those of a snapshot."""
-    template: NaiveBayes  # an unfitted model with the group's parameters
-    features: dict  # the group's feature encoder, as JSON
-    base: PartitionRecord | None = None  # a model the group starts from
-
-    def fresh(self) -> NaiveBayes:
-        return type(self.template)(**self.template.get_params())
-
-
-def starting_point(config: ServeConfig, store: SnapshotStore | None) -> StartingPoint:
-    """--init-model, else the newest snapshot in --snapshot-dir (a group's earlier state), else nothing."""
-    if config.snapshots.init_model is not None:
-        model, meta = read_snapshot(config.snapshots.init_model)
-        log.info("starting from --init-model", extra={"path": str(config.snapshots.init_model), "model": repr(model),
-                                                       "examples": model.n_examples_seen_,
-                                                       "features": meta.features.describe()})
-        return _from_snapshot(model, meta.features, {})
-    found = store.latest() if store is not None else None
-    if found is not None:
-        model, meta, path = found
-        if not isinstance(meta.source, KafkaOffsets) or meta.source.topic != config.topics.input:
-            topic = meta.source.topic if isinstance(meta.source, KafkaOffsets) else None
-            raise ConfigError(f"{path} holds the state of topic {topic!r}, not {config.topics.input!r}.")
-        return _from_snapshot(model, meta.features, dict(meta.source.offsets))
-    return StartingPoint(config.model.options().build(), config.feature_spec().encoder().to_json())
-
-
-def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int]) -> StartingPoint:
-    group_features = features.spec.encoder().to_json() if isinstance(features, CategoricalEncoder) \
-        else features.to_json()
-    base = PartitionRecord(model, encoder=features if isinstance(features, CategoricalEncoder) else None,
-                          starts=starts)
-    return StartingPoint(type(model)(**model.get_params()), group_features, base)
 
 
 def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
@@ -120,7 +78,9 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
         # start-up's own objects (modules, the starting model) are never garbage, and leaving them
         # out of every later collection cut a third of the JSON text path's time.
         gc.freeze()
-        _run_sessions(config, client, messages, start, metrics, store, stop)
+        replica = f"{config.consumer.instance_id or uuid.uuid4().hex[:12]}"
+        _run_sessions(ServiceContext(client, config, metrics, start, f"nbstream.{config.topics.group}.{replica}",
+                                     Refusals(), store, messages), stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -159,17 +119,14 @@ def _registry_records(config: ServeConfig) -> RegistryRecords | None:
     return records
 
 
-def _run_sessions(config: ServeConfig, client, messages: MessageFormat, start: StartingPoint, metrics: ServiceMetrics,
-                  store: SnapshotStore | None, stop: threading.Event) -> None:
+def _run_sessions(context: ServiceContext, stop: threading.Event) -> None:
     """Sessions one after another until ``stop`` is set; a Kafka failure ends a session, not the loop."""
-    transactional_id = f"nbstream.{config.topics.group}.{config.consumer.instance_id or uuid.uuid4().hex[:12]}"
-    refusals = Refusals()
+    metrics = context.metrics
     backoff, last_failure, started = Backoff(), None, False
     while not stop.is_set():
         session = None
         try:
-            session = Session(client, config, metrics, start.fresh, FeatureEncoder.from_json(start.features),
-                              transactional_id, refusals, start.base, store, messages)
+            session = Session(context)
             metrics.sessions.inc()
             started = True
             if last_failure is not None:
@@ -179,7 +136,7 @@ def _run_sessions(config: ServeConfig, client, messages: MessageFormat, start: S
             session.run(stop.is_set)
             log.info("stopped after a final commit")
         except KafkaFailure as failure:
-            metrics.ready = False
+            metrics.not_ready()
             pause = backoff.next()
             if str(failure) != str(last_failure):
                 log.warning("Kafka failed: starting a new session", extra={
@@ -202,5 +159,5 @@ def _wait(stop: threading.Event, seconds: float, metrics: ServiceMetrics) -> Non
 
     deadline = time.monotonic() + seconds
     while not stop.is_set() and time.monotonic() < deadline:
-        metrics.heartbeat = time.monotonic()
+        metrics.beat()
         stop.wait(min(0.5, max(0.0, deadline - time.monotonic())))

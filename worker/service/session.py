@@ -13,9 +13,9 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from nbstream.arrow import FeatureEncoder
-from nbstream.base import NaiveBayes
 
 from ..checkpoint import CheckpointPolicy
 from ..errors import ConfigError
@@ -31,8 +31,7 @@ from .config import ServeConfig
 from .follower import StateFollower
 from .group_state import GroupState, PartitionSettings
 from .loop import LoopOutputs, LoopSettings, PrequentialLoop
-from .partition.record import PartitionRecord
-from .snapshots import SnapshotStore
+from .snapshots import SnapshotStore, StartingPoint
 from .telemetry.counts import UncommittedCounts
 from .telemetry.lag import GroupLag
 from .telemetry.metrics import ServiceMetrics
@@ -44,42 +43,54 @@ COMMIT_STEP_SECONDS = 20.0  # the longest one step of a commit may wait for Kafk
 REGISTRY_RETRY_FIRST, REGISTRY_RETRY_LONGEST = 0.5, 5.0
 
 
+@dataclass(frozen=True)
+class ServiceContext:
+    """What every Kafka session of one `worker serve` process shares.
+
+    start : the model and features a new group starts from; transactional_id : this replica's
+    (stable with --instance-id); refusals : what the broker refused, kept across sessions (see
+    KafkaSink); store : where local copies go (--snapshot-dir); messages : the message format
+    (default: the one config.fields names, without a registry)."""
+    client: KafkaClient
+    config: ServeConfig
+    metrics: ServiceMetrics
+    start: StartingPoint
+    transactional_id: str
+    refusals: Refusals = field(default_factory=Refusals)
+    store: SnapshotStore | None = None
+    messages: MessageFormat | None = None
+
+
 class Session:
-    """fresh() : an unfitted model with the group's parameters; encoder : the group's feature encoder;
-    refusals : what the broker refused, shared across sessions (see KafkaSink); base : a model to start a new group from
-    (--init-model or a snapshot folder); store : where local copies go (--snapshot-dir); messages : the
-    message format, kept across sessions (default: the one config.fields names, without a registry)."""
+    """One Kafka session on what ``context`` gives (see the module docstring)."""
 
     # the clients, set while the session opens (a session that fails to open closes those it made)
     producer: Producer
     follower: StateFollower
     consumer: Consumer
 
-    def __init__(self, client: KafkaClient, config: ServeConfig, metrics: ServiceMetrics,
-                 fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, transactional_id: str,
-                 refusals: Refusals,
-                 base: PartitionRecord | None = None, store: SnapshotStore | None = None,
-                 messages: MessageFormat | None = None):
-        self.config, self.metrics, self.store = config, metrics, store
-        self.messages = messages or message_format(config.fields)
+    def __init__(self, context: ServiceContext):
+        self.config, self.metrics, self.store = context.config, context.metrics, context.store
+        self.messages = context.messages or message_format(context.config.fields)
         self.closing = False  # once set, nothing more is committed (a failed session's work is discarded)
         self.lags: list[GroupLag] = []  # measure the group's lag on its topics, with --metrics-port
         self._copied = -math.inf  # when the last local copy was written: the first commit writes one
         self._copy_due = False  # whether a commit since that copy changed what a copy would hold
         try:
-            self._open(client, fresh, encoder, transactional_id, refusals, base)
+            self._open(context)
         except BaseException:
             self.close()
             raise
 
-    def _open(self, client, fresh, encoder, transactional_id, refusals, base) -> None:
-        config, metrics = self.config, self.metrics
+    def _open(self, context: ServiceContext) -> None:
+        config, metrics, client, start = self.config, self.metrics, context.client, context.start
+        fresh, encoder = start.fresh, FeatureEncoder.from_json(start.features)
         timeout = config.commit.transaction_timeout
         limits = self._ensure_topics(client)
         batch_limit = min(limits.values())  # a batch of the state topic's records (chunks of 512 KiB) too
         # Under at-least-once a prediction is visible once sent, so the producer waits little to
         # fill a batch; under exactly-once it becomes visible at the commit anyway.
-        raw = client.producer(transactional_id=transactional_id if config.commit.exactly_once else None,
+        raw = client.producer(transactional_id=context.transactional_id if config.commit.exactly_once else None,
                               transaction_timeout_s=timeout, max_request_bytes=max(limits.values()),
                               batch_bytes=batch_limit, linger_ms=20 if config.commit.exactly_once else 2)
         if config.commit.exactly_once:
@@ -94,8 +105,9 @@ class Session:
                                 settings=partition_settings(config))
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
-        self.sink = KafkaSink(self.producer, Destination(config.topics.output, limits[config.topics.output]),
-                              Destination(config.topics.dlq, limits[config.topics.dlq]), refusals, COMMIT_STEP_SECONDS,
+        topics = config.topics
+        self.sink = KafkaSink(self.producer, Destination(topics.output, limits[topics.output]),
+                              Destination(topics.dlq, limits[topics.dlq]), context.refusals, COMMIT_STEP_SECONDS,
                               on_dead_letter=self.counts.dead_lettered,
                               input_timestamps=config.output.output_timestamp == "input")
         self.consumer = client.consumer(config.topics.input, config.topics.group,
@@ -105,12 +117,13 @@ class Session:
         self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.commit.checkpoint_every, config.commit.interval),
                                           self.producer, self.consumer, self.group, self.sink, config.topics.states,
                                           config.fields.label, COMMIT_STEP_SECONDS)
+        base = start.base
         if base is not None and self.group.base is None and not self.group.latest:
             self.checkpoint.start_group_from(base)
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
-        self.loop = PrequentialLoop(self.messages, self.group, LoopOutputs(self.sink, self.sink, refusals), metrics,
-                                    self.counts, loop_settings(config))
+        outputs = LoopOutputs(self.sink, self.sink, context.refusals)
+        self.loop = PrequentialLoop(self.messages, self.group, outputs, metrics, self.counts, loop_settings(config))
         self.consumer.subscribe(self._assigned, self._revoked, self._lost, label_starts=self.group.label_starts)
         self._probed = time.monotonic()
         if config.telemetry.metrics_port is not None:  # measured only to be shown
@@ -200,19 +213,17 @@ class Session:
             try:
                 self.loop.process(polled, labels)
             except (RegistryUnavailable, RegistryAccessError) as failure:
-                if self.metrics.registry_connected is not False:
+                if self.metrics.registry_answers(False):
                     what = "refuses access" if isinstance(failure, RegistryAccessError) else "does not answer"
                     log.warning(f"the Schema Registry {what}: records wait for it",
                                 extra={"cause": str(failure), "retry_in_seconds": pause})
-                self.metrics.registry_connected = self.metrics.ready = False
                 self.commit()
                 if _wait_or_stop(pause, should_stop, self.metrics):
                     return False
                 pause = min(REGISTRY_RETRY_LONGEST, pause * 2)
                 continue
-            if self.metrics.registry_connected is False:
+            if self.metrics.registry_answers(True):
                 log.info("the Schema Registry answers again")
-            self.metrics.registry_connected = True
             return True
 
     def commit(self, last: bool = False) -> None:
@@ -247,7 +258,7 @@ class Session:
         """Liveness and readiness; every PROBE_SECONDS, ask the broker where the owned partitions end
         (only to hear it answer) and whether the group's states are all read."""
         metrics = self.metrics
-        metrics.heartbeat = now = time.monotonic()
+        now = metrics.beat()
         # between probes: what the last one found; before the first: yes (opening the session just talked to it)
         answers = busy or metrics.connected is not False
         if now - self._probed > PROBE_SECONDS:
@@ -261,7 +272,7 @@ class Session:
                 else:
                     self.consumer.committed([0])
                 if self.follower.reader.caught_up(cached=busy):
-                    metrics.caught_up_at = time.time()
+                    metrics.caught_up()
                 answers = True
             except KafkaFailure as failure:
                 answers, reason = busy, failure
@@ -270,7 +281,7 @@ class Session:
                 log.info("the broker answers again")
             else:
                 log.warning("the broker does not answer", extra={"cause": str(reason)})
-        metrics.ready = bool(self.group.owned) and answers and metrics.registry_connected is not False
+        metrics.serving(bool(self.group.owned), answers)
 
     def close(self) -> None:
         """Leave the group and close the clients, committing nothing more; an open transaction is aborted."""
@@ -320,8 +331,8 @@ def _wait_or_stop(seconds: float, should_stop: Callable[[], bool], metrics: Serv
     """Pause, staying alive for /healthz; True when asked to stop meanwhile."""
     deadline = time.monotonic() + seconds
     while not should_stop():
-        metrics.heartbeat = time.monotonic()
-        if metrics.heartbeat >= deadline:
+        now = metrics.beat()
+        if now >= deadline:
             return False
-        time.sleep(min(0.1, deadline - metrics.heartbeat))
+        time.sleep(min(0.1, deadline - now))
     return True

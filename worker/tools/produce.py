@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import orjson
 import pyarrow as pa
 
-from ..batch.progress import RowProgress
 from ..errors import ConfigError
 from ..io.arrow_messages import write_stream
 from ..io.fields import REGISTRY_FORMATS
@@ -26,6 +25,7 @@ from ..io.registry import require_package
 from ..io.registry.client import RegistryClient
 from ..io.registry.json_schema_writer import JsonSchemaWriter
 from ..io.registry.settings import RegistrySettings
+from ..progress import RowProgress
 from .labels import DelayedLabels
 
 PRODUCED_FORMATS = ("json", "avro", "json-schema", "protobuf", "arrow")

@@ -11,17 +11,15 @@ import numpy as np
 import pytest
 
 import nbstream
-from nbstream.arrow import FeatureEncoder, FeatureSpec
+from nbstream.arrow import FeatureSpec
 from tests.helpers.serve_config import serve_config
-from worker.io.interfaces import Refusals
 from worker.io.kafka.client import KafkaFailure
 from worker.io.kafka.state_topic import TOPIC_CONFIG, StateAssembler, write_records
 from worker.service.config import ServeConfig
 from worker.service.follower import BASE, state_name
 from worker.service.partition.record import PartitionRecord
-from worker.service.serve import starting_point
-from worker.service.session import Session
-from worker.service.snapshots import SnapshotStore
+from worker.service.session import ServiceContext, Session
+from worker.service.snapshots import SnapshotStore, starting_point
 from worker.service.telemetry.metrics import ServiceMetrics
 from worker.snapshot_meta import SnapshotMeta, write_snapshot
 
@@ -53,9 +51,8 @@ def cluster(partitions: int = 1, messages: int = 2) -> FakeKafka:
 
 def open_session(kafka: FakeKafka, config: ServeConfig, metrics: ServiceMetrics | None = None) -> Session:
     """A session as `worker serve` opens it (the starting point from --init-model, if given)."""
-    start = starting_point(config, None)
-    return Session(kafka, config, metrics or ServiceMetrics(), start.fresh, FeatureEncoder.from_json(start.features),
-                   "nbstream.g.test", Refusals(), start.base)
+    return Session(ServiceContext(kafka, config, metrics or ServiceMetrics(), starting_point(config, None),
+                                  "nbstream.g.test"))
 
 
 def polls(count: int):
@@ -321,9 +318,8 @@ def test_the_broker_answers_again_only_after_it_did_not(caplog):
 def test_local_copies_come_every_snapshot_interval_and_at_the_last_commit(tmp_path, interval, copies):
     kafka = cluster(messages=6)
     config = settings(max_poll_records=2, checkpoint_every=2, snapshot_dir=tmp_path, snapshot_interval=interval)
-    start = starting_point(config, None)
-    session = Session(kafka, config, ServiceMetrics(), start.fresh, FeatureEncoder.from_json(start.features),
-                      "nbstream.g.test", Refusals(), start.base, store=SnapshotStore(tmp_path))
+    session = Session(ServiceContext(kafka, config, ServiceMetrics(), starting_point(config, None), "nbstream.g.test",
+                                     store=SnapshotStore(tmp_path)))
     session.run(polls(3))  # three polls of two messages, a commit after each; then the final commit
     written = sorted(tmp_path.glob("snapshot-*.nbs"))
     assert len(written) == copies

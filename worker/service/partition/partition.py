@@ -33,12 +33,12 @@ import pyarrow as pa
 from nbstream.arrow import FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
+from nbstream.quality import PredictionQuality
 
 from ..pending.join import LabelsConfig, widened
 from ..pending.records import PendingRecords, PendingWrite
 from ..pending.store import Added, Expired, Joined, Labeled, PendingExamples
 from .drift_watch import Detection, DriftConfig, DriftWatch
-from .quality import PredictionQuality
 from .record import PartitionRecord
 
 CLOCK_AHEAD_MS = 3_600_000  # how far past the wall clock a message's timestamp moves a partition's event time

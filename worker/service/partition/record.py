@@ -30,12 +30,12 @@ import nbstream
 from nbstream.arrow import LONGEST_NGRAMS, FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
+from nbstream.quality import EXACT_COUNT, PredictionQuality
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
 from ...errors import ConfigError
 from ..pending.records import PendingRecords
 from ..pending.store import PendingExamples
-from .quality import EXACT_COUNT, PredictionQuality
 
 _MAGIC = b"NBPS"
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows

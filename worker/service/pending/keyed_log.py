@@ -20,7 +20,7 @@ can write once and then refer to (see ``pending.py``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
@@ -41,12 +41,18 @@ class Chunk:
     ids: list[Id]
     times: IntArray
     columns: dict[str, Column]
+    live_rows: InitVar[BoolArray | None] = None  # which rows live (None: every one)
     alive: BoolArray = field(init=False)
     live: int = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.alive = np.ones(len(self.seqs), dtype=bool)
-        self.live = len(self.seqs)
+    def __post_init__(self, live_rows: BoolArray | None) -> None:
+        self.alive = np.ones(len(self.seqs), dtype=bool) if live_rows is None else live_rows.copy()
+        self.live = int(self.alive.sum())
+
+    def remove(self, positions: IndexArray) -> None:
+        """Mark the rows at ``positions`` dead."""
+        self.alive[positions] = False
+        self.live -= len(positions)
 
     def kept(self, positions: IndexArray, number: int) -> Chunk:
         """A new chunk of the rows at ``positions`` (increasing)."""
@@ -84,23 +90,25 @@ class KeyedLog:
         Raises ValueError when an id lives twice, or the numbers are not distinct and below
         ``next_number`` (a chunk rewritten keeps its place and takes a new number)."""
         log = cls()
+        log._restore(chunks, next_number)
+        return log
+
+    def _restore(self, chunks: list[tuple[int, Taken, BoolArray]], next_number: int) -> None:
         numbers = [number for number, _, _ in chunks]
         if len(set(numbers)) != len(numbers) or max(numbers, default=-1) >= next_number:
             raise ValueError(f"the chunk numbers {numbers[:10]} must be distinct and below the next one, "
                              f"{next_number}")
         for number, taken, alive in chunks:
-            chunk = Chunk(number, np.arange(log._next_seq, log._next_seq + len(alive), dtype=np.int64), taken.ids,
-                          taken.times, taken.columns)
-            chunk.alive, chunk.live = alive.copy(), int(alive.sum())
-            expected = len(log) + chunk.live
-            log._seq_of.update(zip([id_key(taken.ids[i]) for i in np.flatnonzero(alive).tolist()],
-                                   chunk.seqs[alive].tolist(), strict=True))
-            if len(log) != expected:
+            chunk = Chunk(number, np.arange(self._next_seq, self._next_seq + len(alive), dtype=np.int64), taken.ids,
+                          taken.times, taken.columns, alive)
+            expected = len(self) + chunk.live
+            self._seq_of.update(zip([id_key(taken.ids[i]) for i in np.flatnonzero(alive).tolist()],
+                                    chunk.seqs[alive].tolist(), strict=True))
+            if len(self) != expected:
                 raise ValueError(f"an id of chunk {number} lives in another chunk too")
-            log.chunks.append(chunk)
-            log._next_seq += len(alive)
-        log.next_number = next_number
-        return log
+            self.chunks.append(chunk)
+            self._next_seq += len(alive)
+        self.next_number = next_number
 
     def __len__(self) -> int:
         return len(self._seq_of)
@@ -144,8 +152,7 @@ class KeyedLog:
     def remove(self, seqs: IntArray) -> None:
         """Remove the live rows ``seqs`` name ((k,) int64, distinct)."""
         for chunk, positions, _ in self._located(seqs):
-            chunk.alive[positions] = False
-            chunk.live -= len(positions)
+            chunk.remove(positions)
             for i in positions.tolist():
                 del self._seq_of[id_key(chunk.ids[i])]
         self._tidy()

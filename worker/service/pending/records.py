@@ -137,23 +137,25 @@ class PendingRecords:
     def write(self, state: str, store: PendingExamples | None) -> PendingWrite:
         """The records of what changed in ``store`` since the last write, under ``state``'s name; with
         no store, the tombstones of every record. The writer counts them as written."""
-        write = PendingWrite()
+        before: list[Record] = []
+        after: list[Record] = []
+        payload_bytes = 0
         if store is None:
             for segment in sorted(self.digests):
-                write.after += delete_records(pending_name(state, segment), self.chunk_keys.pop(segment, ()))
+                after += delete_records(pending_name(state, segment), self.chunk_keys.pop(segment, ()))
             self.directory, self.digests, self._segments = None, {}, SegmentWriter()
         else:
             changes = self._segments.changes(store)
             for segment, data in changes.written.items():
                 written = write_records(pending_name(state, segment), data, replaced=self.stale.pop(segment, ()))
-                write.before += written.records
-                write.payload_bytes += written.payload_bytes
+                before += written.records
+                payload_bytes += written.payload_bytes
                 self.digests[segment], self.chunk_keys[segment] = written.digest, written.chunk_keys
             for segment in changes.dropped:
                 del self.digests[segment]
-                write.after += delete_records(pending_name(state, segment), self.chunk_keys.pop(segment, ()))
+                after += delete_records(pending_name(state, segment), self.chunk_keys.pop(segment, ()))
             self.directory = changes.directory
         for segment, keys in sorted(self.stale.items()):
-            write.before += delete_records(pending_name(state, segment), keys)
+            before += delete_records(pending_name(state, segment), keys)
         self.stale = {}
-        return write
+        return PendingWrite(before, after, payload_bytes)

@@ -113,13 +113,15 @@ class PendingExamples:
     max_pending : the most examples kept; as many waiting labels, and joined ids, at most.
     """
 
-    def __init__(self, max_pending: int = 100_000):
+    def __init__(self, max_pending: int = 100_000, logs: dict[str, KeyedLog] | None = None):
+        """logs : the three logs to hold, by name (as ``logs()`` gives them; default: empty ones)."""
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1; got {max_pending}")
         self.max_pending = max_pending
-        self.examples = KeyedLog()  # time: the input's event time; rows, best, proba, offset
-        self.labels = KeyedLog()  # labels before their features; time: the label's; label
-        self.joined = KeyedLog()  # ids that joined; time: the input's event time
+        logs = logs or {EXAMPLES: KeyedLog(), LABELS: KeyedLog(), JOINED: KeyedLog()}
+        self.examples = logs[EXAMPLES]  # time: the input's event time; rows, best, proba, offset
+        self.labels = logs[LABELS]  # labels before their features; time: the label's; label
+        self.joined = logs[JOINED]  # ids that joined; time: the input's event time
         self.changes = 0  # calls that may have changed the store: its owner writes it again when this moved
 
     def __len__(self) -> int:
@@ -235,9 +237,7 @@ class PendingExamples:
     @classmethod
     def of_logs(cls, logs: dict[str, KeyedLog], max_pending: int = 100_000) -> PendingExamples:
         """The store of the three logs ``logs`` names (as ``logs()`` gives them)."""
-        store = cls(max_pending)
-        store.examples, store.labels, store.joined = logs[EXAMPLES], logs[LABELS], logs[JOINED]
-        return store
+        return cls(max_pending, logs)
 
     def _append(self, log: KeyedLog, ids: list[Id], times: IntArray, columns: dict[str, Column]) -> int:
         """Append rows to a log, dropping the rows that came first beyond ``max_pending``; how

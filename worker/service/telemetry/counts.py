@@ -25,6 +25,24 @@ class UncommittedCounts:
     labels: Counter[str] = field(default_factory=Counter)  # delayed labels: what became of them -> how many
     label_delays: list[np.ndarray] = field(default_factory=list)  # seconds from input to label, of joined pairs
 
+    def add(self, *, messages: int = 0, predictions: int = 0, learned: int = 0) -> None:
+        """Count messages consumed, predictions produced and examples learned (negative: taken back)."""
+        self.messages += messages
+        self.predictions += predictions
+        self.learned += learned
+
+    def label_outcome(self, outcome: str, count: int) -> None:
+        """Count what became of delayed labels and pending examples (``LABEL_OUTCOMES``'s names)."""
+        if count:
+            self.labels[outcome] += count
+
+    def joined(self, delays_s: np.ndarray) -> None:
+        """Count pairs of a message and its label that met, learned: delays_s (n,) seconds from
+        the message's timestamp to the label's."""
+        self.labels["joined"] += len(delays_s)
+        self.label_delays.append(delays_s)
+        self.learned += len(delays_s)
+
     def dead_lettered(self, error: str) -> None:
         """Told of every dead letter sent (the sink's callback)."""
         self.dead_letters[error] += 1

@@ -218,6 +218,31 @@ class ServiceMetrics:
         self.registry_connected: bool | None = None  # the Schema Registry's, with --format avro: the same
         self.heartbeat = time.monotonic()
 
+    def beat(self) -> float:
+        """The service's loop turned (liveness); the time it did, monotonic."""
+        self.heartbeat = time.monotonic()
+        return self.heartbeat
+
+    def caught_up(self) -> None:
+        """This replica has every committed partition state of the group now."""
+        self.caught_up_at = time.time()
+
+    def not_ready(self) -> None:
+        self.ready = False
+
+    def serving(self, assigned: bool, broker_answers: bool) -> None:
+        """Readiness: partitions assigned, the broker answering, and the Schema Registry not known to fail."""
+        self.ready = assigned and broker_answers and self.registry_connected is not False
+
+    def registry_answers(self, answers: bool) -> bool:
+        """Record whether the Schema Registry answers; True when that changed (a first failure too).
+        A registry that does not answer makes the replica not ready."""
+        changed = (self.registry_connected is False) == answers
+        self.registry_connected = answers
+        if not answers:
+            self.ready = False
+        return changed
+
     def broker_answers(self, answers: bool) -> bool:
         """Record whether the broker answers; True when that changed (not for the first contact)."""
         changed = self.connected is not None and answers != self.connected

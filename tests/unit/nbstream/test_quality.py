@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, brier_score_loss, log_loss, recall_score
 
-from worker.service.partition.quality import MOST_LABELS, RECENT_HALF_LIFE, PredictionQuality
+from nbstream.quality import MOST_LABELS, RECENT_HALF_LIFE, PredictionQuality
 
 CLASSES = np.array(["b", "a", "c"])  # in first-appearance order, as a model holds them
 
