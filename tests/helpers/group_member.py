@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from worker.io.kafka.client import KafkaFailure
+from worker.io.kafka.client import ConsumerOptions, KafkaFailure
 from worker.io.kafka.connect import connect
 from worker.io.kafka.settings import KafkaSettings
 
@@ -18,8 +18,8 @@ SESSION_TIMEOUT_S = 6
 
 
 def main(bootstrap: str, client: str, topic: str, group: str) -> None:
-    consumer = connect(KafkaSettings(bootstrap, client=client)).consumer(topic, group,
-                                                                        session_timeout_s=SESSION_TIMEOUT_S)
+    consumer = connect(KafkaSettings(bootstrap, client=client)).consumer(
+        topic, group, ConsumerOptions(session_timeout_s=SESSION_TIMEOUT_S))
     consumer.subscribe(lambda partitions: None, lambda partitions: None, lambda partitions: None)
     while not consumer.assignment():
         consumer.poll(0.5, 10)

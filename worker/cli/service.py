@@ -13,6 +13,7 @@ import typer
 
 from ..errors import UserError
 from ..service.config import SETTING_PARTS, ServeConfig
+from ..tools.produce import ProduceRequest
 from .app import app, reported_errors
 from .options import (
     PATHS,
@@ -89,44 +90,9 @@ def export(
 @app.command()
 @kafka_options
 @registry_options
-def produce(
-    paths: list[str] = PATHS,
-    topic: str = typer.Option(..., "--topic", envvar=env("TOPIC"), help="Topic to write to."),
-    features: str | None = typer.Option(None, "--features", envvar=env("PRODUCE_FEATURES"),
-                                        help="A list column, sent as \"features\"."),
-    text: str | None = typer.Option(None, "--text", envvar=env("PRODUCE_TEXT"),
-                                    help="A string column, sent as \"text\"."),
-    label: str | None = typer.Option(None, "--label", envvar=env("PRODUCE_LABEL"),
-                                     help="Label column, sent as \"label\"."),
-    id_column: str | None = typer.Option(None, "--id", envvar=env("PRODUCE_ID"),
-                                         help="Id column, sent as \"id\" and used as the key."),
-    rate: float = typer.Option(0.0, "--rate", min=0, envvar=env("RATE"),
-                               help="Rows per second (0: as fast as possible; else at least 0.001)."),
-    limit: int | None = typer.Option(None, "--limit", min=1, envvar=env("LIMIT"), help="Stop after this many rows."),
-    message_format: str = typer.Option("json", "--format", envvar=env("PRODUCE_FORMAT"),
-                                       help="json: one row per message; avro, json-schema, protobuf: one Avro "
-                                            "record, JSON object or Protobuf message per message in the "
-                                            "Confluent wire format, its schema registered under TOPIC-value "
-                                            "(needs --schema-registry); arrow: an "
-                                            "Arrow IPC stream of --rows-per-message rows per message."),
-    schema_id: int | None = typer.Option(None, "--schema-id", min=0, max=2**32 - 1, envvar=env("SCHEMA_ID"),
-                                         help="avro, json-schema, protobuf: write by this schema of the "
-                                              "registry (protobuf: its first message; default: one derived from "
-                                              "the columns, registered under TOPIC-value).",
-                                         rich_help_panel="Schema Registry"),
-    rows_per_message: int = typer.Option(1000, "--rows-per-message", min=1, envvar=env("ROWS_PER_MESSAGE"),
-                                         help="Rows per Arrow message."),
-    labels_topic: str | None = typer.Option(None, "--labels-topic", envvar=env("PRODUCE_LABELS_TOPIC"),
-                                               help="Send each row's label apart, as {\"id\", \"label\"} on this "
-                                                    "topic keyed by the id (for worker serve --labels-topic); the "
-                                                    "messages go without it. Needs --label and --id."),
-    label_delay: int = typer.Option(0, "--label-delay", min=0, envvar=env("LABEL_DELAY"),
-                                    help="With --labels-topic: messages sent between a row's message and its label."),
-    progress: bool | None = PROGRESS,
-    *,
-    kafka: KafkaOptions,
-    registry: RegistryOptions,
-) -> None:
+@settings_options("given", {"request": ProduceRequest})
+def produce(paths: list[str] = PATHS, progress: bool | None = PROGRESS, *, kafka: KafkaOptions,
+            registry: RegistryOptions, given: dict[str, Given]) -> None:
     """Send Parquet rows to a topic as JSON, Avro or Arrow messages (for demos and benchmarks); every one is
     confirmed."""
     from ..io.kafka.client import KafkaFailure
@@ -135,17 +101,15 @@ def produce(
     from ..tools.produce import produce as run_produce
 
     with reported_errors():
+        request = given["request"].build(paths=paths)
         settings = kafka.settings()
         try:
-            result = run_produce(connect(settings), paths, topic, features=features, text=text, label=label,
-                                 id_column=id_column, rate=rate, limit=limit, message_format=message_format,
-                                 rows_per_message=rows_per_message, progress=progress,
-                                 registry=registry.settings(), schema_id=schema_id, labels_topic=labels_topic,
-                                 label_delay=label_delay)
+            result = run_produce(connect(settings), request, registry=registry.settings(), progress=progress)
         except KafkaFailure as failure:
             raise UserError(f"Kafka at {settings.bootstrap}: {failure}") from None
         except RegistryUnavailable as failure:
             raise UserError(str(failure)) from None
+    topic, labels_topic = request.topic, request.labels_topic
     if result.failed:
         typer.echo(f"error: {result.failed:,} of {result.sent:,} messages were not delivered to {topic} "
                    f"(first: {result.error})", err=True)

@@ -124,33 +124,41 @@ def _read(value: bytes | None, spec: FeatureSpec, fields: MessageFields) -> _Mes
         table = read_stream(value)
     except (pa.ArrowException, OSError, ValueError) as error:  # truncated streams raise OSError
         return _Message(None, f"not an Arrow IPC stream: {error}")
-    names = table.column_names  # a new list at every read: read once
-    present = set(names)
-    if len(present) < len(names):
-        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
-        return _Message(None, f"column names appear more than once: {repeated}")
-    encoder = spec.encoder()
-    for name in spec.columns:
-        if name not in present:
-            return _Message(None, f"column {name!r} not found; columns are {names}")
-        if not encoder.accepts(table.schema.field(name).type):
-            return _Message(None, f"column {name!r} has type {table.schema.field(name).type}; "
-                                  f"expected {encoder.expected}")
-    columns = {name: table.column(name) for name in spec.columns}
-    if fields.label in present:
-        label = table.column(fields.label)
-        if label.null_count < len(label) and label_kind_of_type(label.type) is None:
-            return _Message(None, f"label column {fields.label!r} has type {label.type}; expected strings or numbers")
-        columns[LABEL_COLUMN] = label
-    if fields.id in present:
-        id_type = table.schema.field(fields.id).type
-        if not (pa.types.is_integer(id_type) or is_string_type(id_type)):
-            return _Message(None, f"id column {fields.id!r} has type {id_type}; expected strings or integers")
-        columns[ID_COLUMN] = table.column(fields.id)
+    columns, problem = _columns_of(table, spec, fields)
+    if problem is not None:
+        return _Message(None, problem)
     decoded = (table.nbytes if size is None else size) + sum(map(_dictionary_strings_bytes, columns.values()))
     if decoded > fields.max_bytes:  # a dictionary of long strings decodes to many copies of them
         return _Message(None, _too_large(value, decoded, fields.max_bytes))
     return _Message(pa.table(columns), sent=table)
+
+
+def _columns_of(table: pa.Table, spec: FeatureSpec,
+                fields: MessageFields) -> tuple[dict[str, pa.ChunkedArray], str | None]:
+    """The columns a message's table gives (features, label, id), or the problem with them."""
+    names = table.column_names  # a new list at every read: read once
+    present = set(names)
+    if len(present) < len(names):
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+        return {}, f"column names appear more than once: {repeated}"
+    encoder = spec.encoder()
+    for name in spec.columns:
+        if name not in present:
+            return {}, f"column {name!r} not found; columns are {names}"
+        if not encoder.accepts(table.schema.field(name).type):
+            return {}, f"column {name!r} has type {table.schema.field(name).type}; expected {encoder.expected}"
+    columns = {name: table.column(name) for name in spec.columns}
+    if fields.label in present:
+        label = table.column(fields.label)
+        if label.null_count < len(label) and label_kind_of_type(label.type) is None:
+            return {}, f"label column {fields.label!r} has type {label.type}; expected strings or numbers"
+        columns[LABEL_COLUMN] = label
+    if fields.id in present:
+        id_type = table.schema.field(fields.id).type
+        if not (pa.types.is_integer(id_type) or is_string_type(id_type)):
+            return {}, f"id column {fields.id!r} has type {id_type}; expected strings or integers"
+        columns[ID_COLUMN] = table.column(fields.id)
+    return columns, None
 
 
 def _too_large(value: bytes, size: int, max_bytes: int) -> str:

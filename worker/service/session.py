@@ -21,7 +21,7 @@ from ..checkpoint import CheckpointPolicy
 from ..errors import ConfigError
 from ..io.formats import MessageFormat, message_format
 from ..io.interfaces import Refusals
-from ..io.kafka.client import Consumer, KafkaClient, KafkaFailure, Producer, Start, TopicInfo
+from ..io.kafka.client import Consumer, ConsumerOptions, KafkaClient, KafkaFailure, Producer, Start, TopicInfo
 from ..io.kafka.sink import Destination, KafkaSink
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..io.registry.client import RegistryAccessError, RegistryUnavailable
@@ -110,10 +110,9 @@ class Session:
                               Destination(topics.dlq, limits[topics.dlq]), context.refusals, COMMIT_STEP_SECONDS,
                               on_dead_letter=self.counts.dead_lettered,
                               input_timestamps=config.output.output_timestamp == "input")
-        self.consumer = client.consumer(config.topics.input, config.topics.group,
-                                        instance_id=config.consumer.instance_id,
-                                        session_timeout_s=config.consumer.session_timeout, start=config.consumer.start,
-                                        read_committed=True, labels_topic=config.labels_topic)
+        self.consumer = client.consumer(config.topics.input, config.topics.group, ConsumerOptions(
+            instance_id=config.consumer.instance_id, session_timeout_s=config.consumer.session_timeout,
+            start=config.consumer.start, read_committed=True, labels_topic=config.labels_topic))
         self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.commit.checkpoint_every, config.commit.interval),
                                           self.producer, self.consumer, self.group, self.sink, config.topics.states,
                                           config.fields.label, COMMIT_STEP_SECONDS)

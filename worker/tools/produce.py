@@ -10,7 +10,6 @@ Every record is confirmed by the broker; the count of those that were not is rep
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import orjson
@@ -19,27 +18,18 @@ import pyarrow as pa
 from ..errors import ConfigError
 from ..io.arrow_messages import write_stream
 from ..io.fields import REGISTRY_FORMATS
-from ..io.kafka.client import DeliveryFailed, KafkaClient, KafkaFailure, record_bytes
+from ..io.kafka.client import KafkaClient
 from ..io.parquet.source import count_rows, expand_paths, read_batches
 from ..io.registry import require_package
 from ..io.registry.client import RegistryClient
 from ..io.registry.json_schema_writer import JsonSchemaWriter
 from ..io.registry.settings import RegistrySettings
 from ..progress import RowProgress
-from .labels import DelayedLabels
+from ..setting import Checked, setting
+from .sender import CONFIRM_EVERY, MessageMaker, Produced, Sender
 
 PRODUCED_FORMATS = ("json", "avro", "json-schema", "protobuf", "arrow")
-CONFIRM_EVERY = 10_000  # records between confirmations: bounds what a failure leaves unconfirmed
 MIN_RATE = 0.001  # rows per second: a row every 17 minutes; slower rates overflow a sleep
-
-
-@dataclass
-class Produced:
-    sent: int  # messages
-    failed: int
-    error: str | None = None  # the first failure, if any
-    rows: int = 0  # examples in the messages sent
-    labels: int = 0  # label events sent apart (--labels-topic)
 
 
 def _topic_limit(client: KafkaClient, topic: str) -> int:
@@ -71,106 +61,90 @@ def _ready_labels_topic(client: KafkaClient, topic: str, labels_topic: str) -> N
         admin.close()
 
 
-def produce(client: KafkaClient, paths: list[str], topic: str, *, features: str | None = None,
-            text: str | None = None, label: str | None = None, id_column: str | None = None, rate: float = 0.0,
-            limit: int | None = None, message_format: str = "json",
-            rows_per_message: int = 1000, timeout_s: float = 60.0, progress: bool | None = None,
-            registry: RegistrySettings | None = None, schema_id: int | None = None,
-            labels_topic: str | None = None, label_delay: int = 0) -> Produced:
-    """Send rows as messages; ``rate`` rows/s (0: as fast as possible), at most ``limit`` rows.
+@dataclass(frozen=True)
+class ProduceRequest(Checked):
+    """What `worker produce` sends: rows of Parquet files, as messages of a format, to a topic."""
+    paths: list[str]
+    topic: str = setting(flag="--topic", help="Topic to write to.")
+    features: str | None = setting(None, "--features", env="PRODUCE_FEATURES",
+                                   help="A list column, sent as \"features\".")
+    text: str | None = setting(None, "--text", env="PRODUCE_TEXT", help="A string column, sent as \"text\".")
+    label: str | None = setting(None, "--label", env="PRODUCE_LABEL", help="Label column, sent as \"label\".")
+    id_column: str | None = setting(None, "--id", env="PRODUCE_ID",
+                                    help="Id column, sent as \"id\" and used as the key.")
+    rate: float = setting(0.0, "--rate", low=0, help="Rows per second (0: as fast as possible; else at least 0.001).")
+    limit: int | None = setting(None, "--limit", low=1, help="Stop after this many rows.")
+    message_format: str = setting("json", "--format", env="PRODUCE_FORMAT", choices=PRODUCED_FORMATS,
+                                  help="json: one row per message; avro, json-schema, protobuf: one Avro record, JSON "
+                                       "object or Protobuf message per message in the Confluent wire format, its "
+                                       "schema registered under TOPIC-value (needs --schema-registry); arrow: an "
+                                       "Arrow IPC stream of --rows-per-message rows per message.")
+    schema_id: int | None = setting(None, "--schema-id", low=0, high=2**32 - 1, panel="Schema Registry",
+                                    help="avro, json-schema, protobuf: write by this schema of the registry "
+                                         "(protobuf: its first message; default: one derived from the columns, "
+                                         "registered under TOPIC-value).")
+    rows_per_message: int = setting(1000, "--rows-per-message", low=1, help="Rows per Arrow message.")
+    labels_topic: str | None = setting(None, "--labels-topic", env="PRODUCE_LABELS_TOPIC",
+                                       help="Send each row's label apart, as {\"id\", \"label\"} on this topic keyed "
+                                            "by the id (for worker serve --labels-topic); the messages go without "
+                                            "it. Needs --label and --id.")
+    label_delay: int = setting(0, "--label-delay", low=0,
+                               help="With --labels-topic: messages sent between a row's message and its label.")
 
-    message_format: "json" (one row per message), "avro", "json-schema" or "protobuf" (one
-        record per message, in the Confluent wire format: needs ``registry``) or "arrow"
-        (``rows_per_message`` rows per message, an Arrow IPC stream with the columns "features" or
-        "text", "label", "id").
-    schema_id: with a registry format, write by this schema of the registry (default: one
-        derived from the columns, registered under TOPIC-value).
-    progress: draw a progress bar (None: when stderr is a terminal).
-    labels_topic: send each row's label apart, as a label event on this topic, ``label_delay``
-        messages after the row's message (``produce_labels``).
-    """
-    if bool(features) == bool(text):
-        raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
-    if message_format not in PRODUCED_FORMATS:
-        raise ConfigError(f"--format must be one of {', '.join(PRODUCED_FORMATS)}; got {message_format!r}.")
-    if message_format in REGISTRY_FORMATS and registry is None:
-        raise ConfigError(f"--format {message_format} needs --schema-registry URL: the registry holds the records' "
-                          f"schema.")
-    if schema_id is not None and message_format not in REGISTRY_FORMATS:
-        raise ConfigError("--schema-id is for --format avro, json-schema or protobuf.")
-    if 0 < rate < MIN_RATE:
-        raise ConfigError(f"--rate must be 0 (as fast as possible) or at least {MIN_RATE} rows per second; got {rate}.")
-    if labels_topic is not None and not (label and id_column and message_format != "arrow"):
-        raise ConfigError("--labels-topic needs --label and --id (a label event names its message by id), and "
-                          "messages of one row each (not --format arrow).")
-    limit_bytes = _topic_limit(client, topic)
-    if labels_topic is not None:
-        _ready_labels_topic(client, topic, labels_topic)
-    producer = client.producer(linger_ms=5, batch_bytes=limit_bytes)
-    labels = None if labels_topic is None else DelayedLabels(
-        lambda to, value, key: producer.send(to, value, key=key), labels_topic, label_delay)
-    names = {features: "features", text: "text", label: "label", id_column: "id"}
-    columns = [c for c in (features, text, label, id_column) if c]
-    messages = _arrow_messages if message_format == "arrow" else _json_messages
-    if message_format in REGISTRY_FORMATS:
-        assert registry is not None
-        messages = _registry_messages(RegistryClient(registry), message_format, f"{topic}-value", schema_id)
-    result, started = Produced(0, 0), time.monotonic()
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if bool(self.features) == bool(self.text):
+            raise ConfigError("give exactly one of --features (a list column) or --text (a string column).")
+        if self.schema_id is not None and self.message_format not in REGISTRY_FORMATS:
+            raise ConfigError("--schema-id is for --format avro, json-schema or protobuf.")
+        if 0 < self.rate < MIN_RATE:
+            raise ConfigError(f"--rate must be 0 (as fast as possible) or at least {MIN_RATE} rows per second; got "
+                              f"{self.rate}.")
+        if self.labels_topic is not None and not (self.label and self.id_column and self.message_format != "arrow"):
+            raise ConfigError("--labels-topic needs --label and --id (a label event names its message by id), and "
+                              "messages of one row each (not --format arrow).")
 
-    def confirm() -> None:
-        try:
-            producer.flush(timeout_s)
-        except DeliveryFailed as failed:
-            result.failed += len(failed.failures)
-            result.error = result.error or failed.failures[0].error
-        except KafkaFailure as failure:
-            raise KafkaFailure(f"{failure} ({result.sent:,} sent, the last {CONFIRM_EVERY:,} at most unconfirmed)"
-                               ) from None
+    @property
+    def columns(self) -> dict[str, str]:
+        """The columns read, each with the field it is sent as."""
+        named = {self.features: "features", self.text: "text", self.label: "label", self.id_column: "id"}
+        return {column: field for column, field in named.items() if column}
 
-    files = expand_paths(paths)
-    total = count_rows(files) if limit is None else min(limit, count_rows(files))
+
+def produce(client: KafkaClient, request: ProduceRequest, *, registry: RegistrySettings | None = None,
+            progress: bool | None = None, timeout_s: float = 60.0) -> Produced:
+    """Send the rows ``request`` names, every one confirmed; ``registry`` holds the schemas of a
+    registry format's records; ``progress`` draws a progress bar (None: when stderr is a terminal)."""
+    if request.message_format in REGISTRY_FORMATS and registry is None:
+        raise ConfigError(f"--format {request.message_format} needs --schema-registry URL: the registry holds the "
+                          "records' schema.")
+    limit_bytes = _topic_limit(client, request.topic)
+    if request.labels_topic is not None:
+        _ready_labels_topic(client, request.topic, request.labels_topic)
+    messages = _message_maker(request, registry)
+    files = expand_paths(request.paths)
+    total = count_rows(files) if request.limit is None else min(request.limit, count_rows(files))
+    sender = Sender(client.producer(linger_ms=5, batch_bytes=limit_bytes), request, limit_bytes, timeout_s)
     try:
         with RowProgress("sending", total, enabled=progress) as bar:
-            shown = 0  # rows sent but not yet shown on the bar
-            for batch in read_batches(files, columns, CONFIRM_EVERY):
-                table = pa.table({names[name]: batch.data.column(name) for name in columns})
-                if limit is not None:
-                    table = table.slice(0, max(0, limit - result.rows))
-                if labels is not None:
-                    ids, label_values = table.column("id").to_pylist(), table.column("label").to_pylist()
-                    table = table.drop_columns(["label"])
-                for row, (rows, key, value) in enumerate(messages(table, rows_per_message)):
-                    if rate:
-                        delay = started + result.rows / rate - time.monotonic()
-                        if delay > 0:
-                            time.sleep(delay)
-                    result.sent += 1
-                    result.rows += rows
-                    shown += rows
-                    if rate or shown >= 1_000:  # a paced message shows at once; else every thousand rows
-                        bar.advance(shown)
-                        shown = 0
-                    if record_bytes(key, value, []) > limit_bytes:  # the broker would refuse it (and its batch)
-                        result.failed += 1
-                        result.error = result.error or (f"a message of {len(value):,} bytes exceeds the topic's "
-                                                        f"limit of {limit_bytes:,}")
-                        continue
-                    producer.send(topic, value, key=key)
-                    if labels is not None:
-                        assert key is not None  # keyed by its id
-                        labels.follow(key, ids[row], label_values[row])
-                confirm()
-                bar.advance(shown)
-                shown = 0
-                if limit is not None and result.rows >= limit:
+            for batch in read_batches(files, list(request.columns), CONFIRM_EVERY):
+                table = pa.table({field: batch.data.column(column) for column, field in request.columns.items()})
+                if request.limit is not None:
+                    table = table.slice(0, max(0, request.limit - sender.rows))
+                sender.send_table(table, messages, bar)
+                if request.limit is not None and sender.rows >= request.limit:
                     break
-            if labels is not None:
-                labels.drain()
-                result.labels = labels.sent
-            confirm()
-        return result
+            return sender.finish()
     finally:
-        producer.close(timeout_s=5.0)
+        sender.close()
+
+
+def _message_maker(request: ProduceRequest, registry: RegistrySettings | None) -> MessageMaker:
+    if request.message_format in REGISTRY_FORMATS:
+        assert registry is not None
+        return _registry_messages(RegistryClient(registry), request.message_format, f"{request.topic}-value",
+                                  request.schema_id)
+    return _arrow_messages if request.message_format == "arrow" else _json_messages
 
 
 def _json_messages(table: pa.Table, rows_per_message: int):

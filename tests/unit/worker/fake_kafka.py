@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from worker.io.kafka.client import Admin, Consumer, KafkaClient, KafkaFailure, Producer, Reader, TopicInfo
+from worker.io.kafka.client import (
+    Admin,
+    Consumer,
+    ConsumerOptions,
+    KafkaClient,
+    KafkaFailure,
+    Producer,
+    Reader,
+    TopicInfo,
+)
 from worker.io.kafka.settings import KafkaSettings
 from worker.io.records import Polled, Record
 
@@ -74,9 +83,8 @@ class FakeKafka(KafkaClient):
             raise KafkaFailure(f"no broker at {self.settings.bootstrap}")
 
     # ---- the client seam ---------------------------------------------------------------------
-    def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
-                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None, labels_topic=None) -> FakeConsumer:
-        self.consumers.append(FakeConsumer(self, topic, group, labels_topic))
+    def consumer(self, topic, group, options: ConsumerOptions = ConsumerOptions()) -> FakeConsumer:
+        self.consumers.append(FakeConsumer(self, topic, group, options.labels_topic))
         return self.consumers[-1]
 
     def reader(self, *, read_committed=True) -> FakeReader:

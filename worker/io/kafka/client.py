@@ -237,6 +237,23 @@ class Admin(ABC):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class ConsumerOptions:
+    """How a group consumer reads. instance_id : static membership (None: dynamic);
+    session_timeout_s : before the group gives a silent member's partitions away; start : where
+    a partition the group never committed starts (earliest, latest); read_committed : skip what
+    aborted transactions wrote; client_id : names the consumer to the broker (None: the
+    client's default); labels_topic : a topic read beside the input, partition by partition
+    (the same numbers are assigned together)."""
+    instance_id: str | None = None
+    session_timeout_s: float = 10.0
+    start: str = "earliest"
+    read_committed: bool = True
+    fetch_max_bytes: int = 64 << 20
+    client_id: str | None = None
+    labels_topic: str | None = None
+
+
 class KafkaClient(ABC):
     """Makes the consumers, readers, producers and admin clients of one cluster."""
 
@@ -244,9 +261,7 @@ class KafkaClient(ABC):
         self.settings = settings
 
     @abstractmethod
-    def consumer(self, topic: str, group: str, *, instance_id: str | None = None, session_timeout_s: float = 10.0,
-                 start: str = "earliest", read_committed: bool = True, fetch_max_bytes: int = 64 << 20,
-                 client_id: str | None = None, labels_topic: str | None = None) -> Consumer: ...
+    def consumer(self, topic: str, group: str, options: ConsumerOptions = ConsumerOptions()) -> Consumer: ...
 
     @abstractmethod
     def reader(self, *, read_committed: bool = True) -> Reader: ...

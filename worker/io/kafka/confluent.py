@@ -22,6 +22,7 @@ from .client import (
     RECORD_BATCH_OVERHEAD,
     Admin,
     Consumer,
+    ConsumerOptions,
     DeliveryFailed,
     Failure,
     KafkaAccessError,
@@ -461,20 +462,19 @@ class ConfluentClient(KafkaClient):
         checked_source(settings)  # librdkafka fetches its own tokens: this checks the credentials at start
         self._connection = connection(settings)
 
-    def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
-                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None, labels_topic=None) -> Consumer:
-        session_ms = int(session_timeout_s * 1000)
+    def consumer(self, topic, group, options: ConsumerOptions = ConsumerOptions()) -> Consumer:
+        session_ms = int(options.session_timeout_s * 1000)
         conf = {**self._connection, "group.id": group, "enable.auto.commit": False,
-                "enable.auto.offset.store": False, "auto.offset.reset": start,
-                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                "enable.auto.offset.store": False, "auto.offset.reset": options.start,
+                "isolation.level": "read_committed" if options.read_committed else "read_uncommitted",
                 "session.timeout.ms": session_ms, "heartbeat.interval.ms": max(1_000, session_ms // 4),
-                "fetch.max.bytes": fetch_max_bytes, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES,
+                "fetch.max.bytes": options.fetch_max_bytes, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES,
                 "partition.assignment.strategy": "range"}
-        if instance_id:
-            conf["group.instance.id"] = instance_id
-        if client_id:
-            conf["client.id"] = client_id
-        return _Consumer(topic, conf, labels_topic)
+        if options.instance_id:
+            conf["group.instance.id"] = options.instance_id
+        if options.client_id:
+            conf["client.id"] = options.client_id
+        return _Consumer(topic, conf, options.labels_topic)
 
     def reader(self, *, read_committed=True) -> Reader:
         return _Reader({**self._connection, "group.id": f"nbstream-reader-{uuid.uuid4().hex}",

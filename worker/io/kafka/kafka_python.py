@@ -24,6 +24,7 @@ from .client import (
     RECORD_BATCH_OVERHEAD,
     Admin,
     Consumer,
+    ConsumerOptions,
     DeliveryFailed,
     Failure,
     KafkaAccessError,
@@ -453,19 +454,19 @@ class KafkaPythonClient(KafkaClient):
         common, by_client = connection(settings, checked_source(settings)), options_by_client(settings.properties)
         self._options = {client: {**common, **options} for client, options in by_client.items()}
 
-    def consumer(self, topic, group, *, instance_id=None, session_timeout_s=10.0, start="earliest",
-                 read_committed=True, fetch_max_bytes=64 << 20, client_id=None, labels_topic=None) -> Consumer:
-        session_ms = int(session_timeout_s * 1000)
-        named = {"client_id": client_id} if client_id else {}
-        options = {**self._options[CONSUMER], **named}
-        if labels_topic is not None:  # the default adds round robin, which would part a message from its label
-            options["partition_assignment_strategy"] = (RangePartitionAssignor,)
-        return _Consumer(topic, {**self._options[ADMIN], **named}, labels_topic, group_id=group,
-                         group_instance_id=instance_id,
-                         enable_auto_commit=False, auto_offset_reset=start, session_timeout_ms=session_ms,
-                         heartbeat_interval_ms=max(1_000, session_ms // 4), fetch_max_bytes=fetch_max_bytes,
+    def consumer(self, topic, group, options: ConsumerOptions = ConsumerOptions()) -> Consumer:
+        session_ms = int(options.session_timeout_s * 1000)
+        named = {"client_id": options.client_id} if options.client_id else {}
+        properties = {**self._options[CONSUMER], **named}
+        if options.labels_topic is not None:  # the default adds round robin, which would part a message from its label
+            properties["partition_assignment_strategy"] = (RangePartitionAssignor,)
+        return _Consumer(topic, {**self._options[ADMIN], **named}, options.labels_topic, group_id=group,
+                         group_instance_id=options.instance_id, enable_auto_commit=False,
+                         auto_offset_reset=options.start, session_timeout_ms=session_ms,
+                         heartbeat_interval_ms=max(1_000, session_ms // 4), fetch_max_bytes=options.fetch_max_bytes,
                          max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
-                         isolation_level="read_committed" if read_committed else "read_uncommitted", **options)
+                         isolation_level="read_committed" if options.read_committed else "read_uncommitted",
+                         **properties)
 
     def reader(self, *, read_committed=True) -> Reader:
         return _Reader(isolation_level="read_committed" if read_committed else "read_uncommitted",
