@@ -1,1 +1,1 @@
-"""The Kafka service: serve wiring, the prequential loop, its state, observability; produce for demos."""
+"""The Kafka service: its wiring, sessions, the prequential loop, the partitions it owns and what it tells operators."""

@@ -6,7 +6,7 @@
      (inside the open transaction under exactly-once) and confirms every delivery
   2. state: every partition state changed since its last write (and, once, the group's base
      state) becomes records of the state topic, flushed; a partition's pending examples, when
-     the service keeps them, are written around it (``pending_records.py``): the chunks made
+     the service keeps them, are written around it (``pending/records.py``): the chunks made
      since the last commit before it, tombstones for those dropped after it
   3. upstream: under exactly-once, the owned partitions' next offsets join the transaction with
      this member's group metadata (KIP-447: a fenced zombie cannot commit), then predictions,

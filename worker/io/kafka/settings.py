@@ -190,7 +190,7 @@ NUMBERS = {
     "fetch.min.bytes": (0, INT32_MAX),
     "receive.buffer.bytes": (-1, INT32_MAX), "send.buffer.bytes": (-1, INT32_MAX),  # -1: the OS default
     # librdkafka waits this long on a fetch when it closes a consumer, and for each fetch of an
-    # empty partition while the state is read: a stop took 54 s with 300000.
+    # empty partition while the state is read: a large value makes a stop take minutes.
     "fetch.wait.max.ms": (0, 5_000), "fetch.max.wait.ms": (0, 5_000),  # librdkafka's name, and Java's
 }
 # Names sent to the broker: printable ASCII (librdkafka refuses a member id made of anything

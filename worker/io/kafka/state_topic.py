@@ -7,8 +7,8 @@ A state is an opaque payload of bytes. It is compressed and cut into chunks no l
     key "partition-3"                               the manifest: {"generation", "chunks", "bytes", "sha256",
                                                                   "codec", "size"}
 
-The payload is compressed with zstd (a 2^20-feature model, mostly zeros, in about 7 ms where
-zlib took 44); a manifest without "codec" (an older writer's) holds zlib.
+The payload is compressed with zstd (a mostly-zero model of 2^20 features compresses several
+times faster than with zlib); a manifest without "codec" (an older writer's) holds zlib.
 
 The manifest is written after its chunks, and the chunk keys of the generation it replaces
 get tombstones (null values) so that compaction reclaims them. A reader assembles a state
@@ -26,7 +26,7 @@ allocates what a manifest claims). A record that fails is reported to the assemb
 A state is taken once (``take``: the newest that reads, then forgotten), or read by its
 manifest's digest as often as needed (``read``: it stays until tombstones delete it), which is
 how another state's payload can name it: each chunk of a partition's pending examples is such
-a state (``worker/service/pending_records.py``).
+a state (``worker/service/pending/records.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The plans of Avro records the fast paths read (``avro_columns``), and the items of arrays of
 numbers (MNIST-like rows), decoded a poll at a time.
 
-fastavro makes a Python int per array item, and Arrow converts them back: about 90 µs per record
-of 784 MNIST pixels (scripts/bench_avro.py). Here every array item of every record is decoded at
+fastavro makes a Python int per array item, and Arrow converts them back (docs/performance.md,
+scripts/bench_avro.py). Here every array item of every record is decoded at
 once with numpy: an Avro int or long is a zigzag varint, whose last byte is the only one below
 0x80, so the items' ends are found in one pass over the buffer, and their values in a pass per
 byte they take (two for pixels). A float or double array is copied as it is.

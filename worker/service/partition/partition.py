@@ -24,7 +24,7 @@ statistics change in a way the group's model cannot follow row by row (a drift r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -276,8 +276,3 @@ class Partition:
         assert self._drift is not None
         return DriftWatch.restored(self._drift_json, self._drift.detector, self.number)
 
-
-def with_pending(record: PartitionRecord, pending: PendingExamples | None,
-                 pending_records: PendingRecords | None) -> PartitionRecord:
-    """The record with its pending examples as the service keeps them once it is taken over."""
-    return replace(record, pending=pending, pending_records=pending_records)

@@ -13,7 +13,7 @@ wrote, without "quality", is read with its accuracy carried over.
 
 When the service keeps pending examples (delayed labels), the header's "pending" field lists
 them: their directory and the digest of each of their chunks' records, which are records of
-the state topic of their own (``pending_records.py``), and "labels_next_offset" where the
+the state topic of their own (``pending/records.py``), and "labels_next_offset" where the
 partition stopped on the labels topic. Without pending examples the fields are
 left out: the payload is byte for byte what it was before the field existed. The previous
 version ignores header fields it does not know, so it reads these states' statistics as they are.

@@ -1,4 +1,4 @@
-"""Pending examples as bytes: the rows of each log as arrays of a frame (``pending_frame``), and back.
+"""Pending examples as bytes: the rows of each log as arrays of a frame (``frame``), and back.
 
 Arrays of log L (examples, labels, joined), n rows each::
 

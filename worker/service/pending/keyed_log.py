@@ -1,7 +1,7 @@
 """Rows keyed by id in the order they came: append, look up, take, remove, the oldest first.
 
 Each append is a chunk of its own: the rows' ids, times (int64 ms) and named columns (numpy
-arrays or feature blocks, see ``pending_rows``), one entry per row. A row lives in its chunk
+arrays or feature blocks, see ``rows``), one entry per row. A row lives in its chunk
 until it is removed, which only marks it dead; a sequence number, increasing in the order rows
 came, names it meanwhile. Chunks are tidied after every change, so that their number stays
 logarithmic in the rows held and dead rows never outweigh live ones:

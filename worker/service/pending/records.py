@@ -1,6 +1,6 @@
 """One partition's pending examples as records of the state topic, beside the partition's state.
 
-``pending_segments`` cuts a store into chunks, each written once, and a small directory of them.
+``segments`` cuts a store into chunks, each written once, and a small directory of them.
 Here each chunk becomes a state of the state topic of its own (``state_topic.write_records``:
 compressed, cut under the broker's record limit, under a manifest that holds its digest), named
 after its partition's state and its segment key (``<log>/<number>``)::
@@ -8,7 +8,7 @@ after its partition's state and its segment key (``<log>/<number>``)::
     partition-3/pending/examples/12                 the chunk's manifest (logs: examples, labels, joined)
     partition-3/pending/examples/12#<gen>#<i>       its pieces
 
-The partition's own state (``partition_state``) holds, in its header's "pending" field, the
+The partition's own state (``partition/record.py``) holds, in its header's "pending" field, the
 directory and the digest of the record of each chunk it names (``listing``): the state and its
 directory are one record, written in the transaction that commits the offsets. A commit writes,
 in order: the records of the chunks made since the last one (and tombstones for stale records);
@@ -16,7 +16,7 @@ the partition's state; tombstones for the chunks dropped. Tombstones come last s
 without transactions that stops midway leaves a state whose chunks are all in the topic.
 
 A state is taken only if every chunk its header lists is in the topic under that digest
-(``group_state.StateFollower``); its store is restored when its partition is taken over. Records
+(``follower.StateFollower``); its store is restored when its partition is taken over. Records
 of a partition's pending examples that its state does not list (left by a writer that stopped
 midway, or by a run that kept no pending examples) are *stale*: its next commit tombstones them.
 

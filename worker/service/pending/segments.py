@@ -1,23 +1,23 @@
 """Pending examples written by chunk: at each commit, only what changed since the last one.
 
-100,000 pending MNIST examples take 24 MB as one frame (``to_bytes``: 180 ms to make); a commit
-every 0.5 s cannot rewrite them all. Each chunk of the store's logs (``pending_log``) never
+A store of many pending examples is large as one frame (``to_bytes``); a commit every half
+second cannot rewrite it whole. Each chunk of the store's logs (``keyed_log``) never
 changes once made but for its mask of live rows, so the partition's state can hold the store
 as records of its own, in the same transaction as the rest of the state:
 
 - one record per chunk, under the key ``<log>/<number>`` (which the caller puts under the
   partition's own), written once, in the commit after the chunk is made, as a frame of its rows
-  (``pending_codec.encode_rows``, dead rows included); when tidying drops the chunk, its key gets
+  (``codec.encode_rows``, dead rows included); when tidying drops the chunk, its key gets
   a tombstone (a null value), and the state topic's compaction forgets it;
 - the directory, written at every commit: for each log, its chunks in
-  order (number, rows) with their masks of live rows (one bit a row: 12.5 kB for 100,000 rows),
+  order (number, rows) with their masks of live rows (one bit a row),
   and the number its next chunk will get.
 
 What a commit writes is then the rows that came since the last one, the chunks tidying rewrote
 (small ones merged, and those whose dead rows came to outweigh the live ones), and the directory:
-with 100,000 MNIST examples pending and polls of 10,000, 3.2 MB a commit against 24 MB for the
-whole store (``scripts/bench_pending.py``). Restoring reads the directory and the chunks it
-names; a chunk record it does not name (dropped, its tombstone to come) is ignored.
+a fraction of the whole store (docs/performance.md, ``scripts/bench_pending.py``). Restoring reads
+the directory and the chunks it names; a chunk record it does not name (dropped, its tombstone
+to come) is ignored.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def restore(directory: bytes, segments: Mapping[str, bytes], max_pending: int = 
             what: str = "pending examples") -> tuple[PendingExamples, SegmentWriter]:
     """The store a directory and its chunks' records describe, and the writer that knows them
     written. Raises ValueError, one line saying what is wrong, for a chunk missing, of another
-    number of rows or layout than the directory says, or anything ``pending_codec`` refuses."""
+    number of rows or layout than the directory says, or anything ``codec`` refuses."""
     meta, masks = unpack(directory, f"{what}: the directory")
     logs: dict[str, KeyedLog] = {}
     used: set[str] = set()

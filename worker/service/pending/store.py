@@ -22,11 +22,11 @@ canonical text: 7 and "7" name the same message, as the bytes of a Kafka key wou
   ``max_pending`` drops the examples that came first (not the oldest by event time: arrival
   order is the order a partition's offsets give).
 
-Ids are looked up in a dict: for 10,000 ids among 100,000 it takes 0.3 ms, against 0.7 to 1.9 ms
-for a sorted numpy array and 1.4 to 2.9 ms for pyarrow's ``index_in`` (``scripts/bench_pending.py``).
+Ids are looked up in a dict: faster than a sorted numpy array or pyarrow's ``index_in`` for the
+polls the service meets (docs/performance.md, ``scripts/bench_pending.py``).
 
 As partition state, the store goes to bytes whole (``to_bytes``, ``from_bytes``: see
-``pending_codec``), or by chunk (``pending_segments``): a small directory (which chunks, which of
+``codec``), or by chunk (``segments``): a small directory (which chunks, which of
 their rows still live) at each commit, and each chunk once, under a key of its own, when it is made.
 """
 

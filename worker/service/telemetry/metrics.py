@@ -1,5 +1,5 @@
 """The metrics of `worker serve` (docs/metrics.md), with its liveness and readiness; served by
-``metrics_server.py``."""
+``server.py``."""
 
 from __future__ import annotations
 
