@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy.typing as npt
 
 from ..base import NaiveBayes
 from ..dense_tables import DENSE_MAX_VALUES, check_dense_size
+from ..exportable import is_pipeline
 from .builder import OPSET, GraphBuilder
 from .scores import joint_log_likelihood
 
@@ -71,9 +71,7 @@ def _model_and_metadata(source: object) -> tuple[NaiveBayes[Any, Any], dict[str,
     metadata = {"nbstream.version": __version__}
     if isinstance(source, NaiveBayes):
         return source, metadata
-    # A pipeline exists only once nbstream.arrow is loaded: exporting a bare model needs no pyarrow.
-    pipeline_module = sys.modules.get("nbstream.arrow.pipeline")
-    if pipeline_module is None or not isinstance(source, pipeline_module.Pipeline):
+    if not is_pipeline(source):
         raise TypeError(f"to_onnx takes one of nbstream's five models or a nbstream.arrow.Pipeline; "
                         f"got a {type(source).__name__}.")
     features = source.features
