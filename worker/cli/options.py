@@ -63,6 +63,12 @@ SKIP_INVALID = typer.Option(False, "--skip-invalid", envvar=env("SKIP_INVALID"),
 PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=env("PROGRESS"),
                         help="Progress bar with rows/s (default: on when stderr is a terminal).")
 
+MLFLOW = typer.Option(False, "--mlflow", envvar=env("MLFLOW"),
+                      help="Log the run (parameters, metrics, the model) to the MLflow tracking server "
+                           "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]').")
+REGISTER = typer.Option(None, "--register", envvar=env("REGISTER"),
+                        help="With --mlflow: register the logged model as a new version of this name.")
+
 HASH_BITS = typer.Option(20, "--hash-bits", min=1, max=31, envvar=env("HASH_BITS"),
                          help="Text is hashed into 2**hash_bits features.")
 NGRAMS = typer.Option(1, "--ngrams", min=1, max=LONGEST_NGRAMS, envvar=env("NGRAMS"),
