@@ -7,11 +7,17 @@ writes: model and feature encoder). The pyfunc model of a pipeline takes a DataF
 columns it was trained on (a text column, numeric columns, a list column, category columns); that
 of a bare model a DataFrame (or array) of its features.
 
->>> import nbstream, nbstream.mlflow, pandas                           # doctest: +SKIP
->>> model = nbstream.MultinomialNB().fit([[3, 0], [0, 4]], ["ham", "spam"])  # doctest: +SKIP
->>> info = nbstream.mlflow.log_model(model, input_example=pandas.DataFrame({"a": [2], "b": [1]}),
-...                                  registered_model_name="spam")  # doctest: +SKIP
->>> mlflow.pyfunc.load_model("models:/spam/1").predict(frame)         # doctest: +SKIP
+>>> import tempfile, pandas, mlflow.pyfunc, nbstream
+>>> model = nbstream.MultinomialNB().fit([[3, 0], [0, 4]], ["ham", "spam"])
+>>> path = tempfile.mkdtemp() + "/spam"
+>>> _ = save_model(model, path, input_example=pandas.DataFrame({"a": [2.0], "b": [1.0]}))
+>>> mlflow.pyfunc.load_model(path).predict(pandas.DataFrame({"a": [2.0, 0.0], "b": [1.0, 5.0]})).tolist()
+['ham', 'spam']
+>>> load_model(path).class_count_.tolist()  # the model itself, from its snapshot
+[1.0, 1.0]
+
+``log_model`` logs the same to the tracking server ``MLFLOW_TRACKING_URI`` names, and registers it
+with ``registered_model_name``: ``mlflow.pyfunc.load_model("models:/NAME/1")`` then serves it.
 """
 
 from __future__ import annotations
