@@ -44,13 +44,14 @@ def shown_uri(uri: str) -> str:
 def check_server() -> str:
     """The tracking URI, once its server answered (an http(s) server's /health); ConfigError when
     none is set, UserError when it does not answer."""
+    optional_module("mlflow", "mlflow")  # missing: said now, not after the work
     uri = os.environ.get(URI_VARIABLE, "").strip()
     if not uri:
         raise ConfigError(f"--mlflow logs to the MLflow tracking server {URI_VARIABLE} names: set it "
                           f"(http://HOST:PORT of an mlflow server).")
     if urllib.parse.urlsplit(uri).scheme in ("http", "https"):
         try:
-            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=ANSWER_SECONDS):
+            with urllib.request.urlopen(shown_uri(uri).rstrip("/") + "/health", timeout=ANSWER_SECONDS):
                 pass
         except urllib.error.HTTPError:
             pass  # it answered: what a server behind a proxy says about /health is its own affair
@@ -62,10 +63,21 @@ def check_server() -> str:
 
 
 def input_example(paths: list[str], columns: list[str]) -> Any:
-    """The first rows of the first file, the feature columns only, as a pandas DataFrame."""
-    first = expand_paths(paths)[0]
-    batch = next(pq.ParquetFile(first).iter_batches(batch_size=EXAMPLE_ROWS, columns=columns), None)
+    """The first rows of the first file, the feature columns only, as a pandas DataFrame; None when
+    the data is not local files (Spark's hdfs:// or a catalog table): the model is logged without."""
+    files = _local_files(paths)
+    if not files:
+        return None
+    batch = next(pq.ParquetFile(files[0]).iter_batches(batch_size=EXAMPLE_ROWS, columns=columns), None)
     return None if batch is None else batch.to_pandas()
+
+
+def _local_files(paths: list[str]) -> list[str]:
+    """The Parquet files the paths name on this machine (none for what only Spark reads)."""
+    try:
+        return expand_paths(paths) if paths else []
+    except (UserError, OSError):
+        return []
 
 
 def model_params(model) -> dict[str, str]:
@@ -158,5 +170,7 @@ def log_evaluation(uri: str, config, label: str | None, report: dict, register: 
 
 def _data_param(paths: list[str]) -> str:
     """The data a run read, short enough for an MLflow param: the first path and how many more."""
-    files = expand_paths(paths)
-    return files[0] + (f" (and {len(files) - 1} more files)" if len(files) > 1 else "")
+    files = _local_files(paths) or paths
+    if not files:
+        return "a catalog table"
+    return files[0] + (f" (and {len(files) - 1} more)" if len(files) > 1 else "")
