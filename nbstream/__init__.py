@@ -4,6 +4,9 @@ The five models follow scikit-learn's ``naive_bayes`` (same parameters, attribut
 numbers) and add what a stream needs: an open class set, ``merge``, forgetting
 (``half_life``), lazy refresh of the smoothed tables, ``save``/``load`` (``dumps``/``loads`` for
 bytes), and the learned state as plain values (``export_state``, ``from_state``, ``ModelState``).
+
+Models leave nbstream as scikit-learn estimators (``to_sklearn``, and ``from_sklearn`` back), ONNX
+graphs (``nbstream.onnx``) and MLflow models (``nbstream.mlflow``).
 """
 
 from .bernoulli import BernoulliNB
@@ -13,11 +16,12 @@ from .gaussian import GaussianNB
 from .labels import LabelError, LabelTypeError
 from .multinomial import MultinomialNB
 from .registry import MODEL_KINDS, model_class
+from .sklearn_estimators import from_sklearn, to_sklearn
 from .snapshot import SnapshotError, dumps, load, loads, save
 from .state import ModelState
 from .validation import NotFittedError
 
 __all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB", "MODEL_KINDS",
            "LabelError", "LabelTypeError", "ModelState", "NotFittedError", "SnapshotError", "dumps", "load", "loads",
-           "model_class", "save"]
+           "from_sklearn", "model_class", "save", "to_sklearn"]
 __version__ = "0.1.0"

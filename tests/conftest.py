@@ -1,4 +1,5 @@
-"""Shared fixtures: the real datasets (through NBSTREAM_DATA_DIR or ../shared/data) and the Kafka broker."""
+"""Shared fixtures: the real datasets (through NBSTREAM_DATA_DIR or ../shared/data), the Kafka broker,
+the Schema Registry and the MLflow tracking server."""
 
 from __future__ import annotations
 
@@ -106,3 +107,17 @@ def own_registry(tmp_path_factory):
         _missing("Schema Registry", error, " (needs Java 17 and Maven, or NBSTREAM_SCHEMA_REGISTRY_URL)")
     yield registry
     registry.stop()
+
+
+@pytest.fixture(scope="session")
+def mlflow_tracking_uri(tmp_path_factory) -> str:
+    """A real MLflow tracking server for the session (see tests/helpers/mlflow_server.py)."""
+    from tests.helpers.mlflow_server import mlflow_server
+
+    manager = mlflow_server(tmp_path_factory.mktemp("mlflow"))
+    try:
+        uri = manager.__enter__()
+    except Exception as error:  # noqa: BLE001 - any failure to start means no server
+        _missing("MLflow tracking server", error, " (pip install 'nbstream[mlflow]' mlflow)")
+    yield uri
+    manager.__exit__(None, None, None)

@@ -1,8 +1,8 @@
 """The ``worker`` Typer application and the one place errors are reported.
 
 A ``UserError`` (and the library's errors about user input: an unreadable snapshot, data
-that does not fit the feature spec) prints one line and exits with status 2. Anything else
-is a bug and surfaces as one, with its traceback.
+that does not fit the feature spec, an optional package not installed) prints one line and
+exits with status 2. Anything else is a bug and surfaces as one, with its traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import typer
 
 import nbstream
 from nbstream.arrow import FeatureError
+from nbstream.optional import MissingDependency
 
 from ..errors import UserError
 from ..io.files import cannot_because
@@ -21,7 +22,7 @@ from ..io.files import cannot_because
 app = typer.Typer(help="nbstream worker: streaming Naive Bayes over Parquet files and Kafka topics.",
                   no_args_is_help=True, pretty_exceptions_show_locals=False)
 
-USER_ERRORS = (UserError, FeatureError, nbstream.SnapshotError)
+USER_ERRORS = (UserError, FeatureError, nbstream.SnapshotError, MissingDependency)
 
 
 def _print_version(value: bool) -> None:

@@ -14,6 +14,7 @@ import typer
 from nbstream.discrete import FeatureCountsNB
 from nbstream.snapshot import load_with_header
 
+from .. import tracking
 from ..batch.spark import EngineOptions
 from ..config import FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
 from ..errors import ConfigError
@@ -21,7 +22,9 @@ from ..snapshot_meta import FilesRead, ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
 from .options import (
     BATCH_SIZE,
+    MLFLOW,
     PROGRESS,
+    REGISTER,
     SKIP_INVALID,
     SNAPSHOT,
     columns,
@@ -87,6 +90,8 @@ def train(
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: bool | None = PROGRESS,
+    mlflow: bool = MLFLOW,
+    register: str | None = REGISTER,
     *,
     model_parameters: dict[str, Any],
     engine: EngineOptions,
@@ -102,6 +107,7 @@ def train(
     if resume is None and model is None:
         model = "multinomial"
     with reported_errors():
+        tracking_uri = _tracking_server(mlflow, register)
         engine.check_sources(paths or [])
         config = TrainConfig(
             paths=paths or [], label=label, out=out,
@@ -110,6 +116,7 @@ def train(
             batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
             skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes)
         summary = spark.train(config, engine) if engine.spark else run_train(config, progress=progress)
+        logged = tracking.log_training(tracking_uri, config, summary, register) if tracking_uri else None
     rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
     if summary.resumed_from:
         typer.echo(f"continued from file {summary.resumed_from.file_index}, row {summary.resumed_from.row}")
@@ -119,6 +126,15 @@ def train(
     typer.echo(f"snapshot: {summary.snapshot}")
     if summary.rows_rejected:
         typer.echo(f"rejected rows: {config.rejects_dir}")
+    for line in logged.describe() if logged else []:
+        typer.echo(line)
+
+
+def _tracking_server(mlflow: bool, register: str | None) -> str | None:
+    """The tracking URI with --mlflow, once its server answered; None without."""
+    if register is not None and not mlflow:
+        raise ConfigError("--register names the model --mlflow logs: add --mlflow.")
+    return tracking.check_server() if mlflow else None
 
 
 @app.command()
@@ -165,6 +181,8 @@ def evaluate(
     skip_invalid: bool = SKIP_INVALID,
     batch_size: int = BATCH_SIZE,
     progress: bool | None = PROGRESS,
+    mlflow: bool = MLFLOW,
+    register: str | None = REGISTER,
     *,
     engine: EngineOptions,
 ) -> None:
@@ -174,14 +192,23 @@ def evaluate(
 
     config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
     with reported_errors():
+        tracking_uri = _tracking_server(mlflow, register)
         engine.check_sources(config.paths)
         if prequential and engine.spark:
             raise ConfigError("--prequential replays the rows in order on one machine: use --engine local.")
         report = spark.evaluate(config, label, engine) if engine.spark else \
             run_evaluate(config, label, progress=progress, prequential=prequential)
+        logged = tracking.log_evaluation(tracking_uri, config, label, report, register) if tracking_uri else None
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
+        typer.echo(json.dumps({**report, "mlflow": logged.to_json()} if logged else report, indent=2))
         return
+    _print_report(report)
+    for line in logged.describe() if logged else []:
+        typer.echo(line)
+
+
+def _print_report(report: dict) -> None:
+    """The metrics, per-class scores and confusion matrix, as a table."""
     typer.echo(f"rows:      {report['rows']:,}" + (f" ({report['rows_skipped']:,} skipped)"
                                                    if report["rows_skipped"] else ""))
     typer.echo(f"accuracy:  {report['accuracy']:.4f}")

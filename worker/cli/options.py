@@ -131,6 +131,11 @@ SKIP_INVALID = typer.Option(False, "--skip-invalid", envvar=env("SKIP_INVALID"),
 PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=env("PROGRESS"),
                         help="Progress bar with rows/s (default: on when stderr is a terminal).")
 
+MLFLOW = typer.Option(False, "--mlflow", envvar=env("MLFLOW"),
+                      help="Log the run (parameters, metrics, the model) to the MLflow tracking server "
+                           "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]').")
+REGISTER = typer.Option(None, "--register", envvar=env("REGISTER"),
+                        help="With --mlflow: register the logged model as a new version of this name.")
 ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).",
                      rich_help_panel=MODEL_PANEL)
 BINARIZE = typer.Option(None, "--binarize", envvar=env("BINARIZE"),

@@ -1,4 +1,5 @@
-"""The estimators need only numpy: the library imports and works with the worker's dependencies absent."""
+"""The estimators need only numpy: the library (its routes out to scikit-learn, ONNX and MLflow included)
+imports and works with the optional dependencies absent."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import sys
 
 from tests.helpers.paths import REPO
 
-BLOCKED = ["scipy", "pyarrow", "kafka", "typer", "rich", "prometheus_client", "orjson", "sklearn"]
+BLOCKED = ["scipy", "pyarrow", "kafka", "typer", "rich", "prometheus_client", "orjson", "sklearn", "onnx",
+           "onnxruntime", "mlflow", "pandas"]
 
 PROGRAM = f"""
 import sys
@@ -19,7 +21,7 @@ class Block:
 
 sys.meta_path.insert(0, Block())
 import tempfile, pathlib
-import nbstream
+import nbstream, nbstream.onnx, nbstream.mlflow, nbstream.sklearn_estimators
 model = nbstream.BernoulliNB().partial_fit([[1, 0], [0, 1]], ["a", "b"])
 path = nbstream.save(model, pathlib.Path(tempfile.mkdtemp()) / "m.nbs")
 print(nbstream.load(path).predict([[1, 0]]).tolist())

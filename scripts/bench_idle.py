@@ -1,0 +1,111 @@
+"""What a replica costs while it waits: CPU of `worker serve` with its broker gone, and of one whose
+dependencies stall, and how long a stop then takes.
+
+For each Kafka client: a local broker (scripts/kafka_broker.py), a topic of --partitions
+partitions, `worker serve` started and ready, the broker killed (-9); after --settle seconds the
+replica's CPU time (user + system, /proc/PID/stat) is measured over --seconds, and its /readyz
+read (503 expected: alive, not ready). Then SIGTERM, and the seconds until it exits.
+
+    python scripts/bench_idle.py [--partitions 24] [--seconds 60] [--clients kafka-python,confluent]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from scripts.kafka_broker import Broker  # noqa: E402
+from scripts.local_process import free_port  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def status(url: str) -> int:
+    try:
+        return urllib.request.urlopen(url, timeout=5).status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def measure(client: str, partitions: int, settle: float, seconds: float, folder: Path) -> dict[str, float]:
+    broker = Broker(folder / f"broker-{client}").start()
+    topic = f"idle-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, partitions)
+    port = free_port()
+    command = [sys.executable, "-m", "worker", "serve", "--bootstrap", broker.bootstrap, "--kafka-client", client,
+               "--input", topic, "--output", f"{topic}.out", "--group", f"g-{topic}", "--metrics-port", str(port)]
+    with open(folder / f"serve-{client}.log", "wb") as log:
+        serve = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 120
+        while status(f"http://127.0.0.1:{port}/readyz") != 200:
+            if time.monotonic() > deadline or serve.poll() is not None:
+                raise RuntimeError(f"{client}: the replica did not become ready (see {folder})")
+            time.sleep(0.5)
+        broker.kill()
+        time.sleep(settle)
+        before, started = cpu_seconds(serve.pid), time.monotonic()
+        time.sleep(seconds)
+        share = (cpu_seconds(serve.pid) - before) / (time.monotonic() - started)
+        ready = status(f"http://127.0.0.1:{port}/readyz")
+        alive = status(f"http://127.0.0.1:{port}/healthz")
+        stopping = time.monotonic()
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=120)
+        return {"cpu_share": share, "readyz": ready, "healthz": alive, "stop_seconds": time.monotonic() - stopping}
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+        broker.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", type=int, default=24)
+    parser.add_argument("--settle", type=float, default=20.0, help="seconds after the kill before measuring")
+    parser.add_argument("--seconds", type=float, default=60.0, help="seconds measured")
+    parser.add_argument("--clients", default="kafka-python,confluent")
+    args = parser.parse_args()
+    print(f"| client | partitions | CPU (share of one core) | /readyz | /healthz | stop after SIGTERM |")
+    print("|---|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as folder:
+        for client in args.clients.split(","):
+            found = measure(client, args.partitions, args.settle, args.seconds, Path(folder))
+            print(f"| {client} | {args.partitions} | {found['cpu_share']:.1%} | {found['readyz']} | {found['healthz']} "
+                  f"| {found['stop_seconds']:.1f} s |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""`worker convert`: a snapshot as a model another runtime reads (ONNX), written atomically."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbstream.arrow import Pipeline
+from nbstream.atomic import AtomicFile
+from nbstream.snapshot import load_with_header
+
+from ..errors import ConfigError
+from ..io.files import refuse_replacing_an_input
+
+FORMATS = ("onnx",)
+DTYPES = ("float64", "float32")
+
+
+@dataclass
+class Converted:
+    """What was written: the file, the model's kind, classes and features, and the graph's dtype."""
+    out: Path
+    kind: str
+    n_classes: int
+    n_features: int
+    dtype: str
+
+
+def convert(snapshot: Path, out: Path, *, fmt: str = "onnx", dtype: str = "float64",
+            model_only: bool = False) -> Converted:
+    """Write the snapshot's model as ``fmt``. A worker snapshot is a pipeline (model and feature
+    encoder): exported whole unless ``model_only``; a text pipeline only with ``model_only``."""
+    from nbstream.onnx import to_onnx
+
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+    if dtype not in DTYPES:
+        raise ConfigError(f"--dtype must be float64 or float32; got {dtype!r}.")
+    refuse_replacing_an_input(out, [snapshot], "the ONNX model")
+    model, header = load_with_header(snapshot)
+    source: object = model
+    if "features" in header["meta"] and not model_only:
+        pipeline = Pipeline.from_snapshot_meta(model, header["meta"], snapshot)
+        if pipeline.features.kind == "text":
+            raise ConfigError(f"{snapshot} is a text pipeline, whose words are hashed, and hashing is no ONNX "
+                              f"operator: add --model-only to convert its model alone (its input: the hashed counts of "
+                              f"{model.n_features_in_:,} features) and hash the text outside (nbstream.arrow's "
+                              f"Pipeline.transform).")
+        source = pipeline
+    try:
+        graph = to_onnx(source, dtype=dtype)
+    except ValueError as error:  # what the model holds cannot be a graph (too large, labels of mixed types)
+        raise ConfigError(f"{snapshot}: {error}") from None
+    with AtomicFile(out) as file:
+        file.write(graph.SerializeToString())
+    return Converted(out, model.kind, len(model.classes_), model.n_features_in_, dtype)
