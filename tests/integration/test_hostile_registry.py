@@ -1,7 +1,7 @@
 """`worker serve` with a hostile Schema Registry in front of the real one (tests/helpers/hostile_http.py
 relaying to Apicurio), on the real broker, each bad behaviour alone: answers with fields of the wrong
-type, an answer trickled a byte every 2 s, a redirect to another origin. The service never crashes,
-hangs or sends its credentials elsewhere, and stops promptly."""
+type, an answer trickled a byte every 2 s, a redirect to another origin, 3,000 unknown schema ids in
+one poll. The service never crashes, hangs or sends its credentials elsewhere, and stops promptly."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from tests.helpers.registry import avro_values, protobuf_values
 from tests.helpers.service import covered, free_port, labeled_messages, wait_for
 from tests.integration.test_avro_serve import EXAMPLE, EXAMPLE_V2, avro_service, records_of, status
 from tests.integration.test_protobuf_serve import Example, examples, protobuf_service
+from worker.io.registry.schemas import MOST_FETCHES_PER_POLL
 from worker.io.registry.wire import frame
 
 STOP_SECONDS = 10.0  # the longest a stop may take, whatever the registry does
@@ -158,5 +159,31 @@ def test_a_redirect_to_another_origin_while_serving_is_waited_out_and_the_creden
         assert PASSWORD not in service.log_tail(100_000)
     finally:
         registry.stop(), elsewhere.stop()
+        if service.running():
+            service.kill()
+
+
+def test_three_thousand_unknown_schema_ids_in_one_poll_cost_a_bounded_number_of_requests(
+        kafka_bootstrap, schema_registry_url, kafka_client, tmp_path):
+    """They had cost about 6,000 requests (the 10 s memory of an unknown id ran out within the poll)."""
+    topic = new_topic(kafka_bootstrap, "registry-flood")
+    _, X, labels = labeled_messages(2, np.random.default_rng(45))
+    good = avro_values(schema_registry_url, topic, EXAMPLE, records_of(X, labels))
+    flood = [frame(2_000_000 + i, good[0][5:]) for i in range(3000)]
+    send(kafka_bootstrap, topic, [good[0], *flood, good[1]])  # all there before the service polls: one poll
+    registry = HostileServer(relay(schema_registry_url))
+    service = avro_service(kafka_bootstrap, topic, tmp_path, registry.url, client=kafka_client).start()
+    try:
+        dead = read_all(kafka_bootstrap, f"{topic}.dlq", expected=3000, timeout=120, committed_only=True)
+        assert len(dead) == 3000, service.log_tail()
+        assert len(read_all(kafka_bootstrap, service.output, expected=2, committed_only=True)) == 2
+        asked = schema_requests(registry)
+        assert len(asked) <= MOST_FETCHES_PER_POLL + 1 and len(set(asked)) == len(asked), asked  # + the good id
+        reasons = [dict(record.headers)["__connect.errors.exception.class.name"] for record in dead]
+        assert reasons.count(b"nbstream.unknown_schema") == len(asked) - 1
+        assert reasons.count(b"nbstream.schema") == 3000 - (len(asked) - 1)
+        assert service.terminate() == 0
+    finally:
+        registry.stop()
         if service.running():
             service.kill()
