@@ -1,7 +1,8 @@
 """`worker serve` and `produce` on a broker's SASL/OAUTHBEARER listener, with tokens of OIDC client
 credentials (a real token endpoint and JWKS, tests/helpers/oidc.py; Kafka's own OIDC validator): they
 work, keep working past a token's lifetime, and every refusal is one clear line that never shows the
-secret."""
+secret. A hostile token endpoint (tests/helpers/hostile_http.py: trickling, redirecting to another
+origin, answering 10 MB) neither holds the service's start or stop nor gets the secret elsewhere."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import time
 import pytest
 
 from tests.helpers.cli import run_worker
+from tests.helpers.hostile_http import HostileServer, json_answer, padded_json, redirect, trickle
 from tests.helpers.kafka import json_message, local_broker, new_topic, oauth_audience, read_all, send
 from tests.helpers.oidc import OidcProvider
 from tests.helpers.paths import SMS
-from tests.helpers.service import Service
+from tests.helpers.service import Service, free_port, wait_for
+from tests.integration.test_avro_serve import status
 
 SECRET = "oidc-client-secret-5bd1f0"
 SHORT_LIFETIME_S = 10
@@ -50,9 +53,10 @@ def client_secret(monkeypatch):
     monkeypatch.setenv("NBSTREAM_SASL_OAUTH_CLIENT_SECRET", SECRET)
 
 
-def oauth_options(broker, oidc, client_id="nbstream"):
+def oauth_options(broker, oidc, client_id="nbstream", token_url=None):
+    """token_url : another token endpoint than ``oidc``'s (a hostile one)."""
     return ["--bootstrap", broker.address("SASL_PLAINTEXT"), "--security-protocol", "SASL_PLAINTEXT",
-            "--sasl-mechanism", "OAUTHBEARER", "--sasl-oauth-token-url", oidc.token_url,
+            "--sasl-mechanism", "OAUTHBEARER", "--sasl-oauth-token-url", token_url or oidc.token_url,
             "--sasl-oauth-client-id", client_id, "--sasl-oauth-scope", "kafka"]
 
 
@@ -148,3 +152,65 @@ def test_a_secret_the_token_endpoint_refuses_ends_the_command_at_start(broker, o
         "nbstream (HTTP 401) (invalid_client: client authentication failed)" in errors[0], errors
     assert "Traceback" not in result.stderr
     assert wrong not in result.stdout + result.stderr and SECRET not in result.stdout + result.stderr
+
+
+# ---- a hostile token endpoint, each behaviour alone ------------------------------------------
+
+NO_TOKEN_YET = "no OAuth token yet: asked again when a connection needs one"
+# A stop asked for while a Kafka session opens waits for the opening to fail: kafka-python gives up
+# bootstrapping after 10 s (as it does when no broker answers at all, token or not); librdkafka,
+# which fetches its own tokens, also waits for its token request in flight (its own 20 s).
+STOP_SECONDS = {"kafka-python": 12.0, "confluent": 25.0}
+
+
+def stop_seconds(service) -> float:
+    """SIGTERM, and the seconds until the process has exited (with status 0)."""
+    started = time.monotonic()
+    assert service.terminate(timeout=60) == 0, service.log_tail()
+    elapsed = time.monotonic() - started
+    print(f"stopped {elapsed:.2f} s after SIGTERM")  # noqa: T201 - the figure the docs quote
+    return elapsed
+
+
+@pytest.mark.parametrize("behaviour", ["trickle", "500 of 10 MB"])
+def test_a_token_endpoint_that_stalls_or_floods_neither_holds_the_start_nor_the_stop(broker, oidc, kafka_client,
+                                                                                    behaviour, tmp_path):
+    """A byte every 3 s had kept the service from starting (no metrics endpoint, no warning) and from
+    stopping within 30 s; a 10 MB error_description had made one log line of 10 million characters.
+    The first token is waited for 5 s at most; the stop is asked for as the first session opens."""
+    token = json.dumps({"access_token": "x", "expires_in": 60}).encode()
+    stalling = trickle(token, every_s=3.0) if behaviour == "trickle" else \
+        padded_json(500, {"error": "server_error"}, "error_description", 10_000_000)
+    port = free_port()
+    with HostileServer(stalling) as endpoint:
+        service = Service(broker.bootstrap, "oauth-stalled", tmp_path, "--metrics-port", port, client=kafka_client,
+                          connection=oauth_options(broker, oidc, token_url=endpoint.url + "/token")).start()
+        try:
+            assert wait_for(lambda: status(port, "/metrics") == 200, timeout=30), service.log_tail()
+            log = service.log_tail(100_000)
+            assert NO_TOKEN_YET in log, log
+            cause = "did not answer within 5 s" if behaviour == "trickle" else "answered HTTP 500"
+            assert f'cause="the OAuth token endpoint {endpoint.url}/token {cause}"' in log, log
+            assert stop_seconds(service) < STOP_SECONDS[kafka_client]
+        finally:
+            if service.running():
+                service.kill()
+    written = service.log.read_text()
+    assert max(map(len, written.splitlines())) < 5_000 and SECRET not in written
+
+
+@pytest.mark.parametrize("status_code", [302, 307])
+def test_a_token_endpoint_redirecting_to_another_origin_gets_it_nothing_and_ends_the_command(broker, oidc,
+                                                                                             kafka_client,
+                                                                                             status_code):
+    with HostileServer(json_answer({"access_token": "stolen", "expires_in": 60})) as elsewhere, \
+            HostileServer(redirect(status_code, elsewhere.url + "/token")) as endpoint:
+        result = run_worker(*COMMANDS["serve"], "--kafka-client", kafka_client,
+                            *oauth_options(broker, oidc, token_url=endpoint.url + "/token"), timeout=120)
+        assert elsewhere.requests == []
+    errors = error_lines(result)
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-3000:]
+    assert f"the OAuth token endpoint {endpoint.url}/token redirects to another origin ({elsewhere.url}), where " \
+           "requests (and their credentials) are never sent; give --sasl-oauth-token-url the URL it redirects to." \
+        in errors[0], errors
+    assert "Traceback" not in result.stderr and SECRET not in result.stdout + result.stderr

@@ -1,7 +1,8 @@
 """The Schema Registry options of `worker serve`: a registry that refuses the credentials or whose
 certificate is not trusted ends the command at start with one line and exit status 2; the
-password comes from the environment or a file, never a flag, and is never shown. Access refused
-while serving is waited out, as a registry that does not answer is."""
+password comes from the environment or a file, never a flag, and is never shown; a redirect to
+another origin is not followed (the password goes nowhere else). Access refused while serving is
+waited out, as a registry that does not answer is."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.cli import worker_env
+from tests.helpers.hostile_http import HostileServer, json_answer, redirect
 from tests.helpers.kafka import new_topic, read_all, send
 from tests.helpers.registry import avro_values
 from tests.helpers.service import assert_equal_statistics, covered, free_port, labeled_messages, wait_for
@@ -176,3 +178,18 @@ def test_access_refused_while_serving_holds_the_records_back_and_nothing_is_lost
         finally:
             if service.running():
                 service.kill()
+
+
+def test_a_redirect_to_another_origin_at_start_ends_the_command_and_sends_the_password_nowhere(tmp_path):
+    """urllib had replayed the Authorization header to the other host of a 307."""
+    with HostileServer(json_answer(["stolen"])) as elsewhere, \
+            HostileServer(redirect(307, elsewhere.url + "/subjects")) as registry:
+        result = serve("--schema-registry", registry.url, "--schema-registry-user", "alice",
+                       env=worker_env() | {"NBSTREAM_SCHEMA_REGISTRY_PASSWORD": SECRET})
+        assert elsewhere.requests == [] and len(registry.requests) == 1
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and (
+        f"the Schema Registry at {registry.url} redirects to another origin ({elsewhere.url}), where requests (and "
+        f"their credentials) are never sent; give --schema-registry the URL it redirects to.") in lines[0], lines
+    assert "Traceback" not in result.stderr and SECRET not in result.stderr + result.stdout

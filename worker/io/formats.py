@@ -72,6 +72,10 @@ class RegistryMessages(JsonMessages):
         self.records = records
 
     def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+        with self.records.poll():
+            return self._decode(values, spec, label_kind)
+
+    def _decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         if spec.kind == "vector" and len(values) > 1:
             read = self.records.vectors(values, self.fields)
             decoded = None if read is None else decode_vectors(read, spec, label_kind)

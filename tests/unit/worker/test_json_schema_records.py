@@ -72,7 +72,7 @@ def test_a_record_of_an_id_beyond_64_bits_keeps_it_exactly():
 def test_each_bad_record_alone_is_one_problem_with_its_reason(value, error, reason):
     fake = registry(id1=EXAMPLE, id2=RegisteredSchema(2, json.dumps(DIGIT)), id3={"type": "string"},
                     id4={"type": "object", "properties": {"text": {}}},
-                    id5=RegisteredSchema(5, json.dumps(EXAMPLE), "JSON", [{"name": "x", "subject": "s", "version": 1}]))
+                    id5=RegisteredSchema(5, json.dumps(EXAMPLE), "JSON", ("x",)))
     got = decoded([value], FeatureSpec.vector("features"), fake)
     (row, _, message), = list(got.problems)
     assert row == 0 and message.startswith(error), message

@@ -1,19 +1,32 @@
 """OAUTHBEARER tokens from an OIDC token endpoint (a real HTTP server in the test): the client
-credentials grant, the cached token and its refresh, and each failure as one line without the secret."""
+credentials grant, the cached token and its refresh, and each failure as one line without the secret;
+and a hostile endpoint (trickling, redirecting elsewhere, answering megabytes, odd lifetimes), each
+behaviour alone."""
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import socket
+import time
 
 import pytest
 from kafka.net.sasl.oauth import SaslMechanismOAuth
 
+from tests.helpers.hostile_http import HostileServer, json_answer, padded_json, redirect, trickle
 from tests.helpers.oidc import OidcProvider
 from worker.errors import UserError
-from worker.io.kafka import kafka_python
-from worker.io.kafka.oauth import REFRESH_AT, TokenRefused, TokenSource, TokenUnavailable, checked_source
+from worker.io.kafka import kafka_python, oauth
+from worker.io.kafka.oauth import (
+    LONGEST_LIFETIME_S,
+    MAX_ANSWER_BYTES,
+    REFRESH_AT,
+    TokenRefused,
+    TokenSource,
+    TokenUnavailable,
+    checked_source,
+)
 from worker.io.kafka.settings import KafkaSettings, OAuthClient, Secret
 from worker.redaction import redact
 
@@ -131,3 +144,74 @@ def test_credentials_are_checked_at_start_but_an_endpoint_not_up_yet_is_waited_f
     assert [record.message for record in caplog.records if record.levelno >= logging.WARNING] == [
         "no OAuth token yet: asked again when a connection needs one"]  # debug lines show when another test set them
     assert checked_source(KafkaSettings("b:1")) is None
+
+
+# ---- a hostile token endpoint, each behaviour alone ------------------------------------------
+
+@pytest.fixture
+def hostile():
+    with HostileServer() as server:
+        yield server
+
+
+def hostile_source(server, clock=None) -> TokenSource:
+    return TokenSource(OAuthClient(server.url + "/token", "me", Secret(SECRET)), clock=clock or Clock())
+
+
+def test_a_trickling_endpoint_is_unavailable_at_the_deadline_and_start_goes_on(hostile, monkeypatch, caplog):
+    monkeypatch.setattr(oauth, "DEADLINE_S", 1.0)
+    hostile.behaviour = trickle(json.dumps({"access_token": "t", "expires_in": 60}).encode(), every_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(TokenUnavailable, match=rf"^the OAuth token endpoint {hostile.url}/token did not answer "
+                                               r"within 1 s$"):
+        hostile_source(hostile).token()
+    assert time.monotonic() - started < 1.5
+    settings = KafkaSettings("b:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+                             oauth=OAuthClient(hostile.url + "/token", "me", Secret(SECRET)))
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        assert checked_source(settings) is not None
+    assert time.monotonic() - started < 1.5
+    assert [r.message for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "no OAuth token yet: asked again when a connection needs one"]
+
+
+@pytest.mark.parametrize("status", [302, 307])
+def test_a_redirect_to_another_origin_sends_it_neither_the_secret_nor_the_form(hostile, status):
+    with HostileServer(json_answer({"access_token": "stolen", "expires_in": 60})) as elsewhere:
+        hostile.behaviour = redirect(status, elsewhere.url + "/token")
+        with pytest.raises(TokenRefused) as refused:
+            hostile_source(hostile).token()
+        assert elsewhere.requests == []
+    assert str(refused.value) == (f"the OAuth token endpoint {hostile.url}/token redirects to another origin "
+                                  f"({elsewhere.url}), where requests (and their credentials) are never sent; give "
+                                  f"--sasl-oauth-token-url the URL it redirects to.")
+    assert SECRET not in str(refused.value)
+
+
+def test_an_endpoints_error_description_is_cut_short_and_a_huge_answer_not_read(hostile):
+    hostile.behaviour = padded_json(500, {"error": "server_error"}, "error_description", 100_000)
+    with pytest.raises(TokenUnavailable) as error:
+        hostile_source(hostile).token()
+    assert str(error.value) == (f"the OAuth token endpoint {hostile.url}/token answered HTTP 500 (server_error: " +
+                                "x" * 986 + "... (100,014 characters))")
+    hostile.behaviour = padded_json(500, {"error": "server_error"}, "error_description", 10_000_000)
+    with pytest.raises(TokenUnavailable) as error:
+        hostile_source(hostile).token()
+    assert str(error.value) == f"the OAuth token endpoint {hostile.url}/token answered HTTP 500"
+    hostile.behaviour = padded_json(200, {"expires_in": 60}, "access_token", MAX_ANSWER_BYTES)
+    with pytest.raises(TokenRefused, match=r"answered HTTP 200 with more than 1,048,576 bytes, the most read: is "
+                                           r"it the token endpoint of an OIDC provider\?$"):
+        hostile_source(hostile).token()
+
+
+@pytest.mark.parametrize("lifetime", [1e300, 10**400, float("inf"), -(10**400), "3600", True])
+def test_a_lifetime_beyond_a_double_or_not_a_number_neither_crashes_nor_lasts_for_ever(hostile, lifetime):
+    """expires_in 10**400 had raised OverflowError; 1e300 and Infinity had kept a token for ever."""
+    hostile.behaviour = json_answer({"access_token": "not-a-jwt", "expires_in": lifetime})
+    clock = Clock()
+    tokens = hostile_source(hostile, clock)
+    assert tokens.token() == "not-a-jwt"
+    clock.now += REFRESH_AT * LONGEST_LIFETIME_S
+    tokens.token()
+    assert len(hostile.requests) == 2

@@ -158,7 +158,7 @@ def test_text_features_come_from_a_string_field():
 
 
 WRONG_TYPE = RegisteredSchema(3, '{"type": "string"}', "AVRO")
-REFERS = RegisteredSchema(4, BASE64, "PROTOBUF", [{"name": "other.proto", "subject": "other", "version": 1}])
+REFERS = RegisteredSchema(4, BASE64, "PROTOBUF", ("other.proto",))
 NOT_PROTO = RegisteredSchema(5, "syntax = \"proto3\";\nmessage Broken { int64 id = ; }\n", "PROTOBUF")
 NO_MESSAGE = RegisteredSchema(6, 'syntax = "proto3";\npackage empty;\n', "PROTOBUF")
 NO_FEATURES = RegisteredSchema(7, 'syntax = "proto3";\nmessage Only { int64 id = 1; }\n', "PROTOBUF")

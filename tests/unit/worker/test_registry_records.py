@@ -18,7 +18,7 @@ from worker.io.messages import decode
 from worker.io.registry.avro import parse_avro
 from worker.io.registry.client import RegisteredSchema, RegistryUnavailable, SchemaNotFound
 from worker.io.registry.records import registry_records
-from worker.io.registry.schemas import MOST_MISSING, SchemaCache
+from worker.io.registry.schemas import MOST_FETCHES_PER_POLL, MOST_MISSING, SchemaCache
 from worker.io.registry.wire import frame, unframe
 
 DIGIT = {"type": "record", "name": "Digit", "fields": [
@@ -104,9 +104,36 @@ def test_unknown_ids_remembered_are_bounded():
     """Records may name any of 2**32 ids: beyond MOST_MISSING, the oldest are forgotten (and asked again)."""
     fake = registry(id1=DIGIT)
     cache = SchemaCache(fake, parse_avro, clock=lambda: 0.0)
-    cache.resolve(range(100, 100 + MOST_MISSING + 5))
+    unknown = range(100, 100 + MOST_MISSING + 5)
+    for start in range(0, len(unknown), MOST_FETCHES_PER_POLL):  # a poll of its own each
+        cache.resolve(unknown[start:start + MOST_FETCHES_PER_POLL])
+    assert len(fake.fetched) == len(unknown)
     cache.resolve([100])
     assert fake.fetched.count(100) == 2
+
+
+def test_one_poll_asks_the_registry_for_a_bounded_number_of_ids_and_each_unknown_one_once():
+    """3,000 records of as many ids the registry does not know, in one poll: at most
+    MOST_FETCHES_PER_POLL requests (the fast path's lookup and the records' own included), the ids
+    of the most records first; the records of the ids left are that poll's dead letters, and
+    those ids are asked for in a later poll."""
+    fake = registry(id1=DIGIT)
+    good = frame(1, avro(DIGIT, {"id": 1, "label": 2, "features": [1, 2, 3]}))
+    values = [frame(1000 + i, b"\x02") for i in range(3000)] + [good, good]  # id 1: the most records
+    messages = message_format(AVRO, registry_records(AVRO, fake))
+    decoded = messages.decode(values, VECTOR, None)
+    assert len(fake.fetched) == MOST_FETCHES_PER_POLL and fake.fetched[0] == 1
+    problems = decoded.problems.message.tolist()
+    assert problems[-2:] == [None, None] and decoded.problems.bad[:3000].all()
+    asked = {f"unknown schema id {i}: the Schema Registry has none such" for i in fake.fetched[1:]}
+    assert {p for p in problems if p is not None and p.startswith("unknown")} == asked
+    left = [p for p in problems[:3000] if not p.startswith("unknown")]
+    assert len(left) == 3000 - (MOST_FETCHES_PER_POLL - 1)
+    assert all(p.startswith("schema id ") and "was not fetched: the records of this poll name more schema ids new "
+               "to the worker than the 32 it asks the Schema Registry for in one poll" in p for p in left), left[0]
+    assert {reason_of(p) for p in left} == {"schema"}
+    messages.decode(values, VECTOR, None)  # the next poll asks for the next ids (the first ones are remembered)
+    assert len(fake.fetched) == 2 * MOST_FETCHES_PER_POLL and not set(fake.fetched[:32]) & set(fake.fetched[32:])
 
 
 def test_an_unavailable_registry_raises_before_any_record_is_read_and_is_asked_again():

@@ -18,6 +18,7 @@ which dead-letter browsers and replay tools read:
 
 from __future__ import annotations
 
+from ..excerpts import excerpt
 from ..records import Header, Record
 from .client import record_bytes
 
@@ -50,9 +51,7 @@ def reason_of(error: str) -> str:
 
 def error_headers(record: Record, error: str, field: str) -> list[Header]:
     """Why ``record`` is a dead letter and where it came from, in our names and in Kafka Connect's."""
-    if len(error) > MAX_ERROR_CHARACTERS:  # errors quote the offending value, which may be huge
-        error = error[:MAX_ERROR_CHARACTERS] + f"... ({len(error):,} characters)"
-    text = error.encode("utf-8", "replace")
+    text = excerpt(error, MAX_ERROR_CHARACTERS).encode("utf-8", "replace")  # errors quote the value, maybe huge
     topic, partition, offset = record.topic.encode(), str(record.partition).encode(), str(record.offset).encode()
     headers: list[Header] = [("error", text), ("error.field", field.encode("utf-8", "replace")),
                ("source.topic", topic), ("source.partition", partition), ("source.offset", offset)]

@@ -1,14 +1,16 @@
 """OAuth 2.0 access tokens for SASL/OAUTHBEARER, from an OIDC provider's token endpoint.
 
-``TokenSource`` performs the client-credentials grant (RFC 6749, 4.4) on the standard library,
-keeps the token, and asks for a new one once 80% of its lifetime has passed. kafka-python asks it
-for a token each time it opens (or re-authenticates) a connection; librdkafka fetches its own
-tokens, and is given the same settings (see ``confluent.connection``).
+``TokenSource`` performs the client-credentials grant (RFC 6749, 4.4) through the worker's one
+HTTP client (``worker.io.http``: a deadline per request, a bounded answer, no redirect to another
+origin), keeps the token, and asks for a new one once 80% of its lifetime has passed. kafka-python
+asks it for a token each time it opens (or re-authenticates) a connection; librdkafka fetches its
+own tokens, and is given the same settings (see ``confluent.connection``).
 
-Each failure says whose fault it is: ``TokenRefused`` (the endpoint refused the credentials, or
-answered with no token, or its certificate is not trusted: the settings' fault, one line at
-start), ``TokenUnavailable`` (unreachable, timed out, a 5xx: nobody's, asked again on the next
-connection). Neither the client secret nor a token appears in a message, a repr or a log line.
+Each failure says whose fault it is: ``TokenRefused`` (the endpoint refused the credentials,
+answered with no token, redirected to another origin, or its certificate is not trusted: the
+settings' fault, one line at start), ``TokenUnavailable`` (unreachable, not answering within
+DEADLINE_S, a 5xx: nobody's, asked again on the next connection). Neither the client secret nor a
+token appears in a message, a repr or a log line, and what the endpoint says is cut short.
 """
 
 from __future__ import annotations
@@ -16,22 +18,27 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 import ssl
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from ...errors import UserError
 from ...redaction import keep_secret
+from .. import http
+from ..excerpts import excerpt
 from .settings import KafkaSettings, OAuthClient
 
 log = logging.getLogger(__name__)
 
 REFRESH_AT = 0.8  # of a token's lifetime
 UNSTATED_LIFETIME_S = 300.0  # when neither expires_in nor the token's exp claim says
-TIMEOUT_S = 10.0  # kafka-python waits for the token on its network thread: keep it short
+LONGEST_LIFETIME_S = 86_400.0  # a token said to live longer is refreshed daily all the same
+# The whole request: kafka-python waits for the token on its network thread (its heartbeats too),
+# and a stop asked for at start waits for the first one.
+DEADLINE_S = 5.0
+MAX_ANSWER_BYTES = 1 << 20  # a token endpoint's answer holds a token of a few kilobytes
 
 
 class TokenRefused(UserError):
@@ -79,24 +86,26 @@ class TokenSource:
         # HTTP basic, the credentials as they are: what librdkafka sends, so that both clients
         # pass (or fail) alike with one provider.
         credentials = f"{self.client.client_id}:{self.client.client_secret.reveal()}".encode()
-        request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), method="POST", headers={
-            "Authorization": "Basic " + base64.b64encode(credentials).decode(), "Accept": "application/json",
-            "Content-Type": "application/x-www-form-urlencoded"})
+        headers = {"Authorization": "Basic " + base64.b64encode(credentials).decode(), "Accept": "application/json",
+                   "Content-Type": "application/x-www-form-urlencoded"}
+        where = f"the OAuth token endpoint {url}"
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=self._context) as reply:
-                body = reply.read()
-        except urllib.error.HTTPError as error:
-            raise _http_failure(url, self.client.client_id, error) from None
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, ssl.SSLCertVerificationError):
-                raise TokenRefused(f"the OAuth token endpoint {url} has a certificate that is not trusted "
-                                   f"({error.reason.verify_message}); give its CA's certificate with "
-                                   f"--ssl-cafile.") from None
-            raise TokenUnavailable(f"the OAuth token endpoint {url} cannot be reached: {error.reason}") from None
-        except OSError as error:  # timed out, connection reset
-            raise TokenUnavailable(f"the OAuth token endpoint {url} did not answer: "
-                                   f"{error or type(error).__name__}") from None
-        return _token_of(url, body)
+            reply = http.request(url, method="POST", headers=headers, data=urllib.parse.urlencode(form).encode(),
+                                 deadline_s=DEADLINE_S, max_bytes=MAX_ANSWER_BYTES, context=self._context)
+        except http.UntrustedCertificate as untrusted:
+            raise TokenRefused(f"{where} has a certificate that is not trusted ({untrusted}); give its CA's "
+                               f"certificate with --ssl-cafile.") from None
+        except http.RedirectRefused as redirect:
+            raise TokenRefused(f"{where} {redirect}; give --sasl-oauth-token-url the URL it redirects to.") from None
+        except http.AnswerTooLarge as large:
+            if large.status < 300:
+                raise TokenRefused(f"{where} {large}: is it the token endpoint of an OIDC provider?") from None
+            raise _http_failure(where, self.client.client_id, large.status, "") from None
+        except http.NoAnswer as failure:
+            raise TokenUnavailable(f"{where} {failure}") from None
+        if not 200 <= reply.status < 300:
+            raise _http_failure(where, self.client.client_id, reply.status, _said(reply.body))
+        return _token_of(url, reply.body)
 
 
 def checked_source(settings: KafkaSettings) -> TokenSource | None:
@@ -113,37 +122,42 @@ def checked_source(settings: KafkaSettings) -> TokenSource | None:
     return source
 
 
-def _http_failure(url: str, client_id: str, error: urllib.error.HTTPError) -> Exception:
-    """The failure an HTTP error status stands for; the endpoint's own error code and description
-    (RFC 6749, 5.2) when it gives them."""
+def _said(body: bytes) -> str:
+    """The endpoint's own error code and description (RFC 6749, 5.2), cut short, or ""."""
     try:
-        answer = json.loads(error.read())
-        said = ": ".join(str(answer[key]) for key in ("error", "error_description") if answer.get(key))
-    except (OSError, ValueError, AttributeError, TypeError):
-        said = ""
+        answer = json.loads(body)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(answer, dict):
+        return ""
+    return excerpt(": ".join(str(answer[key]) for key in ("error", "error_description") if answer.get(key)))
+
+
+def _http_failure(where: str, client_id: str, status: int, said: str) -> Exception:
+    """The failure an HTTP error status stands for; where : the endpoint, as errors name it; said :
+    what it said of the error."""
     said = f" ({said})" if said else ""
-    if error.code >= 500 or error.code in (408, 429):
-        return TokenUnavailable(f"the OAuth token endpoint {url} answered HTTP {error.code}{said}")
-    return TokenRefused(f"the OAuth token endpoint {url} refused the client credentials of {client_id} "
-                        f"(HTTP {error.code}){said}: check --sasl-oauth-client-id, its secret and "
-                        f"--sasl-oauth-scope.")
+    if status >= 500 or status in (408, 429):
+        return TokenUnavailable(f"{where} answered HTTP {status}{said}")
+    return TokenRefused(f"{where} refused the client credentials of {client_id} (HTTP {status}){said}: check "
+                        f"--sasl-oauth-client-id, its secret and --sasl-oauth-scope.")
 
 
 def _token_of(url: str, body: bytes) -> tuple[str, float]:
     """(access token, lifetime in seconds) from a token endpoint's answer (RFC 6749, 5.1)."""
     try:
         answer = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise TokenRefused(f"the OAuth token endpoint {url} did not answer with JSON: is it the token "
                            f"endpoint of an OIDC provider?") from None
     token = answer.get("access_token") if isinstance(answer, dict) else None
     if not isinstance(token, str) or not token:
         raise TokenRefused(f"the OAuth token endpoint {url} answered without an access_token.")
-    lifetime = answer.get("expires_in")
-    if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool) and lifetime > 0:
-        return token, float(lifetime)
-    expires = _expiry_claim(token)
-    return token, max(1.0, expires - time.time()) if expires is not None else UNSTATED_LIFETIME_S
+    lifetime = _seconds(answer.get("expires_in"))
+    if lifetime is None or lifetime <= 0:
+        expires = _expiry_claim(token)
+        lifetime = max(1.0, expires - time.time()) if expires is not None else UNSTATED_LIFETIME_S
+    return token, min(lifetime, LONGEST_LIFETIME_S)
 
 
 def _expiry_claim(token: str) -> float | None:
@@ -152,6 +166,17 @@ def _expiry_claim(token: str) -> float | None:
         payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
         expires = claims.get("exp")
-    except (IndexError, ValueError, AttributeError):
+    except (IndexError, ValueError, AttributeError, RecursionError):
         return None
-    return float(expires) if isinstance(expires, (int, float)) and not isinstance(expires, bool) else None
+    return _seconds(expires)
+
+
+def _seconds(value) -> float | None:
+    """A JSON number as a finite float, or None (not a number, or beyond a double)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None

@@ -35,6 +35,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from ...errors import UserError
+from ..excerpts import excerpt
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from .client import RegisteredSchema
@@ -322,10 +323,11 @@ def parse_protobuf(registered: RegisteredSchema) -> ProtobufSchema:
     """The registered schema parsed for reading records (raises SchemaProblem)."""
     if registered.schema_type.upper() != "PROTOBUF":
         raise SchemaProblem(f"is a {registered.schema_type} schema; --format protobuf reads Protobuf schemas")
-    others = [r.get("name") for r in registered.references if not str(r.get("name", "")).startswith(WELL_KNOWN)]
+    others = [name for name in registered.references if not name.startswith(WELL_KNOWN)]
     if others:
-        raise SchemaProblem(f"refers to other schemas ({', '.join(map(str, others[:3]))}), which --format protobuf "
-                            f"does not read: only Google's well-known types may be imported")
+        named = excerpt(", ".join(others[:3]), 300)
+        raise SchemaProblem(f"refers to other schemas ({named}), which --format protobuf does not read: only "
+                            f"Google's well-known types may be imported")
     file = file_descriptor(registered.text)
     pool = descriptor_pool.DescriptorPool()
     try:

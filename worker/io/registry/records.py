@@ -8,6 +8,7 @@ not of the format or lacks the field the features come from, a record that does 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 import numpy as np
@@ -67,6 +68,10 @@ class RegistryRecords:
         self.cache: SchemaCache[WriterSchema] = SchemaCache(client, decoder.parse)
         self._lacking: dict[tuple[int, str], str | None] = {}  # (schema id, needed field) -> its problem
 
+    def poll(self) -> AbstractContextManager[None]:
+        """The scope of one poll's reading: its registry lookups are bounded (``SchemaCache.poll``)."""
+        return self.cache.poll()
+
     def vectors(self, values: list[bytes | None], fields: MessageFields) -> Vectors | None:
         """The fast path of a poll whose records all have a features list: None unless every value
         is a framed record of a known schema that can take it (then ``read`` names each problem).
@@ -98,7 +103,7 @@ class RegistryRecords:
             return None
         ids = (data[starts + 1].astype(np.int64) << 24 | data[starts + 2].astype(np.int64) << 16 |
                data[starts + 3].astype(np.int64) << 8 | data[starts + 4]).tolist()
-        found = self.cache.resolve(set(ids))
+        found = self.cache.resolve(ids)
         if any(isinstance(schema, str) or self._lacks(schema, needed) for schema in found.values()):
             return None
         return buffer, starts + HEADER_BYTES, ends, [found[schema_id] for schema_id in ids]  # type: ignore[misc]
@@ -118,7 +123,7 @@ class RegistryRecords:
                 framed[i] = unframed
             else:
                 problems[i] = unframed
-        schemas = self.cache.resolve({f[0] for f in framed if f is not None})
+        schemas = self.cache.resolve([f[0] for f in framed if f is not None])
         needed = fields.text if spec.kind == "text" else fields.features
         for i, found in enumerate(framed):
             if found is None:
