@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds measured")
     parser.add_argument("--clients", default="kafka-python,confluent")
     args = parser.parse_args()
-    print(f"| client | partitions | CPU (share of one core) | /readyz | /healthz | stop after SIGTERM |")
+    print("| client | partitions | CPU (share of one core) | /readyz | /healthz | stop after SIGTERM |")
     print("|---|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
         for client in args.clients.split(","):

@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from ..io.kafka.settings import KafkaSettings, OAuthGiven, settings_from
+from ..io.kafka.settings import ConnectionGiven, KafkaSettings, OAuthGiven, settings_from
 from ..io.registry.settings import RegistrySettings, registry_settings_from
 from ..setting import Setting, settings_of
 
@@ -241,9 +241,10 @@ class KafkaOptions:
         ConfigError)."""
         oauth = OAuthGiven(self.sasl_oauth_token_url, self.sasl_oauth_client_id, self.sasl_oauth_scope,
                            os.environ.get("NBSTREAM_SASL_OAUTH_CLIENT_SECRET"), self.sasl_oauth_client_secret_file)
-        return settings_from(self.bootstrap, self.kafka_client, self.security_protocol, self.sasl_mechanism,
-                             self.sasl_username, os.environ.get("NBSTREAM_SASL_PASSWORD"), self.sasl_password_file,
-                             self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.kafka_config, oauth)
+        return settings_from(ConnectionGiven(
+            self.bootstrap, self.kafka_client, self.security_protocol, self.sasl_mechanism, self.sasl_username,
+            os.environ.get("NBSTREAM_SASL_PASSWORD"), self.sasl_password_file, self.ssl_cafile, self.ssl_certfile,
+            self.ssl_keyfile, self.kafka_config, oauth))
 
 
 kafka_options = option_group("kafka", KafkaOptions, {

@@ -10,18 +10,13 @@ import pytest
 from worker.errors import ConfigError
 from worker.io.kafka.confluent import connection as confluent_connection
 from worker.io.kafka.kafka_python_properties import ADMIN, CONSUMER, EQUIVALENTS, PRODUCER, options_by_client
-from worker.io.kafka.settings import settings_from
+from worker.io.kafka.settings import ConnectionGiven, settings_from
 
 
 def settings(tmp_path, text: str, client: str = "confluent", **options):
     path = tmp_path / "client.properties"
     path.write_text(text)
-    given = {"bootstrap": None, "security_protocol": None, "sasl_mechanism": None, "sasl_username": None,
-             "sasl_password": None, "sasl_password_file": None, "ssl_cafile": None, "ssl_certfile": None,
-             "ssl_keyfile": None, **options}
-    return settings_from(given.pop("bootstrap"), client, given.pop("security_protocol"), given.pop("sasl_mechanism"),
-                         given.pop("sasl_username"), given.pop("sasl_password"), given.pop("sasl_password_file"),
-                         given.pop("ssl_cafile"), given.pop("ssl_certfile"), given.pop("ssl_keyfile"), path)
+    return settings_from(ConnectionGiven(client=client, kafka_config=path, **options))
 
 
 CONFLUENT_CLOUD = """\

@@ -113,6 +113,14 @@ class KafkaSettings:
         if self.oauth is not None and self.sasl_mechanism != OAUTHBEARER:
             raise ConfigError(f"{OAUTH_OPTIONS} are for --sasl-mechanism OAUTHBEARER; got "
                               f"{self.sasl_mechanism or 'no --sasl-mechanism'}.")
+        self._check_sasl()
+        self._check_files()
+        for name, value in self.properties.items():
+            if holds_a_secret(name):
+                keep_secret(value)
+            _check_property(name, value)
+
+    def _check_sasl(self) -> None:
         uses_sasl = self.security_protocol.startswith("SASL_")
         if uses_sasl and not self.passes_sasl_through:  # (librdkafka checks the settings of its own mechanisms)
             if self.sasl_mechanism not in SASL_MECHANISMS:
@@ -126,6 +134,8 @@ class KafkaSettings:
         elif not uses_sasl and (self.sasl_mechanism or self.sasl_username):
             raise ConfigError(f"--sasl-mechanism and --sasl-username need --security-protocol SASL_PLAINTEXT or "
                               f"SASL_SSL; got {self.security_protocol}.")
+
+    def _check_files(self) -> None:
         for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
             path = getattr(self, name)
             problem = None if path is None else not_a_regular_file(Path(path))
@@ -133,10 +143,6 @@ class KafkaSettings:
                 raise ConfigError(f"--{name.replace('_', '-')} {path}: {problem}.")
         if self.ssl_cafile is not None:
             _check_certificates(self.ssl_cafile)
-        for name, value in self.properties.items():
-            if holds_a_secret(name):
-                keep_secret(value)
-            _check_property(name, value)
 
     @property
     def uses_ssl(self) -> bool:
@@ -353,11 +359,27 @@ def _oauth_client(given: OAuthGiven, in_file: dict[str, str | None]) -> OAuthCli
     return OAuthClient(token_url, client_id, Secret(secret), given.scope or in_file.get("scope") or None)
 
 
-def settings_from(bootstrap: str | None, client: str, security_protocol: str | None, sasl_mechanism: str | None,
-                  sasl_username: str | None, sasl_password: str | None, sasl_password_file: Path | None,
-                  ssl_cafile, ssl_certfile, ssl_keyfile, kafka_config: Path | None,
-                  oauth: OAuthGiven = OAuthGiven()) -> KafkaSettings:
+@dataclass(frozen=True)
+class ConnectionGiven:
+    """The connection options as a command was given them (any may be missing); the SASL
+    password's value comes from NBSTREAM_SASL_PASSWORD, or the file."""
+    bootstrap: str | None = None
+    client: str = "kafka-python"
+    security_protocol: str | None = None
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    sasl_password_file: Path | None = None
+    ssl_cafile: Path | str | None = None
+    ssl_certfile: Path | str | None = None
+    ssl_keyfile: Path | str | None = None
+    kafka_config: Path | None = None
+    oauth: OAuthGiven = field(default_factory=OAuthGiven)
+
+
+def settings_from(given: ConnectionGiven) -> KafkaSettings:
     """Settings from command-line options; a --kafka-config file fills what the options leave out."""
+    kafka_config, client, oauth = given.kafka_config, given.client, given.oauth
     properties = read_properties(kafka_config) if kafka_config else {}
     _drop_set_by_nbstream(properties)
     jaas = dict((m.group(1), m.group(2) if m.group(2) is not None else m.group(3))
@@ -368,20 +390,22 @@ def settings_from(bootstrap: str | None, client: str, security_protocol: str | N
                                                              "ssl.ca.location", "ssl.certificate.location",
                                                              "ssl.key.location")}
     file_bootstrap = _aliased(properties, "bootstrap.servers")
-    bootstrap = bootstrap or file_bootstrap
+    bootstrap = given.bootstrap or file_bootstrap
     if not bootstrap:
         raise ConfigError("give --bootstrap HOST:PORT (or bootstrap.servers in --kafka-config).")
     file_mechanism = _aliased(properties, "sasl.mechanism")
-    mechanism = sasl_mechanism or _mechanism(file_mechanism, client, properties, oidc=oauth_client is not None)
-    if sasl_password_file is not None:
-        sasl_password = read_small_text(sasl_password_file, "--sasl-password-file").rstrip("\r\n")
+    mechanism = given.sasl_mechanism or _mechanism(file_mechanism, client, properties, oidc=oauth_client is not None)
+    sasl_password = given.sasl_password
+    if given.sasl_password_file is not None:
+        sasl_password = read_small_text(given.sasl_password_file, "--sasl-password-file").rstrip("\r\n")
     password = sasl_password or in_file["sasl.password"] or jaas.get("password")
     return KafkaSettings(
         bootstrap=bootstrap, client=client,
-        security_protocol=(security_protocol or in_file["security.protocol"] or "PLAINTEXT").upper(),
-        sasl_mechanism=mechanism, sasl_username=sasl_username or in_file["sasl.username"] or jaas.get("username"),
+        security_protocol=(given.security_protocol or in_file["security.protocol"] or "PLAINTEXT").upper(),
+        sasl_mechanism=mechanism,
+        sasl_username=given.sasl_username or in_file["sasl.username"] or jaas.get("username"),
         sasl_password=Secret(password) if password else None,
-        ssl_cafile=str(ssl_cafile) if ssl_cafile else in_file["ssl.ca.location"],
-        ssl_certfile=str(ssl_certfile) if ssl_certfile else in_file["ssl.certificate.location"],
-        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else in_file["ssl.key.location"],
+        ssl_cafile=str(given.ssl_cafile) if given.ssl_cafile else in_file["ssl.ca.location"],
+        ssl_certfile=str(given.ssl_certfile) if given.ssl_certfile else in_file["ssl.certificate.location"],
+        ssl_keyfile=str(given.ssl_keyfile) if given.ssl_keyfile else in_file["ssl.key.location"],
         properties=properties, oauth=oauth_client)
