@@ -12,6 +12,7 @@ from __future__ import annotations
 import faulthandler
 import gc
 import logging
+import os
 import signal
 import threading
 import uuid
@@ -34,6 +35,7 @@ from .telemetry.metrics import ServiceMetrics
 from .telemetry.server import serve_metrics
 
 log = logging.getLogger(__name__)
+STOP_GRACE_SECONDS = 9.0  # a stop asked for ends within this, whatever a dependency does
 
 
 @dataclass
@@ -51,12 +53,42 @@ class Backoff:
         self.current = 0.0
 
 
+class Stop:
+    """A stop asked for by SIGTERM or SIGINT: the service ends through its orderly path (a last
+    commit), and should that path wait on a dependency that does not answer (a broker gone while
+    a session opens, say), the process ends after ``grace`` seconds all the same. Nothing is lost
+    then: what was not committed is read again by the next run (an open transaction is aborted
+    by the broker)."""
+
+    def __init__(self, event: threading.Event, grace: float = STOP_GRACE_SECONDS):
+        self.event, self.grace = event, grace
+        self._watchdog: threading.Timer | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.event.set()
+        if self._watchdog is None:
+            self._watchdog = threading.Timer(self.grace, self._give_up)
+            self._watchdog.daemon = True
+            self._watchdog.start()
+
+    def _give_up(self) -> None:
+        log.warning(f"the orderly stop did not end within {self.grace:g} s (a dependency does not answer): "
+                    "stopping now; what was not committed is read again by the next run")
+        logging.shutdown()
+        os._exit(0)
+
+    def cancel(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+
 def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID` prints every thread's stack
     # Installed first, so a stop asked for while starting (say, reading a large snapshot) ends the
     # process through the same orderly path as one asked for while serving.
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    stopping = Stop(stop)
+    previous = {sig: signal.signal(sig, stopping) for sig in (signal.SIGTERM, signal.SIGINT)}
     http = None
     try:
         client = connect(config.kafka)
@@ -86,6 +118,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
             signal.signal(sig, handler)
         if http:
             http.shutdown()
+        stopping.cancel()
 
 
 def _prediction_encoder(config: ServeConfig) -> PredictionEncoder:
