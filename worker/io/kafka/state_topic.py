@@ -169,9 +169,14 @@ class StateAssembler:
     the newest one that does.
     """
 
-    def __init__(self, on_skip: Callable[[str, str], None] = _ignore, is_name: Callable[[str], bool] = _any_name):
-        self._on_skip, self._is_name = on_skip, is_name
+    def __init__(self, on_skip: Callable[[str, str], None] = _ignore, is_name: Callable[[str], bool] = _any_name,
+                 holds_bytes: Callable[[str], bool] = _any_name):
+        """holds_bytes(name) : whether the chunks of ``name`` are kept, or only their sizes (they are
+        then read from the topic again when needed, so that what a replica holds does not grow with
+        what it does not own)."""
+        self._on_skip, self._is_name, self._holds_bytes = on_skip, is_name, holds_bytes
         self._chunks: dict[bytes, bytes] = {}  # chunk bytes not taken yet
+        self._sizes: dict[bytes, int] = {}  # the sizes of the chunks whose bytes are not kept
         self._keys: dict[str, set[bytes]] = {}  # every live chunk key of each name
         self._manifests: dict[str, list[Manifest]] = {}  # each name's manifests not taken yet, oldest first
 
@@ -206,7 +211,10 @@ class StateAssembler:
                                 f"(12 hexadecimal digits, an index below {MAX_CHUNKS:,})")
         if len(value) > CHUNK_BYTES:
             raise ForeignRecord(f"chunk of {len(value):,} bytes; chunks hold at most {CHUNK_BYTES:,}")
-        self._chunks[key] = value
+        if self._holds_bytes(name):
+            self._chunks[key] = value
+        else:
+            self._sizes[key] = len(value)
         self._keys.setdefault(name, set()).add(key)
         return None
 
@@ -219,6 +227,7 @@ class StateAssembler:
             self.drop(name)
             return
         self._chunks.pop(key, None)
+        self._sizes.pop(key, None)
         keys = self._keys.get(name, set())
         keys.discard(key)
         if not keys:
@@ -277,15 +286,25 @@ class StateAssembler:
                 return self._payload(name, manifest)
         raise ForeignRecord(f"no record of digest {digest[:12]}... in the topic")
 
+    def holds_bytes_of(self, name: str, digest: str) -> bool:
+        """Whether the bytes of that state are here to be read (not only known to be in the topic)."""
+        return any(all(key in self._chunks for key in self._chunk_keys(name, manifest))
+                   for manifest in self._manifests.get(name, ()) if manifest.sha256 == digest)
+
     def _complete(self, name: str, manifest: Manifest) -> bool:
-        keys = [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
-        return all(key in self._chunks for key in keys) and \
-            sum(len(self._chunks[key]) for key in keys) == manifest.packed_bytes
+        sizes = [len(self._chunks[key]) if key in self._chunks else self._sizes.get(key)
+                 for key in self._chunk_keys(name, manifest)]
+        return None not in sizes and sum(sizes) == manifest.packed_bytes  # type: ignore[arg-type]
+
+    @staticmethod
+    def _chunk_keys(name: str, manifest: Manifest) -> list[bytes]:
+        return [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
 
     def _release(self, name: str, manifests: list[Manifest]) -> None:
         for manifest in manifests:
-            for index in range(manifest.chunks):
-                self._chunks.pop(chunk_key(name, manifest.generation, index), None)
+            for key in self._chunk_keys(name, manifest):
+                self._chunks.pop(key, None)
+                self._sizes.pop(key, None)
 
     def _payload(self, name: str, manifest: Manifest) -> bytes:
         keys = [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
