@@ -17,9 +17,10 @@ SETTINGS = ("set spark.pyspark.python (PYSPARK_PYTHON) to a Python that every ex
 
 _MISSING_PROGRAM = re.compile(r'Cannot run program "([^"]*)"(?:[^:\n]*): ([^\n]*)')
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
-_OTHER_VERSION = re.compile(r"Python in worker has different version: ([\w.]+) than that in driver: ([\w.]+),")
-_MISSING_PACKAGE = re.compile(r"(\w+) >= ([\w.]+) must be installed; however, (it was not found|your version is "
-                              r"[\w.]+)")
+_VERSION = r"(\d[\w.]*\w|\d)"  # 3.11, 15.0.0: what follows (a comma, a full stop) left out
+_OTHER_VERSION = re.compile(rf"Python in worker has different version: {_VERSION} than that in driver: {_VERSION}")
+_MISSING_PACKAGE = re.compile(rf"(\w+) >= {_VERSION} must be installed; however, (it was not found|your version is "
+                              rf"{_VERSION})")
 
 
 class ExecutorEnvironmentError(RuntimeError):

@@ -49,7 +49,7 @@ def read_parquet(spark: SparkSession, paths: list[str], needed: list[str], label
     from pyspark.errors import PySparkException
 
     try:
-        return spark.read.option("mergeSchema", "true").parquet(*paths)
+        return _analysed(spark.read.option("mergeSchema", "true").parquet(*paths))
     except Exception as error:  # noqa: BLE001 - classic sessions raise a schema conflict as a Py4J error
         if "CANNOT_MERGE" in str(error):
             return _read_by_schema(spark, paths, needed, label)
@@ -63,9 +63,16 @@ def read_table(spark: SparkSession, name: str) -> DataFrame:
     from pyspark.errors import PySparkException
 
     try:
-        return spark.table(name)
+        return _analysed(spark.table(name))
     except PySparkException as error:
         raise SourceError(_first_line(error)) from None
+
+
+def _analysed(df: DataFrame) -> DataFrame:
+    """The DataFrame with its schema resolved, so that a path or table that is not there fails
+    here (a Spark Connect session resolves nothing until asked)."""
+    df.schema  # noqa: B018 - the resolution is the point
+    return df
 
 
 def _read_by_schema(spark: SparkSession, paths: list[str], needed: list[str], label: str | None) -> DataFrame:
