@@ -25,7 +25,7 @@ from ..config import ScoreConfig, TrainConfig
 from ..errors import ConfigError, InvalidRowError
 from ..snapshot_meta import FilesRead, SnapshotMeta, read_snapshot, write_snapshot
 from .spark_console import quiet_unless_asked
-from .spark_sources import check_local_paths, read_parquet, read_table
+from .spark_sources import check_local_paths, first_line, read_parquet, read_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -133,7 +133,7 @@ def _require_driver_packages(connect: bool) -> None:
     except ImportError as error:
         extra = "spark-connect" if connect else "spark"
         raise ConfigError(f"--engine spark{' with sc://' if connect else ''} cannot start here "
-                          f"({_first_line(error)}): pip install 'nbstream[{extra}]'.") from None
+                          f"({first_line(error)}): pip install 'nbstream[{extra}]'.") from None
 
 
 def _choose_executor_python(configured: str | None, local_master: bool) -> None:
@@ -145,10 +145,6 @@ def _choose_executor_python(configured: str | None, local_master: bool) -> None:
         os.environ["PYSPARK_PYTHON"] = configured
     elif local_master:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-
-def _first_line(error: Exception) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _batch_size(spark: SparkSession, batch_size: int) -> None:

@@ -54,7 +54,7 @@ def read_parquet(spark: SparkSession, paths: list[str], needed: list[str], label
         if "CANNOT_MERGE" in str(error):
             return _read_by_schema(spark, paths, needed, label)
         if isinstance(error, PySparkException):  # a path that is not there, a file that is not Parquet
-            raise SourceError(_first_line(error)) from None
+            raise SourceError(first_line(error)) from None
         raise
 
 
@@ -65,7 +65,7 @@ def read_table(spark: SparkSession, name: str) -> DataFrame:
     try:
         return _analysed(spark.table(name))
     except PySparkException as error:
-        raise SourceError(_first_line(error)) from None
+        raise SourceError(first_line(error)) from None
 
 
 def _analysed(df: DataFrame) -> DataFrame:
@@ -150,5 +150,6 @@ def _conflict(name: str, label: str | None, file: str, kind: Any, first: str, fi
     return f"{local_path(file)}: column {name!r} is {here} here and {there}; the files must agree."
 
 
-def _first_line(error: Exception) -> str:
+def first_line(error: Exception) -> str:
+    """The first line of an error's message (Spark's go on with its stack)."""
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
