@@ -69,8 +69,7 @@ def _virtual_environment(name: str, pins: list[str]) -> Path:
         return python
     making = home.with_name(f"{home.name}.{os.getpid()}")
     shutil.rmtree(making, ignore_errors=True)
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", str(making)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(making)], check=True)  # on the base Python, not this venv
     if pins:
         subprocess.run([str(making / "bin" / "python"), "-m", "pip", "install", "--quiet",
                         "--disable-pip-version-check", *pins], check=True)
