@@ -2,9 +2,9 @@
 what it did and its errors itself, each once (a failed task would otherwise print its Java stack
 as it happens, before the command's one line).
 
-The JVM that a command starts gets a log4j2 configuration that logs nothing while it starts,
-and ``spark.log.level`` is OFF from then on; ``--spark-conf spark.log.level=WARN`` (or any other
-level) brings Spark's log back, from the start.
+The JVM that a command starts gets a log4j2 configuration that logs nothing;
+``--spark-conf spark.log.level=WARN`` (or any other level) brings Spark's log back, as Spark
+configures it.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 
 
 def quiet_unless_asked(settings: dict[str, str]) -> None:
-    """Spark logs nothing unless ``settings`` name a ``spark.log.level``: set it to OFF, and have
-    the JVM about to start (its options come from SPARK_SUBMIT_OPTS) log nothing before that."""
-    if settings.setdefault("spark.log.level", "OFF").upper() != "OFF":
+    """Spark logs nothing unless ``settings`` name a ``spark.log.level``: the JVM about to start
+    (its options come from SPARK_SUBMIT_OPTS) is configured to log nothing."""
+    if "spark.log.level" in settings:
         return
     option = f"-Dlog4j2.configurationFile={_quiet_configuration()}"
     given = os.environ.get("SPARK_SUBMIT_OPTS", "")
