@@ -44,7 +44,7 @@ __all__ = ["ExecutorEnvironmentError", "RowRefused", "evaluate", "first_bad_row"
 RowRefused = tasks.RowRefused
 
 
-def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpec | None = None,
+def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpec | None = None,  # noqa: PLR0913
         text: str | None = None, model: str = "multinomial", hash_bits: int = 20, ngrams: int = 1,
         max_classes: int = DEFAULT_MAX_CLASSES, skip_invalid: bool = False, rejects: str | None = None,
         locate_rows: bool = False, **params: Any) -> Pipeline:
