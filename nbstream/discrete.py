@@ -10,7 +10,8 @@ from typing import Any, TypeAlias, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from .base import NaiveBayes, StatsT
+from .base import NaiveBayes
+from .core import StatsT
 from .ndarrays import AnyArray, Features, FloatArray, IndexArray
 from .pairs import PairCounts
 from .stats import DiscreteCounts
