@@ -10,6 +10,7 @@ learned state (``nbstream.merging``), test-then-train (``nbstream.prequential``)
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from .holding import Held
 from .kernels import log_normalize
 from .labels import ClassSet, distinct_classes
 from .ndarrays import AnyArray, Features, FloatArray, FloatingArray, IndexArray
+from .parameters import Exclusive, Interval, ParameterRule, ParameterRules, Requires
 from .sklearn_compat import EstimatorProtocol, not_fitted
 from .state import KEPT_FLOAT_DTYPES
 from .stats import Statistics
@@ -32,7 +34,6 @@ from .validation import (
     check_feature_names,
     check_labels,
     check_non_negative,
-    check_positive,
     check_sample_weight,
     check_X,
     feature_names_of,
@@ -55,6 +56,18 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
     window: int | None
     window_buckets: int
     layout_params: ClassVar[frozenset[str]] = frozenset()  # parameters of how statistics are held, not of the model
+    # The rules of the parameters this class adds (``parameter_rules`` gathers them along the bases).
+    _parameter_rules: ClassVar[ParameterRules] = ParameterRules((
+        ParameterRule("half_life", "float", "Forget: an example's weight halves every half_life newer examples "
+                      "(None: nothing is forgotten).", bounds=Interval(0, None, closed="neither"), optional=True),
+        ParameterRule("window", "int", "Learn only the most recent examples: the model of exactly the last window "
+                      "of them, less at most a bucket (None: every example).", bounds=Interval("window_buckets", None),
+                      optional=True),
+        ParameterRule("window_buckets", "int", "How many buckets the window is kept in: it moves a bucket of "
+                      "window / window_buckets examples at a time, and costs window_buckets + 1 times the "
+                      "statistics' memory.", bounds=Interval(1, None)),
+    ), (Exclusive(("half_life", "window"), "a model either forgets gradually or keeps a window"),
+        Requires("window_buckets", "window", "it sets how finely the window moves")))
 
     n_features_in_: int
     n_examples_seen_: int
@@ -109,17 +122,28 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
     def _warn_before_learning(self) -> None:
         """Warn, as scikit-learn's fit and partial_fit do, about parameters that will be adjusted."""
 
+    @classmethod
+    @functools.cache  # one class's rules, read once
+    def parameter_rules(cls) -> ParameterRules:
+        """The rules of this model's parameters (``nbstream.parameters``), in the constructor's
+        order, with its defaults: what a command line needs to build its options.
+
+        >>> from nbstream import GaussianNB
+        >>> rule = GaussianNB.parameter_rules()["var_smoothing"]
+        >>> rule.kind, rule.bounds.low, rule.default
+        ('float', 0, 1e-09)
+        """
+        declared = ParameterRules(())
+        for klass in reversed(cls.__mro__):  # each class declares its own; a subclass's replaces its base's
+            own: ParameterRules | None = vars(klass).get("_parameter_rules")
+            if own is not None:
+                declared = declared.extended(*own, relations=own.relations)
+        return declared.of_constructor(cls.__init__)
+
     def check_params(self) -> None:
-        """Raise ValueError naming the first parameter whose value is invalid."""
-        check_positive(self.half_life, "half_life", allow_none=True)
-        window, buckets = self.window, self.window_buckets
-        if not _is_integer(buckets) or buckets < 1:
-            raise ValueError(f"window_buckets must be an integer >= 1; got {buckets!r}.")
-        if window is not None and (not _is_integer(window) or window < buckets):
-            raise ValueError(f"window must be None or an integer >= window_buckets ({buckets}); got {window!r}.")
-        if window is not None and self.half_life is not None:
-            raise ValueError(f"half_life and window cannot be used together (half_life={self.half_life!r}, "
-                             f"window={window!r}): a model either forgets gradually or keeps a window.")
+        """Raise ValueError naming the first parameter whose value breaks its rules
+        (``parameter_rules``)."""
+        self.parameter_rules().check(self.get_params())
 
     # ---- learning ----------------------------------------------------------------------
     def partial_fit(self, X: Features, y: npt.ArrayLike, classes: npt.ArrayLike | None = None,
@@ -407,7 +431,7 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
     @classmethod
     def param_names(cls) -> list[str]:
         """The constructor's parameter names, in order."""
-        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+        return [rule.name for rule in cls.parameter_rules()]
 
     def get_params(self, deep: bool = True) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.param_names()}
