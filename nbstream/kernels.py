@@ -84,7 +84,7 @@ def add_class_sums(target: FloatArray, X: Features, rows: IndexArray, weights: F
         return
     per_row = np.diff(X.indptr)
     values = X.data if weights is None else X.data * np.repeat(weights, per_row)
-    if target.flags.c_contiguous:  # numpy's add.at is ~10x faster on one flat index than on a pair
+    if target.flags.c_contiguous:  # numpy's add.at is far faster on one flat index than on a pair
         flat = np.repeat(rows.astype(np.int64) * target.shape[1], per_row) + X.indices
         np.add.at(target.reshape(-1), flat, values)
     else:

@@ -156,7 +156,8 @@ def _earlier_with_same_key(keys: IntArray, learned: LearnedRows) -> FloatArray:
     no earlier row with the key taught gets exactly 0 (a tiny alpha would magnify any residue)."""
     n_rows, n_columns = keys.shape
     flat = keys.ravel()
-    # By key, then row; numpy sorts 8 and 16-bit integers by radix, 50 times faster than int64.
+    # By key, then row; numpy sorts 8 and 16-bit integers by radix, far faster than int64
+    # (docs/performance.md, "Choices inside the library").
     order = np.argsort(flat.astype(np.min_scalar_type(flat.max(initial=0)), copy=False), kind="stable")
     sorted_keys = flat[order]
     cell_rows = order // n_columns

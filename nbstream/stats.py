@@ -22,7 +22,7 @@ def _pad_rows(array: FloatArray, n_rows: int) -> FloatArray:
     """The array with zero rows added up to n_rows (itself when it has them: no copy per batch)."""
     if array.shape[0] >= n_rows:
         return array
-    padded = np.zeros((n_rows, *array.shape[1:]), dtype=array.dtype)  # np.pad costs 30 us of Python a call
+    padded = np.zeros((n_rows, *array.shape[1:]), dtype=array.dtype)  # np.pad is slow Python for this
     padded[: array.shape[0]] = array
     return padded
 
