@@ -10,10 +10,11 @@ import numpy.typing as npt
 
 from .base import NaiveBayes
 from .kernels import row_blocks
+from .moments import Moments, pooled_variance
 from .ndarrays import AnyArray, Features, FloatArray, FloatingArray, IndexArray
 from .parameters import Interval, ParameterRule, ParameterRules
 from .prequential_stats import moments_before_each_row
-from .stats import GaussianMoments, Moments, pooled_variance
+from .stats import GaussianMoments
 from .tables import Tables
 
 

@@ -1,8 +1,12 @@
 """Blocked arithmetic shared by the models: per-class sums, linear scores, normalisation.
 
-Dense inputs are processed in row blocks small enough (about 512 KiB as float64) for the
+Dense inputs are scored in row blocks small enough (about 512 KiB as float64) for the
 converted block to stay in the CPU cache between the conversion and the matrix product.
 That is what makes uint8 input fast without ever copying a whole chunk to float64.
+
+Per-class sums are no matrix products: each class's rows of a block are gathered and summed
+along the features, one-byte features (pixels, binarized input) in exact integers. That is
+less arithmetic than a product with a one-hot matrix, and waits on no BLAS threads.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from .validation import is_sparse
 _BLOCK_ELEMENTS = 2**16
 # A float32 sum of at most this many values of magnitude <= 255 is an exact integer (< 2**24).
 _MAX_EXACT_ROWS = 2**16
+# Per-class sums gather a class's rows of a block: blocks of about 2**22 cells (32 MiB as float64)
+# keep that copy bounded, and an int32 sum of at most 2**15 squares of one-byte values exact.
+_CLASS_BLOCK_ELEMENTS = 2**22
+CLASS_BLOCK_ROWS = 2**15
 
 
 def row_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
@@ -26,6 +34,31 @@ def row_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
     step = max(1, min(_MAX_EXACT_ROWS, _BLOCK_ELEMENTS // max(n_features, 1)))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
+
+
+def class_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
+    """Consecutive row slices covering range(n_rows) for per-class sums: about 2**22 cells and
+    at most ``CLASS_BLOCK_ROWS`` rows each."""
+    step = max(1, min(CLASS_BLOCK_ROWS, _CLASS_BLOCK_ELEMENTS // max(n_features, 1)))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(start + step, n_rows))
+
+
+def rows_by_class(rows: IndexArray, n_classes: int) -> list[tuple[int, IndexArray]]:
+    """(class, the indices of its rows in increasing order) of each class that has rows.
+
+    >>> [(c, members.tolist()) for c, members in rows_by_class(np.array([2, 0, 2]), 3)]
+    [(0, [1]), (2, [0, 2])]
+    """
+    counts = np.bincount(rows, minlength=n_classes)
+    order = np.argsort(rows, kind="stable")
+    ends = np.cumsum(counts)
+    return [(int(c), order[ends[c] - counts[c]:ends[c]]) for c in np.flatnonzero(counts)]
+
+
+def is_one_byte_integer(X: Features) -> bool:
+    """Bool or one-byte integer features: their sums (and sums of squares) are exact in integers."""
+    return not is_sparse(X) and X.dtype.itemsize == 1 and X.dtype.kind in "biu"
 
 
 def one_hot(rows: IndexArray, weights: FloatArray | None, n_classes: int,
@@ -40,11 +73,6 @@ def one_hot(rows: IndexArray, weights: FloatArray | None, n_classes: int,
     return Y
 
 
-def _exact_in_float32(X: Features, weights: FloatArray | None) -> bool:
-    """One-byte integers with unit weights sum exactly in float32 within one block."""
-    return weights is None and not is_sparse(X) and X.dtype.itemsize == 1 and X.dtype.kind in "biu"
-
-
 def class_sums(X: Features, rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
     """Weighted sum of the rows of each class.
 
@@ -56,16 +84,24 @@ def class_sums(X: Features, rows: IndexArray, weights: FloatArray | None, n_clas
 
     Returns
     -------
-    ndarray of shape (n_classes, n_features), float64
+    ndarray of shape (n_classes, n_features), float64; exact for one-byte features with unit
+    weights
+
+    >>> class_sums(np.array([[1, 2], [3, 4], [5, 6]], dtype=np.uint8), np.array([1, 0, 1]), None, 2).tolist()
+    [[3.0, 4.0], [6.0, 8.0]]
     """
     if is_sparse(X):
         Y = one_hot(rows, weights, n_classes)
         return np.asarray((X.T @ Y).T, dtype=np.float64)
-    dtype = np.float32 if _exact_in_float32(X, weights) else np.float64
+    exact = weights is None and is_one_byte_integer(X)
     sums = np.zeros((n_classes, X.shape[1]))
-    for block in row_blocks(X.shape[0], X.shape[1]):
-        Y = one_hot(rows[block], None if weights is None else weights[block], n_classes, dtype)
-        sums += Y.T @ X[block].astype(dtype)
+    for block in class_blocks(X.shape[0], X.shape[1]):
+        X_block = X[block]
+        for c, members in rows_by_class(rows[block], n_classes):
+            if weights is None:
+                sums[c] += X_block[members].sum(axis=0, dtype=np.int32 if exact else np.float64)
+            else:
+                sums[c] += np.einsum("i,ij->j", weights[block][members], X_block[members], dtype=np.float64)
     return sums
 
 

@@ -14,10 +14,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .kernels import row_blocks
+from .moments import Moments, pool
 from .ndarrays import Features, FloatArray, IndexArray, IntArray
 from .prequential_counts import LearnedRows
 from .segment_sums import segment_sums_before
-from .stats import CategoryCounts, GaussianMoments, Moments, pool
+from .stats import CategoryCounts, GaussianMoments
 
 
 def moments_before_each_row(statistics: GaussianMoments, X: Features, rows: IndexArray,
