@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from . import holding
 from .holding import Held
-from .kernels import log_normalize
+from .kernels import log_normalize, normalized_exp
 from .labels import ClassSet, distinct_classes
 from .ndarrays import AnyArray, Features, FloatArray, FloatingArray, IndexArray
 from .parameters import Exclusive, Interval, ParameterRule, ParameterRules, Requires
@@ -29,6 +29,7 @@ from .sklearn_compat import EstimatorProtocol, not_fitted
 from .state import KEPT_FLOAT_DTYPES
 from .stats import Statistics
 from .tables import TableCache, TablesT
+from .threads import blas_on_one_thread
 from .validation import (
     NotFittedError,
     check_feature_names,
@@ -397,6 +398,7 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
             self._cache.invalidate()
 
     # ---- prediction --------------------------------------------------------------------
+    @blas_on_one_thread
     def predict_joint_log_proba(self, X: Features) -> FloatArray:
         """log P(x, c) for each row and class, shape (n_samples, n_classes)."""
         self._fresh_tables()
@@ -412,7 +414,7 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
 
     def predict_proba(self, X: Features) -> FloatArray:
         """P(c | x), shape (n_samples, n_classes), columns in the order of ``classes_``."""
-        return np.exp(self.predict_log_proba(X))
+        return normalized_exp(self.predict_joint_log_proba(X))
 
     def predict(self, X: Features) -> AnyArray:
         """The most probable class of each row, shape (n_samples,)."""

@@ -157,3 +157,19 @@ def log_normalize(jll: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore"):
         normalized: FloatArray = jll - (np.log(np.exp(jll - top).sum(axis=1, keepdims=True)) + top)
     return normalized
+
+
+def normalized_exp(jll: FloatArray) -> FloatArray:
+    """exp(log_normalize(jll)) with one exponential and no logarithm: joint log-likelihoods of
+    shape (n_samples, n_classes) to probabilities (a row of -inf only to NaN).
+
+    >>> normalized_exp(np.log(np.array([[1.0, 3.0]]))).round(2).tolist()
+    [[0.25, 0.75]]
+    """
+    top = jll.max(axis=1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    proba: FloatArray = jll - top
+    np.exp(proba, out=proba)
+    with np.errstate(invalid="ignore"):  # 0 / 0: a row with no class possible
+        proba /= proba.sum(axis=1, keepdims=True)
+    return proba

@@ -15,10 +15,11 @@ import numpy.typing as npt
 
 from . import holding
 from .core import NaiveBayesCore, StatsT
-from .kernels import log_normalize
+from .kernels import normalized_exp
 from .labels import ClassSet, distinct_classes
 from .ndarrays import AnyArray, BoolArray, Features, FloatArray, IndexArray
 from .tables import TablesT
+from .threads import blas_on_one_thread
 from .validation import check_labels, check_sample_weight
 
 
@@ -67,6 +68,7 @@ class TestThenTrain(NaiveBayesCore[StatsT, TablesT]):
         proba[~scores.scored] = np.nan
         return scores
 
+    @blas_on_one_thread
     def predict_proba_prequential(self, X: Features, y: npt.ArrayLike, *, classes: npt.ArrayLike | None = None,
                                   sample_weight: npt.ArrayLike | None = None,
                                   learn: npt.ArrayLike | None = None) -> PrequentialScores:
@@ -168,8 +170,7 @@ def _prequential_proba(jll: FloatArray, rows: IndexArray, declared: int, fitted:
     jll = np.where(known, jll, -np.inf)
     began = learned[0] if len(learned) else n_rows
     before_anything = np.arange(n_rows) <= began if not fitted else np.zeros(n_rows, dtype=bool)
-    with np.errstate(invalid="ignore"):  # a row with no class known yet is all -inf: NaN, as it should be
-        proba = np.exp(log_normalize(jll))
+    proba = normalized_exp(jll)  # a row with no class known yet is all -inf: NaN, as it should be
     proba[before_anything] = np.nan
     return proba
 

@@ -1,4 +1,5 @@
-"""The estimators need only numpy: the library imports and works with the worker's dependencies absent."""
+"""The estimators need only numpy (and threadpoolctl): the library imports and works with the worker's
+dependencies absent."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ print(nbstream.load(path).predict([[1, 0]]).tolist())
 """
 
 
-def test_the_library_works_with_numpy_alone():
+def test_the_library_works_without_the_worker_s_dependencies():
     result = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['a']"
