@@ -4,9 +4,10 @@ Dense inputs are scored in row blocks small enough (about 512 KiB as float64) fo
 converted block to stay in the CPU cache between the conversion and the matrix product.
 That is what makes uint8 input fast without ever copying a whole chunk to float64.
 
-Per-class sums are no matrix products: each class's rows of a block are gathered and summed
-along the features, one-byte features (pixels, binarized input) in exact integers. That is
-less arithmetic than a product with a one-hot matrix, and waits on no BLAS threads.
+Per-class sums are no matrix products (``grouped_sums``): each class's rows of a block are
+gathered and summed along the features, one-byte features (pixels, binarized input) in exact
+integers. That is less arithmetic than a product with a one-hot matrix, and waits on no BLAS
+threads.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _MAX_EXACT_ROWS = 2**16
 # keep that copy bounded, and an int32 sum of at most 2**15 squares of one-byte values exact.
 _CLASS_BLOCK_ELEMENTS = 2**22
 CLASS_BLOCK_ROWS = 2**15
+_ROW_BY_ROW = 32  # up to this many rows, adding each to its class's sum costs less than gathering classes
 
 
 def row_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
@@ -44,16 +46,27 @@ def class_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
         yield slice(start, min(start + step, n_rows))
 
 
-def rows_by_class(rows: IndexArray, n_classes: int) -> list[tuple[int, IndexArray]]:
-    """(class, the indices of its rows in increasing order) of each class that has rows.
+def grouped_sums(X: npt.NDArray[Any], rows: IndexArray, n_classes: int, dtype: npt.DTypeLike) -> npt.NDArray[Any]:
+    """The sum of the rows of each class, accumulated in ``dtype``, shape (n_classes, n_features).
 
-    >>> [(c, members.tolist()) for c, members in rows_by_class(np.array([2, 0, 2]), 3)]
-    [(0, [1]), (2, [0, 2])]
+    X : ndarray (n_samples, n_features) of one block (``class_blocks``); rows : (n_samples,) the
+    class row of each sample. A few rows are added one at a time; more are gathered class by
+    class, stably ordered, and summed along the features.
+
+    >>> grouped_sums(np.array([[1, 2], [3, 4], [5, 6]]), np.array([1, 0, 1]), 2, np.int64).tolist()
+    [[3, 4], [6, 8]]
     """
+    sums = np.zeros((n_classes, X.shape[1]), dtype=dtype)
+    if len(rows) <= _ROW_BY_ROW:
+        for row, c in enumerate(rows.tolist()):
+            sums[c] += X[row]
+        return sums
     counts = np.bincount(rows, minlength=n_classes)
     order = np.argsort(rows, kind="stable")
     ends = np.cumsum(counts)
-    return [(int(c), order[ends[c] - counts[c]:ends[c]]) for c in np.flatnonzero(counts)]
+    for c in np.flatnonzero(counts).tolist():
+        X[order[ends[c] - counts[c]:ends[c]]].sum(axis=0, dtype=dtype, out=sums[c])
+    return sums
 
 
 def is_one_byte_integer(X: Features) -> bool:
@@ -96,12 +109,8 @@ def class_sums(X: Features, rows: IndexArray, weights: FloatArray | None, n_clas
     exact = weights is None and is_one_byte_integer(X)
     sums = np.zeros((n_classes, X.shape[1]))
     for block in class_blocks(X.shape[0], X.shape[1]):
-        X_block = X[block]
-        for c, members in rows_by_class(rows[block], n_classes):
-            if weights is None:
-                sums[c] += X_block[members].sum(axis=0, dtype=np.int32 if exact else np.float64)
-            else:
-                sums[c] += np.einsum("i,ij->j", weights[block][members], X_block[members], dtype=np.float64)
+        X_block = X[block] if weights is None else X[block] * weights[block, None]
+        sums += grouped_sums(X_block, rows[block], n_classes, np.int32 if exact else np.float64)
     return sums
 
 

@@ -4,8 +4,8 @@ statistics, its test-then-train scores and its smoothing).
 
 A batch's moments never subtract large sums: one-byte integer features (pixels) are summed in
 exact integers, so M2 = (n S2 - S1^2) / n is computed exactly and rounded once; other features
-take two passes, the second centred on the class means. No matrix products either: each
-class's rows of a block are gathered and summed (``kernels.rows_by_class``).
+take two passes, the second centred on the class means. No matrix products either: the sums
+by class are ``kernels.grouped_sums``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kernels import class_blocks, class_totals, is_one_byte_integer, rows_by_class
+from .kernels import class_blocks, class_totals, grouped_sums, is_one_byte_integer
 from .ndarrays import AnyArray, Features, FloatArray, IndexArray
 
 
@@ -66,45 +66,38 @@ def batch_moments(X: Features, rows: IndexArray, weights: FloatArray | None, n_c
     ([2.0, 1.0], [[2.0], [10.0]], [[2.0], [0.0]])
     """
     n_features = X.shape[1]
-    exact = weights is None and is_one_byte_integer(X)
+    of_block = _exact_moments if weights is None and is_one_byte_integer(X) else _centred_moments
     total = Moments(np.zeros(n_classes), np.zeros((n_classes, n_features)), np.zeros((n_classes, n_features)))
-    for block in class_blocks(X.shape[0], n_features):
-        block_weights = None if weights is None else weights[block]
-        moments = Moments(class_totals(rows[block], block_weights, n_classes), np.zeros_like(total.mean),
-                          np.zeros_like(total.m2))
-        X_block = X[block]
-        for c, members in rows_by_class(rows[block], n_classes):
-            if exact:
-                moments.mean[c], moments.m2[c] = _exact_moments(X_block[members])
-            elif moments.weight[c] > 0:
-                member_weights = None if block_weights is None else block_weights[members]
-                moments.mean[c], moments.m2[c] = _centred_moments(X_block[members], member_weights,
-                                                                  moments.weight[c])
-        total = pool(total, moments)
+    for i, block in enumerate(class_blocks(X.shape[0], n_features)):
+        moments = of_block(X[block], rows[block], None if weights is None else weights[block], n_classes)
+        total = moments if i == 0 else pool(total, moments)
     return total
 
 
-def _exact_moments(members: AnyArray) -> tuple[FloatArray, FloatArray]:
-    """Mean and M2 of one-byte integer rows (n_members <= ``kernels.CLASS_BLOCK_ROWS``, n_features),
-    each rounded once from exact integer sums: S1 and S2 fit int32, n S2 - S1^2 int64."""
-    n = len(members)
-    first = members.sum(axis=0, dtype=np.int32).astype(np.int64)
-    squares = members.astype(np.int16 if members.dtype.kind == "i" else np.uint16)
+def _exact_moments(X: AnyArray, rows: IndexArray, weights: FloatArray | None, n_classes: int) -> Moments:
+    """The moments of one-byte integer rows (n_samples <= ``kernels.CLASS_BLOCK_ROWS``,
+    n_features) with unit weights, each rounded once from exact integer sums: S1 and S2 fit
+    int32, n S2 - S1^2 int64."""
+    count = np.bincount(rows, minlength=n_classes)
+    first = grouped_sums(X, rows, n_classes, np.int32).astype(np.int64)
+    squares = X.astype(np.int16 if X.dtype.kind == "i" else np.uint16)
     np.multiply(squares, squares, out=squares)  # at most 255^2 or 128^2: no overflow
-    second = squares.sum(axis=0, dtype=np.int32).astype(np.int64)
-    numerator = second * n - first * first  # n^2 times the variance, exactly
-    return first / n, numerator / n
+    second = grouped_sums(squares, rows, n_classes, np.int32).astype(np.int64)
+    numerator = second * count[:, None] - first * first  # n^2 times the variance, exactly
+    n = np.maximum(count, 1)[:, None]  # a class without rows has sums 0: moments 0
+    return Moments(count.astype(np.float64), first / n, numerator / n)
 
 
-def _centred_moments(members: AnyArray, weights: FloatArray | None, weight: float) -> tuple[FloatArray, FloatArray]:
-    """Mean and M2 of rows (n_members, n_features) of total ``weight``, weighted by weights
-    (n_members,) or not: the mean first, then the squares of the deviations from it."""
-    deviations = members.astype(np.float64)
-    if weights is None:
-        mean: FloatArray = deviations.sum(axis=0) / weight
-        deviations -= mean
-        deviations *= deviations
-        return mean, deviations.sum(axis=0)
-    mean = np.einsum("i,ij->j", weights, deviations) / weight
-    deviations -= mean
-    return mean, np.einsum("i,ij,ij->j", weights, deviations, deviations)
+def _centred_moments(X: AnyArray, rows: IndexArray, weights: FloatArray | None, n_classes: int) -> Moments:
+    """The moments of rows (n_samples, n_features), weighted (n_samples,) or not: the means
+    first, then the sums of the squared deviations from them."""
+    weight = class_totals(rows, weights, n_classes)
+    values = X.astype(np.float64) if weights is None else X * weights[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = grouped_sums(values, rows, n_classes, np.float64) / weight[:, None]
+    mean[weight == 0] = 0.0
+    deviations = np.subtract(X, mean[rows], dtype=np.float64)
+    deviations *= deviations
+    if weights is not None:
+        deviations *= weights[:, None]
+    return Moments(weight, mean, grouped_sums(deviations, rows, n_classes, np.float64))

@@ -22,6 +22,7 @@ ValueError: --half-life and --window cannot be used together (--half-life=5.0, -
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import numbers
@@ -51,13 +52,14 @@ class Interval:
     high: float | str | None = None
     closed: Literal["both", "left", "right", "neither"] = "both"
 
-    @property
+    @functools.cached_property
     def references(self) -> tuple[str, ...]:
         """The parameters whose values are bounds."""
         return tuple(end for end in (self.low, self.high) if isinstance(end, str))
 
     def contains(self, number: float, values: Mapping[str, object]) -> bool:
-        low, high = _resolved(self.low, values), _resolved(self.high, values)
+        low = _resolved(self.low, values) if isinstance(self.low, str) else self.low
+        high = _resolved(self.high, values) if isinstance(self.high, str) else self.high
         if low is not None and (number < low if self.closed in ("both", "left") else number <= low):
             return False
         return high is None or (number <= high if self.closed in ("both", "right") else number < high)
@@ -74,9 +76,8 @@ class Interval:
         return " and ".join(parts)
 
 
-def _resolved(end: float | str | None, values: Mapping[str, object]) -> float | None:
-    if not isinstance(end, str):
-        return end
+def _resolved(end: str, values: Mapping[str, object]) -> float | None:
+    """The value of the parameter an end names (None: no bound)."""
     bound = values.get(end)
     return None if bound is None else float(bound)  # type: ignore[arg-type]  # checked by its own rule first
 
@@ -125,13 +126,11 @@ class ParameterRule:
 
     def problem(self, value: object, values: Mapping[str, object], spell: Spell = as_named) -> str | None:
         """What is wrong with ``value`` (None: nothing), in one line."""
-        if value is None and self.optional:
-            return None
-        if self.per_feature and value is not None and np.ndim(value) > 0:  # type: ignore[arg-type]
-            return None
-        if self._takes(value, values):
+        if (value is None and self.optional) or self._takes(value, values):
             return None
         array = value is not None and not isinstance(value, str) and np.ndim(value) > 0  # type: ignore[arg-type]
+        if array and self.per_feature:
+            return None
         one = " (one value, not an array)" if array and self.kind in ("int", "float") else ""
         why = f" ({self.why})" if self.why else ""
         return f"{spell(self.name)} must be {self.expects(values, spell)}{one}; got {value!r}{why}."
@@ -219,6 +218,11 @@ class ParameterRules:
     def __iter__(self) -> Iterator[ParameterRule]:
         return iter(self.parameters)
 
+    @functools.cached_property
+    def _checking_order(self) -> tuple[ParameterRule, ...]:
+        """The rules, those whose bounds name other parameters last."""
+        return tuple(sorted(self.parameters, key=lambda rule: bool(rule.bounds and rule.bounds.references)))
+
     def __contains__(self, name: object) -> bool:
         return any(rule.name == name for rule in self.parameters)
 
@@ -250,8 +254,8 @@ class ParameterRules:
         ``values`` only; a bound naming a parameter found wrong is not checked), then, when they
         all hold, the relations. given : the names set explicitly (None: not known)."""
         found: dict[str, str] = {}
-        for rule in sorted(self.parameters, key=lambda rule: bool(rule.bounds and rule.bounds.references)):
-            if rule.name in values and not (rule.bounds and set(rule.bounds.references) & set(found)):
+        for rule in self._checking_order:
+            if rule.name in values and not (found and rule.bounds and set(rule.bounds.references) & set(found)):
                 problem = rule.problem(values[rule.name], values, spell)
                 if problem:
                     found[rule.name] = problem

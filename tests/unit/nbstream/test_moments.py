@@ -80,3 +80,15 @@ def test_weighted_class_sums(rng):
     X, rows, weights = rng.integers(0, 9, (100, 4)).astype(np.uint8), rng.integers(0, 3, 100), rng.random(100)
     expected = np.array([(weights[rows == c, None] * X[rows == c]).sum(axis=0) for c in range(3)])
     np.testing.assert_allclose(class_sums(X, rows, weights, 3), expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float64])
+def test_a_few_rows_added_one_at_a_time_give_what_gathering_gives(dtype, monkeypatch, rng):
+    X, rows, weights = (rng.integers(0, 256, (20, 6)).astype(dtype), rng.integers(0, 4, 20), rng.random(20))
+    few = [class_sums(X, rows, None, 4), class_sums(X, rows, weights, 4), *batch_moments(X, rows, None, 4),
+           *batch_moments(X, rows, weights, 4)]
+    monkeypatch.setattr(nbstream.kernels, "_ROW_BY_ROW", 0)
+    gathered = [class_sums(X, rows, None, 4), class_sums(X, rows, weights, 4), *batch_moments(X, rows, None, 4),
+                *batch_moments(X, rows, weights, 4)]
+    for mine, theirs in zip(few, gathered, strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-13)
