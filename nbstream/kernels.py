@@ -22,8 +22,6 @@ from .ndarrays import Features, FloatArray, IndexArray
 from .validation import is_sparse
 
 _BLOCK_ELEMENTS = 2**16
-# A float32 sum of at most this many values of magnitude <= 255 is an exact integer (< 2**24).
-_MAX_EXACT_ROWS = 2**16
 # Per-class sums gather a class's rows of a block: blocks of about 2**22 cells (32 MiB as float64)
 # keep that copy bounded, and an int32 sum of at most 2**15 squares of one-byte values exact.
 _CLASS_BLOCK_ELEMENTS = 2**22
@@ -33,7 +31,7 @@ _ROW_BY_ROW = 32  # up to this many rows, adding each to its class's sum costs l
 
 def row_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
     """Consecutive row slices covering range(n_rows), each about 2**16 cells."""
-    step = max(1, min(_MAX_EXACT_ROWS, _BLOCK_ELEMENTS // max(n_features, 1)))
+    step = max(1, _BLOCK_ELEMENTS // max(n_features, 1))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
 

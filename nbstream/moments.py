@@ -4,8 +4,8 @@ statistics, its test-then-train scores and its smoothing).
 
 A batch's moments never subtract large sums: one-byte integer features (pixels) are summed in
 exact integers, so M2 = (n S2 - S1^2) / n is computed exactly and rounded once; other features
-take two passes, the second centred on the class means. No matrix products either: the sums
-by class are ``kernels.grouped_sums``.
+take two passes, the second centred on the class means. Nor does a batch take a matrix
+product: its sums by class are ``kernels.grouped_sums``.
 """
 
 from __future__ import annotations
