@@ -1,12 +1,13 @@
 """What one BLAS thread is worth to nbstream's scoring: each model's predict_joint_log_proba and
 predict_proba_prequential as released (their matrix products on one BLAS thread, threadpoolctl)
 against the same methods unwrapped (on the threads BLAS is set to: by default one per core),
-taking turns in one process, quiet and with a busy process on every core (--contended).
+taking turns in one process, quiet and with a busy process on every core (--contended: a Python
+loop; --contended numpy: matrix products on numpy's default BLAS threads).
 
 Models learn the 60,000 MNIST training images; they score the 10,000 test images (test-then-train:
 the first 2,000, with their labels). Rows/s, best of --rounds.
 
-    python scripts/bench_blas_threads.py --data-dir ../shared/data/mnist [--contended]
+    python scripts/bench_blas_threads.py --data-dir ../shared/data/mnist [--contended [numpy]]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import nbstream
 from nbstream.base import NaiveBayes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from scripts.bench_core import best_times, busy_cores  # noqa: E402
+from scripts.bench_core import NEIGHBOURS, best_times, busy_cores  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
 MODELS = {"bernoulli (binarize 127.5)": lambda: nbstream.BernoulliNB(binarize=127.5),
@@ -45,12 +46,13 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=default_data_dir() / "mnist",
                         help="folder with the four MNIST .gz files (default: $NBSTREAM_DATA_DIR/mnist)")
     parser.add_argument("--rounds", type=int, default=5, help="repetitions; the best is kept")
-    parser.add_argument("--contended", action="store_true",
-                        help="keep every core busy with another process while measuring")
+    parser.add_argument("--contended", nargs="?", const="python", choices=sorted(NEIGHBOURS),
+                        help="keep every core busy with another process while measuring: a Python loop "
+                             "(the default) or numpy's matrix products on its default BLAS threads")
     args = parser.parse_args()
     mnist = load_mnist(args.data_dir)
     X, y = mnist["test_images"], mnist["test_labels"]
-    load = busy_cores(os.cpu_count() or 1) if args.contended else contextlib.nullcontext()
+    load = busy_cores(os.cpu_count() or 1, args.contended) if args.contended else contextlib.nullcontext()
     print("| model | predict: one BLAS thread | BLAS threads as set | ratio "
           "| test-then-train: one BLAS thread | BLAS threads as set | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -61,7 +63,7 @@ def main() -> None:
             print(f"| {name} | {one:,.0f} | {as_set:,.0f} | {one / as_set:.1f}x "
                   f"| {one_p:,.0f} | {as_set_p:,.0f} | {one_p / as_set_p:.1f}x |", flush=True)
     if args.contended:
-        print(f"With a busy process on each of the {os.cpu_count()} cores.")
+        print(f"With a busy process ({args.contended}) on each of the {os.cpu_count()} cores.")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@ reported as rows/s together with the ratio to scikit-learn's partial_fit. River'
 takes pandas frames: the conversion is done beforehand and not timed. Absolute numbers vary
 with the machine's load; read the ratios.
 
---contended runs the same comparison with a busy process on every core (a Python loop that
-never sleeps), as on a shared machine, a container with a CPU quota or several replicas per
-host; BLAS threads are left as the environment sets them, for both libraries.
+--contended runs the same comparison with a busy process on every core, as on a shared
+machine, a container with a CPU quota or several replicas per host: a Python loop that never
+sleeps, or with --contended numpy a loop of matrix products on numpy's BLAS. BLAS threads are
+left as the environment sets them, for both libraries.
 
     python scripts/bench_core.py --data-dir ../shared/data/mnist
-    python scripts/bench_core.py --data-dir ../shared/data/mnist --contended
+    python scripts/bench_core.py --data-dir ../shared/data/mnist --contended [numpy]
 """
 
 from __future__ import annotations
@@ -85,11 +86,17 @@ def best_times(actions: list[Callable], rounds: int) -> list[float]:
     return best
 
 
+# What a busy process runs: a Python loop that never sleeps, or matrix products on numpy's BLAS
+# with its default threads (as another replica or task on the host would).
+NEIGHBOURS = {"python": "while True: pass",
+              "numpy": "import numpy as np\nmatrix = np.random.rand(300, 300)\nwhile True: matrix @ matrix"}
+
+
 @contextlib.contextmanager
-def busy_cores(n_processes: int) -> Iterator[None]:
-    """``n_processes`` processes that each keep a core busy (a Python loop that never sleeps),
+def busy_cores(n_processes: int, neighbour: str = "python") -> Iterator[None]:
+    """``n_processes`` processes that each keep a core busy running ``NEIGHBOURS[neighbour]``,
     for the length of the block."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n_processes)]
+    spinners = [subprocess.Popen([sys.executable, "-c", NEIGHBOURS[neighbour]]) for _ in range(n_processes)]
     try:
         time.sleep(0.5)  # until they run
         yield
@@ -156,8 +163,9 @@ def main() -> None:
     parser.add_argument("--river-rows", type=int, default=10_000,
                         help="River is timed on this many training rows (it is much slower); 0: not at all")
     parser.add_argument("--only", nargs="*", help="family names to run (default: all)")
-    parser.add_argument("--contended", action="store_true",
-                        help="keep every core busy with another process while measuring")
+    parser.add_argument("--contended", nargs="?", const="python", choices=sorted(NEIGHBOURS),
+                        help="keep every core busy with another process while measuring: a Python loop "
+                             "(the default) or numpy's matrix products on its default BLAS threads")
     args = parser.parse_args()
 
     import sklearn.naive_bayes as sk
@@ -173,11 +181,11 @@ def main() -> None:
     chunks = [(X[i:i + CHUNK], y[i:i + CHUNK]) for i in range(0, len(y), CHUNK)]
     classes = np.arange(10)
 
-    load = busy_cores(os.cpu_count() or 1) if args.contended else contextlib.nullcontext()
+    load = busy_cores(os.cpu_count() or 1, args.contended) if args.contended else contextlib.nullcontext()
     with load:
         rows = race_all(args, sk, rv, X, y, X_test, chunks, classes)
     if args.contended:
-        print(f"With a busy process on each of the {os.cpu_count()} cores.")
+        print(f"With a busy process ({args.contended}) on each of the {os.cpu_count()} cores.")
     print_table(rows)
 
 
