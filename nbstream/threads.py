@@ -17,7 +17,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from threadpoolctl import ThreadpoolController
 
@@ -32,7 +32,7 @@ class _OneThread:
         self.lock = threading.Lock()
         self.depth = 0
         self.blas: ThreadpoolController | None = None  # the BLAS libraries loaded, found at the first call
-        self.found: object = None  # the limiter of the outermost call: it restores what it found
+        self.found: Any = None  # threadpoolctl's limiter of the outermost call: it restores what it found
 
     def enter(self) -> None:
         with self.lock:
@@ -46,7 +46,7 @@ class _OneThread:
         with self.lock:
             self.depth -= 1
             if self.depth == 0:
-                self.found.restore_original_limits()  # type: ignore[attr-defined]  # threadpoolctl is untyped
+                self.found.restore_original_limits()
                 self.found = None
 
 
