@@ -7,8 +7,9 @@ several replicas on one host) a product waits for a thread that has no core, and
 times longer. So the calls that multiply matrices (scoring, test-then-train) run inside
 ``one_blas_thread``: the first such call, on any thread, lowers the BLAS libraries numpy loaded
 to one thread through threadpoolctl; the last to return sets back what the first found. Calls
-nest, and may run on several threads at once. Learning makes no matrix products (see
-``kernels``), so it needs none of this.
+nest, and may run on several threads at once. The setting is the process's: while such a call
+runs, BLAS products of the process's other threads run on one thread too. Learning makes no
+matrix products (see ``kernels``), so it needs none of this.
 """
 
 from __future__ import annotations
