@@ -11,6 +11,7 @@ from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray, IndexArray
 from .pairs import PairCounts
+from .parameters import ParameterRule, ParameterRules
 from .prequential_counts import (
     BatchCells,
     CountsAt,
@@ -79,6 +80,8 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
 
     kind = "complement"
     requires_non_negative = True
+    _parameter_rules = ParameterRules((
+        ParameterRule("norm", "bool", "Normalise the complement weights a second time."),))
     norm: bool
 
     def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,

@@ -203,10 +203,3 @@ def check_sample_weight(sample_weight: npt.ArrayLike | None, n_samples: int) -> 
                          "zero there is nothing to learn.")
     return w
 
-
-def check_positive(value: object, name: str, *, allow_none: bool = False) -> None:
-    """A parameter that must be a positive number."""
-    if value is None and allow_none:
-        return
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < float(value) < float("inf"):
-        raise ValueError(f"{name} must be a finite positive number; got {value!r}.")
