@@ -95,7 +95,7 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
                       why="a negative threshold would turn the implicit zeros of sparse input into ones"),))
     binarize: float | None
 
-    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,
+    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,  # noqa: PLR0913
                  binarize: float | None = 0.0, fit_prior: bool = True, class_prior: npt.ArrayLike | None = None,
                  half_life: float | None = None, window: int | None = None, window_buckets: int = 10,
                  counts: str = "auto"):

@@ -84,9 +84,10 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         ParameterRule("norm", "bool", "Normalise the complement weights a second time."),))
     norm: bool
 
-    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
-                 class_prior: npt.ArrayLike | None = None, norm: bool = False, half_life: float | None = None,
-                 window: int | None = None, window_buckets: int = 10, counts: str = "auto"):
+    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,  # noqa: PLR0913
+                 fit_prior: bool = True, class_prior: npt.ArrayLike | None = None, norm: bool = False,
+                 half_life: float | None = None, window: int | None = None, window_buckets: int = 10,
+                 counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior

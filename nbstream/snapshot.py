@@ -264,25 +264,33 @@ def _check_header(header: object, payload_bytes: int) -> Header:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry["name"] in names:
             raise ValueError("an array entry has no name, or a duplicate one")
         names.add(entry["name"])
-        shape, offset = entry.get("shape"), entry.get("offset")
-        if entry.get("dtype") not in _ALLOWED_DTYPES:
-            raise SnapshotError(f"array {entry['name']!r} has disallowed dtype {entry.get('dtype')!r}.")
-        if not isinstance(shape, list) or len(shape) > 2 or not all(is_natural(n) for n in shape) \
-                or not is_natural(offset):
-            raise ValueError(f"array {entry['name']!r} has an invalid shape or offset")
-        itemsize = int(np.dtype(entry["dtype"]).itemsize)
-        if "nonzero" in entry:
-            if not is_natural(entry["nonzero"]) or entry["nonzero"] > _product(shape):
-                raise ValueError(f"sparse array {entry['name']!r} has an invalid count of nonzero values")
-            sparse_values += _product(shape)  # Python ints: no overflow
-            if sparse_values > SPARSE_MAX_VALUES:
-                raise ValueError(f"sparse arrays unfold to more than {SPARSE_MAX_VALUES} values")
-            size = (8 + itemsize) * entry["nonzero"]  # int64 indices, then the values
-        else:
-            size = itemsize * _product(shape)
-        if offset + size > payload_bytes:
-            raise ValueError(f"array {entry['name']!r} lies beyond the end of the file")
+        sparse_values += _check_array_entry(entry, payload_bytes)
+        if sparse_values > SPARSE_MAX_VALUES:
+            raise ValueError(f"sparse arrays unfold to more than {SPARSE_MAX_VALUES} values")
     return header
+
+
+def _check_array_entry(entry: dict[str, Any], payload_bytes: int) -> int:
+    """Check one array's entry of the directory (its dtype, shape and place inside the payload);
+    the values it unfolds to when it is stored sparse (0 when dense)."""
+    shape, offset = entry.get("shape"), entry.get("offset")
+    if entry.get("dtype") not in _ALLOWED_DTYPES:
+        raise SnapshotError(f"array {entry['name']!r} has disallowed dtype {entry.get('dtype')!r}.")
+    if not isinstance(shape, list) or len(shape) > 2 or not all(is_natural(n) for n in shape) \
+            or not is_natural(offset):
+        raise ValueError(f"array {entry['name']!r} has an invalid shape or offset")
+    itemsize = int(np.dtype(entry["dtype"]).itemsize)
+    unfolds = 0
+    if "nonzero" in entry:
+        if not is_natural(entry["nonzero"]) or entry["nonzero"] > _product(shape):
+            raise ValueError(f"sparse array {entry['name']!r} has an invalid count of nonzero values")
+        unfolds = _product(shape)  # Python ints: no overflow
+        size = (8 + itemsize) * entry["nonzero"]  # int64 indices, then the values
+    else:
+        size = itemsize * _product(shape)
+    if offset + size > payload_bytes:
+        raise ValueError(f"array {entry['name']!r} lies beyond the end of the file")
+    return unfolds
 
 
 def _is_a(value: object, kind: type) -> bool:

@@ -1,7 +1,7 @@
 """Every stored format reads what an earlier release wrote (tests/fixtures/formats, made by its
-make_corpus.py with that release's code): snapshots of each model kind predict exactly as they
-did, and a partition state, its pending examples and its state-topic records read back to the
-very bytes they were."""
+make_corpus.py with that release's code): snapshots of each model kind predict as they did, and a
+partition state, its pending examples and its state-topic records read back to the very bytes
+they were."""
 
 from __future__ import annotations
 
@@ -40,11 +40,13 @@ def records(name: str) -> list[tuple[bytes, bytes | None]]:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_a_snapshot_an_earlier_release_wrote_predicts_exactly_as_it_did(name):
+def test_a_snapshot_an_earlier_release_wrote_predicts_as_it_did(name):
+    """To the last bits but rounding: the arithmetic of scoring may change between releases."""
     data = (CORPUS / f"{name}.nbs").read_bytes()
     model, _ = loads(data, name)
     proba = model.predict_proba(probe(name))
-    assert [[value.hex() for value in row] for row in proba.tolist()] == EXPECTED[name]["proba"]
+    expected = np.array([[float.fromhex(value) for value in row] for row in EXPECTED[name]["proba"]])
+    np.testing.assert_allclose(proba, expected, rtol=1e-13, atol=1e-15)
     assert model.classes_.tolist() == EXPECTED[name]["classes"]
     again, _ = loads(dumps(model), name)  # and what this release writes of it reads back the same
     np.testing.assert_array_equal(again.predict_proba(probe(name)), proba)
