@@ -17,11 +17,26 @@ not ending where they should) gives None, and the poll is read the slower ways.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
 from ..json_vectors import Vectors
-from .avro_vectors import BOOLEAN, BYTES, DOUBLE, ENUM, FLOAT, NULL, STRING, UNION, VARINT, VectorPlan, array_items
+from .avro_vectors import (
+    BOOLEAN,
+    BYTES,
+    DOUBLE,
+    ENUM,
+    FLOAT,
+    NULL,
+    STRING,
+    UNION,
+    VARINT,
+    FieldReaders,
+    VectorPlan,
+    array_items,
+)
 
 LONGEST_VARINT = 10
 
@@ -38,9 +53,10 @@ class _Column:
         self.n = n
         self.kinds: set[int] = set()
         self.rows: list[np.ndarray] = []
-        self.values: list = []  # per part: an array of numbers, or (starts, ends) of strings, or symbols
+        # per part: an array of numbers or symbols, or (starts, ends) of strings
+        self.values: list[np.ndarray | tuple[np.ndarray, np.ndarray]] = []
 
-    def add(self, kind: int, rows: np.ndarray, values) -> None:
+    def add(self, kind: int, rows: np.ndarray, values: np.ndarray | tuple[np.ndarray, np.ndarray]) -> None:
         if len(rows):
             self.kinds.add(kind)
             self.rows.append(rows)
@@ -67,7 +83,7 @@ class _Column:
         values[rows] = np.concatenate(self.values)
         return pa.array(values, mask=~valid, type=pa.string() if kind == ENUM else None)
 
-    def to_list(self, data: np.ndarray) -> list | None:
+    def to_list(self, data: np.ndarray) -> list[Any] | None:
         """The column as a list of n Python values (None where no value), of any kinds but bytes;
         None where one is bytes or a string is not UTF-8."""
         if BYTES in self.kinds:
@@ -75,13 +91,13 @@ class _Column:
         if len(self.kinds) < 2:
             array = self.array(data)
             return None if array is None else array.to_pylist()
-        found: list = [None] * self.n
+        found: list[Any] = [None] * self.n
         try:
-            for rows, values in zip(self.rows, self.values, strict=True):
-                if isinstance(values, tuple):  # strings: (starts, ends)
-                    values = [data[s:e].tobytes().decode() for s, e in zip(*(v.tolist() for v in values), strict=True)]
+            for rows, part in zip(self.rows, self.values, strict=True):
+                if isinstance(part, tuple):  # strings: (starts, ends)
+                    values = [data[s:e].tobytes().decode() for s, e in zip(*(v.tolist() for v in part), strict=True)]
                 else:
-                    values = values.tolist()
+                    values = part.tolist()
                 for row, value in zip(rows.tolist(), values, strict=True):
                     found[row] = value
         except UnicodeDecodeError:
@@ -89,7 +105,7 @@ class _Column:
         return found
 
 
-def read_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: tuple, wanted: tuple[str, ...]
+def read_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: FieldReaders, wanted: tuple[str, ...]
                  ) -> dict[str, pa.Array] | None:
     """The ``wanted`` fields (those the plan has) of the records at buffer[begins[i]:ends[i]], all
     written with the schema of ``plan`` (``avro_vectors.scalar_plan``); None for any doubt."""
@@ -143,15 +159,15 @@ def read_vector_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, pla
     return Vectors(offsets.astype(np.int32), values, labels, ids)
 
 
-def _read_fields(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, fields: tuple,
+def _read_fields(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, fields: FieldReaders,
                  into: dict[str, _Column]) -> None:
     for name, (kind, detail) in fields:
         into[name] = _Column(len(at))
         _read(data, at, ends, rows, kind, detail, into[name])
 
 
-def _read(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, kind: int, detail, column: _Column
-          ) -> None:
+def _read(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, kind: int, detail: Any,
+          column: _Column) -> None:
     """Read one field of kind ``kind`` in the records ``rows``, moving their positions ``at``."""
     if not len(rows) or kind == NULL:
         return
