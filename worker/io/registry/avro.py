@@ -16,9 +16,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 import fastavro
-import numpy as np
 import pyarrow as pa
 from fastavro.schema import SchemaParseException, UnknownType
+
+from nbstream.ndarrays import IntArray
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors
@@ -54,7 +55,7 @@ class AvroDecoder:
     def parse(self, registered: RegisteredSchema) -> AvroSchema:
         return parse_avro(registered)
 
-    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def vectors(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
                 fields: MessageFields) -> Vectors | None:
         """The fast path for records whose features are one array of numbers, all of one writer
         schema (``avro_columns``); a poll of records of several versions goes the general way."""
@@ -63,7 +64,7 @@ class AvroDecoder:
         assert plan is None or isinstance(plan, VectorPlan), "a features field's plan is a VectorPlan"
         return None if plan is None else read_vector_columns(buffer, begins, ends, plan, fields.label, fields.id)
 
-    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def table(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """The fast path for records of scalar fields (text, label, id), all of one writer schema
         (``avro_columns``); a poll of records of several versions goes the general way."""

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
-from nbstream.ndarrays import IntArray
+from nbstream.ndarrays import FloatArray, IntArray
 
 NULL, BOOLEAN, VARINT, FLOAT, DOUBLE, STRING, BYTES, ENUM, UNION = range(9)
 SCALARS = {"null": NULL, "boolean": BOOLEAN, "int": VARINT, "long": VARINT, "float": FLOAT,
@@ -32,6 +33,7 @@ _FIXED_ITEMS: dict[str, np.dtype] = {"float": np.dtype("<f4"), "double": np.dtyp
 # How a scalar field is read: (kind, detail), detail None, an enum's symbols, or a union's
 # branches (each a ScalarReader)
 ScalarReader: TypeAlias = tuple[int, Any]
+ByteArray: TypeAlias = npt.NDArray[np.uint8]  # a buffer's bytes
 FieldReaders: TypeAlias = tuple[tuple[str, ScalarReader], ...]  # (name, reader) of each field, in order
 
 
@@ -95,8 +97,8 @@ def _reader(avro_type: object) -> ScalarReader | None:
     return _reader(avro_type.get("type"))
 
 
-def array_items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: str
-           ) -> tuple[np.ndarray | None, np.ndarray]:
+def array_items(buffer: bytes, array_at: IntArray, counts: IntArray, items: str
+           ) -> tuple[FloatArray | None, IntArray]:
     """(every record's array items in one float64 array, the position just past each array's
     items); (None, ...) when they run past the buffer or a varint is too long for its type."""
     data = np.frombuffer(buffer, dtype=np.uint8)
@@ -125,7 +127,7 @@ def array_items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: 
     return signed.astype(np.float64), array_ends
 
 
-def _varints(data: np.ndarray, ends: np.ndarray, longest: int) -> IntArray | None:
+def _varints(data: ByteArray, ends: IntArray, longest: int) -> IntArray | None:
     """(n,) the unsigned varints (64 bits, as int64) whose last bytes are data[ends], each preceded
     by a byte below 0x80; None if one is longer than ``longest`` bytes. Most take a byte or two (values
     below 2**14): they cost a pass each, and only the longer ones more."""

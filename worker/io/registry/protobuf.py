@@ -36,6 +36,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, json_format, messag
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
+from nbstream.ndarrays import IntArray
+
 from ...errors import UserError
 from ..excerpts import excerpt
 from ..fields import MessageFields
@@ -110,7 +112,7 @@ class ProtobufDecoder:
         except UnreadableField as error:
             return None, f"record does not decode with its schema {schema.schema_id}: {error}"
 
-    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def vectors(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
                 fields: MessageFields) -> Vectors | None:
         """Each record parsed (upb, compiled) and its features copied into one float buffer,
         with no dict made per record; None when any record is not so simple."""
@@ -128,7 +130,7 @@ class ProtobufDecoder:
         values = np.concatenate(rows) if rows else np.zeros(0)
         return Vectors(offsets.astype(np.int32), values, [label for _, label, _ in read], ids)
 
-    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def table(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """Each record parsed (upb) and only its text, label and id fields taken; None when any
         record does not parse or one of those is not a scalar."""
@@ -136,7 +138,7 @@ class ProtobufDecoder:
         read = self._scalars(buffer, begins, ends, schemas, names)
         return None if read is None else _table(dict(zip(names, zip(*read, strict=True), strict=True)))
 
-    def _scalars(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def _scalars(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
                  names: tuple[str, ...], first: int | None = None) -> list[tuple[Any, ...]] | None:
         """The values of ``names`` in each record (the first a ``first`` kind of field, if given,
         the others scalars), or None when a record does not parse or a field is of another kind."""
