@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import overload
 
 import numpy as np
 import orjson
@@ -35,7 +35,7 @@ from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntAr
 from .arrow_ipc_size import decompressed_size
 from .fields import ID_COLUMN, LABEL_COLUMN, MessageFields
 from .messages import EXACT_LABELS, NUMBER, Decoded, label_kind_of_type, label_problem, value_problem
-from .records import Origin, Polled
+from .records import FieldValue, Origin, Polled
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
 
@@ -190,7 +190,7 @@ def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[BoolArray,
 
 
 def _combine(pieces: list[pa.Table | None], spec: FeatureSpec, label_kind: str | None
-             ) -> tuple[pa.RecordBatch, list[Any], list[tuple[BoolArray, AnyArray]]]:
+             ) -> tuple[pa.RecordBatch, list[FieldValue], list[tuple[BoolArray, AnyArray]]]:
     """One batch of every message's rows (a placeholder null row for an unreadable message), their
     ids, and the rows whose label cannot be learned: a mask over the batch, and one problem per batch row
     (None elsewhere)."""
@@ -200,7 +200,7 @@ def _combine(pieces: list[pa.Table | None], spec: FeatureSpec, label_kind: str |
     integers = all(pa.types.is_integer(column.type) for column in labels if column is not None)
     label_type = pa.string() if label_kind != NUMBER else pa.int64() if integers else pa.float64()
     columns: dict[str, list[pa.Array]] = {name: [] for name in (*spec.columns, LABEL_COLUMN)}
-    ids: list[Any] = []
+    ids: list[FieldValue] = []
     label_problems: list[tuple[BoolArray, AnyArray]] = []
     total = sum(1 if piece is None else piece.num_rows for piece in pieces)
     start = 0
@@ -351,7 +351,7 @@ def encode_predictions(polled: Polled, decoded: Decoded, rows: IndexArray, predi
     return messages, values
 
 
-def _ids(values: list[Any]) -> pa.Array:
+def _ids(values: list[FieldValue]) -> pa.Array:
     try:
         return pa.array(values)
     except (pa.ArrowException, TypeError, OverflowError):

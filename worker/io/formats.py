@@ -7,7 +7,7 @@ The service is handed one ``MessageFormat`` and never asks which one it is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .fields import REGISTRY_FORMATS, MessageFields
 from .json_predictions import prediction_values
 from .messages import Decoded as Decoded
 from .messages import decode, decode_objects, decode_table, decode_vectors
-from .records import Polled
+from .records import FieldValue, Polled
 from .registry.records import RegistryRecords
 
 
@@ -41,8 +41,9 @@ class MessageFormat(Protocol):
 
 
 class PredictionEncoder(Protocol):
-    def __call__(self, ids: list[Any], classes: AnyArray | None, best: IndexArray | None, proba: FloatArray | None,
-                 versions: IntArray | int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
+    def __call__(self, ids: list[FieldValue], classes: AnyArray | None, best: IndexArray | None,
+                 proba: FloatArray | None, versions: IntArray | int, topic: str, partitions: list[int],
+                 offsets: list[int]) -> list[bytes]:
         """The prediction of each message, as ``json_predictions.prediction_values`` takes them."""
 
 

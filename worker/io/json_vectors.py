@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import simdjson
 
 from nbstream.ndarrays import FloatArray
+
+from .records import FieldValue
 
 _PLAIN = (str, int, float, bool, type(None))  # ids and labels: anything else is left to the general path
 
@@ -28,8 +29,8 @@ class Vectors:
     """The messages' lists, labels and ids, message i at index i."""
     offsets: npt.NDArray[np.int32]  # (n_messages + 1,): message i's numbers are values[offsets[i]:offsets[i + 1]]
     values: FloatArray  # (n_numbers,)
-    labels: list[Any]  # a str, int, float, bool or None per message
-    ids: list[Any]
+    labels: list[FieldValue]  # a str, int, float, bool or None per message
+    ids: list[FieldValue]
 
 
 def read_vectors(values: Sequence[bytes], features: str, label: str, id_field: str) -> Vectors | None:
@@ -62,7 +63,7 @@ def read_vectors(values: Sequence[bytes], features: str, label: str, id_field: s
 
 
 def _read_one(parser: simdjson.Parser, value: bytes, features: str, label: str, id_field: str,
-              distinct_fields: bool) -> tuple[FloatArray, Any, Any] | None:
+              distinct_fields: bool) -> tuple[FloatArray, FieldValue, FieldValue] | None:
     """(numbers, label, id) of one message, or None. No reference into the parser's document
     outlives the call: the parser refuses to parse again while one does."""
     document = parser.parse(value)

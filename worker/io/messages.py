@@ -47,7 +47,7 @@ from nbstream.ndarrays import IntArray
 from .fields import LABEL_COLUMN, MessageFields
 from .json_exact import MAX_DEPTH, DuplicateKey, needs_exact_reading, read_exactly
 from .json_vectors import Vectors, read_vectors
-from .records import Polled
+from .records import FieldValue, Polled
 
 STRING, NUMBER = "string", "number"  # the two kinds of label
 EXACT_LABELS = 2**53  # number labels lie within ±EXACT_LABELS: every integer there is exact as a double
@@ -59,7 +59,7 @@ MOST_ID_BITS = 3_400  # an integer id of about MOST_ID_CHARACTERS decimal digits
 class Decoded:
     """One example per message, in message order."""
     batch: pa.RecordBatch  # the spec's columns plus LABEL_COLUMN (strings, or numbers)
-    ids: list[Any]  # each message's id as it came (None: none)
+    ids: list[FieldValue]  # each message's id as it came (None: none)
     problems: RowProblems
     label_kind: str | None  # the kind of the labels read (None: no label in the batch)
     # Arrow batch messages only (None for JSON, where row i is message i):
@@ -87,7 +87,7 @@ def label_kind_of(value: object) -> str | None:
     return None
 
 
-def label_problem(label: Any, label_kind: str | None) -> str | None:
+def label_problem(label: FieldValue, label_kind: str | None) -> str | None:
     """What makes a message's label unusable, if anything (a missing label is no problem).
 
     label_kind : the kind of label the model learns, None while any kind may be learned."""
@@ -339,9 +339,9 @@ def decode_objects(objects: list[dict[str, Any] | None], errors: list[str | None
     read. Fields are found by name as in a JSON object; label_kind as ``decode`` takes it."""
     n = len(objects)
     errors = list(errors)
-    ids: list[Any] = [None] * n
-    labels: list[Any] = [None] * n
-    columns: dict[str, list[Any]] = {name: [None] * n for name in spec.columns}
+    ids: list[FieldValue] = [None] * n
+    labels: list[FieldValue] = [None] * n
+    columns: dict[str, list[FieldValue]] = {name: [None] * n for name in spec.columns}
     for i, message in enumerate(objects):
         if message is None:
             continue
@@ -365,8 +365,8 @@ def decode_objects(objects: list[dict[str, Any] | None], errors: list[str | None
 class LabelEvents:
     """Label events, one per message: ``{"id": ..., "label": ...}`` under the fields' names.
     ids[i], labels[i] : message i's (None where it is unusable); errors[i] : why it is unusable, or None."""
-    ids: list[Any]
-    labels: list[Any]
+    ids: list[FieldValue]
+    labels: list[FieldValue]
     errors: list[str | None]
 
 
@@ -429,8 +429,8 @@ def _json_type(value: object) -> str:
     return {bool: "a boolean", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
-def _take_features(message: dict[str, Any], spec: FeatureSpec, fields: MessageFields, columns: dict[str, list[Any]],
-                   i: int) -> str | None:
+def _take_features(message: dict[str, Any], spec: FeatureSpec, fields: MessageFields,
+                   columns: dict[str, list[FieldValue]], i: int) -> str | None:
     if spec.kind == "text":
         text = message.get(fields.text)
         if not isinstance(text, str):
@@ -453,7 +453,7 @@ def _take_features(message: dict[str, Any], spec: FeatureSpec, fields: MessageFi
     return None
 
 
-def _column(name: str, values: list[Any], spec: FeatureSpec, problems: RowProblems) -> pa.Array:
+def _column(name: str, values: list[FieldValue], spec: FeatureSpec, problems: RowProblems) -> pa.Array:
     """One column of the spec's type for the whole batch; a value of the wrong type becomes a
     null and a problem of its row."""
     if spec.kind in ("text", "categorical"):
@@ -471,7 +471,7 @@ def _column(name: str, values: list[Any], spec: FeatureSpec, problems: RowProble
     return array
 
 
-def _as_doubles(values: list[Any], lists: bool) -> list[Any]:
+def _as_doubles(values: list[FieldValue], lists: bool) -> list[FieldValue]:
     """The values (or lists of values) with each integer its nearest double. As a double, Arrow
     refuses an integer beyond ±2**53; a feature is a double however it is written."""
     if lists:
@@ -483,7 +483,7 @@ def _numeric(arrow_type: pa.DataType) -> bool:
     return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
 
 
-def _typed(name: str, values: list[Any], arrow_type: pa.DataType, problems: RowProblems) -> pa.Array:
+def _typed(name: str, values: list[FieldValue], arrow_type: pa.DataType, problems: RowProblems) -> pa.Array:
     try:
         return pa.array(values, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -499,7 +499,7 @@ def _typed(name: str, values: list[Any], arrow_type: pa.DataType, problems: RowP
         return pa.array(cleaned, type=arrow_type)
 
 
-def _label_column(labels: Sequence[Any], kind: str | None) -> pa.Array:
+def _label_column(labels: Sequence[FieldValue], kind: str | None) -> pa.Array:
     """Strings, or numbers (int64 when all are integers, else float64); nulls where unlabeled.
     labels : each None or free of any ``label_problem`` (so a number lies within ±2**53)."""
     if kind == STRING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
@@ -12,6 +12,9 @@ from nbstream.ndarrays import BoolArray, IntArray
 
 Header: TypeAlias = tuple[str, bytes | None]  # a Kafka record header: its name, and its value (None: a null value)
 Origin: TypeAlias = tuple[str, int, int]  # where an input message was read: (topic, partition, offset)
+# A field's value as a message gives it (JSON's, or a record's of a schema format, read alike): a
+# string, number, boolean, None, list or object, whose type is checked where it is used.
+FieldValue: TypeAlias = Any
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ import pyarrow as pa
 from nbstream.ndarrays import AnyArray, BoolArray, IntArray
 
 from ..json_vectors import Vectors
+from ..records import FieldValue
 from .avro_vectors import (
     BOOLEAN,
     BYTES,
@@ -86,7 +87,7 @@ class _Column:
         values[rows] = np.concatenate(self.values)
         return pa.array(values, mask=~valid, type=pa.string() if kind == ENUM else None)
 
-    def to_list(self, data: ByteArray) -> list[Any] | None:
+    def to_list(self, data: ByteArray) -> list[FieldValue] | None:
         """The column as a list of n Python values (None where no value), of any kinds but bytes;
         None where one is bytes or a string is not UTF-8."""
         if BYTES in self.kinds:
@@ -94,7 +95,7 @@ class _Column:
         if len(self.kinds) < 2:
             array = self.array(data)
             return None if array is None else array.to_pylist()
-        found: list[Any] = [None] * self.n
+        found: list[FieldValue] = [None] * self.n
         try:
             for rows, part in zip(self.rows, self.values, strict=True):
                 if isinstance(part, tuple):  # strings: (starts, ends)

@@ -27,12 +27,12 @@ AvroDeserializer read them as they read their own (the tests check both).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import numpy as np
 
 from nbstream.ndarrays import AnyArray, FloatArray, IndexArray, IntArray
 
+from ..records import FieldValue
 from .client import RegistryClient
 from .wire import frame
 
@@ -90,7 +90,7 @@ class AvroPredictions:
         RegistryRefused (say, a schema incompatible with the subject's) or RegistryUnavailable."""
         return cls(client.register(subject, json.dumps(SCHEMA)))
 
-    def values(self, ids: list[Any], classes: AnyArray | None, best: IndexArray | None, proba: FloatArray | None,
+    def values(self, ids: list[FieldValue], classes: AnyArray | None, best: IndexArray | None, proba: FloatArray | None,
                versions: IntArray | int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
         """The framed prediction of each message (arguments as ``json_predictions.prediction_values``
         takes them)."""
@@ -113,7 +113,7 @@ class AvroPredictions:
                                             strict=True)]
 
 
-def _map_entries(proba: FloatArray, labels: list[Any]) -> list[bytes]:
+def _map_entries(proba: FloatArray, labels: list[FieldValue]) -> list[bytes]:
     """Each row's probabilities as an Avro map<double> keyed by the classes' names: one block of
     the entries' count, the entries, and the closing 0."""
     keys = [string_bytes(str(label)) for label in labels]
