@@ -66,7 +66,7 @@ class ModelOptions:
             raise ValueError("no model kind: it comes from the snapshot resumed")
         return self.kind
 
-    def parameters(self) -> dict:
+    def parameters(self) -> dict[str, Any]:
         """The parameters given, checked against what the kind accepts."""
         model_class = nbstream.model_class(self.chosen_kind)
         accepted = model_class.param_names()
@@ -79,7 +79,7 @@ class ModelOptions:
             raise ConfigError(f"the {self.kind} model takes no {options}.")
         return given
 
-    def build(self) -> nbstream.base.NaiveBayes:
+    def build(self) -> nbstream.base.NaiveBayes[Any, Any]:
         """A fresh model with these parameters, checked before any data is read."""
         parameters = self.parameters()
         model = nbstream.model_class(self.chosen_kind)(**parameters)
@@ -177,7 +177,7 @@ class ScoreConfig:
     skip_invalid: bool = False
 
 
-def parse_classes(values: list[str]) -> list:
+def parse_classes(values: list[str]) -> list[int | float | str]:
     """Class labels given on the command line: integers if all are, else numbers if all are, else text.
 
     >>> parse_classes(["0", "1"]), parse_classes(["0.5", "1"]), parse_classes(["ham", "spam"])
@@ -185,7 +185,7 @@ def parse_classes(values: list[str]) -> list:
 
     A class listed twice (``1`` and ``1.0`` among numbers too) is a ConfigError.
     """
-    classes: list = list(values)
+    classes: list[int | float | str] = list(values)
     for convert in (int, float):
         try:
             classes = [convert(value) for value in values]

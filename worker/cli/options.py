@@ -103,7 +103,7 @@ def setting_option(cls: type, name: str) -> Any:
     return _typer_option(f, rule, typing.get_type_hints(cls)[name])[1]
 
 
-def _typer_option(f: dataclasses.Field, rule: Setting, annotation: Any) -> tuple[Any, Any]:
+def _typer_option(f: dataclasses.Field[Any], rule: Setting, annotation: Any) -> tuple[Any, Any]:
     """(the parameter's type, its typer.Option) for one setting."""
     default: Any
     if rule.parse is not None:  # the text given, or shown: the default as one would write it
