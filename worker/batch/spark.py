@@ -248,7 +248,7 @@ def _refuse_replacing_an_input(out: Path, config: ScoreConfig) -> None:
             raise ConfigError(f"--out {out} holds an input ({source}); the predictions would replace it.")
 
 
-def evaluate(config: ScoreConfig, label: str | None, engine: EngineOptions) -> dict:
+def evaluate(config: ScoreConfig, label: str | None, engine: EngineOptions) -> dict[str, Any]:
     """What `worker evaluate` reports, counted by Spark's tasks."""
     import nbstream.spark
 
