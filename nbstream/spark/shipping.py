@@ -4,8 +4,9 @@ Its own package is pure Python: it is zipped once per version and content (in th
 folder, named ``nbstream-VERSION-DIGEST.zip``) and added to the session as a Python file
 (``SparkSession.addArtifacts(..., pyfile=True)``: ``SparkContext.addPyFile`` on a classic
 session, an artifact uploaded to the server on Spark Connect). The executors put it first on
-their ``sys.path``, so they run the driver's own nbstream even where another is installed. What
-it imports stays the executors' to have: numpy and pyarrow (which PySpark's Arrow path needs
+their ``sys.path``, so they run the driver's own nbstream even where another is installed.
+threadpoolctl, one pure-Python module the library needs, is shipped beside it. What else it
+imports stays the executors' to have: numpy and pyarrow (which PySpark's Arrow path needs
 anyway), and scipy for text and sparse vectors.
 """
 
@@ -35,31 +36,40 @@ def package_files(root: Path) -> list[Path]:
     return sorted(path for path in root.rglob("*.py") if "__pycache__" not in path.parts)
 
 
+def shipped_files(root: Path) -> dict[str, Path]:
+    """What the zip holds: its name there -> the file, the package's sources and the pure-Python
+    modules it needs that executors may lack."""
+    import threadpoolctl
+
+    beside = Path(threadpoolctl.__file__)
+    return {**{path.relative_to(root.parent).as_posix(): path for path in package_files(root)},
+            beside.name: beside}
+
+
 @functools.cache
 def package_zip() -> Path:
     """The zip of this nbstream, made on the first call of a process (or found already made:
     its name holds the version and a digest of the sources)."""
     from .. import __version__
 
-    root = package_root()
-    files = package_files(root)
+    files = shipped_files(package_root())
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(root.parent).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in files.items():
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     target = Path(tempfile.gettempdir()) / f"nbstream-{__version__}-{digest.hexdigest()[:16]}.zip"
     if not target.exists():
-        _write_zip(target, root, files)
+        _write_zip(target, files)
     return target
 
 
-def _write_zip(target: Path, root: Path, files: list[Path]) -> None:
+def _write_zip(target: Path, files: dict[str, Path]) -> None:
     """The zip written beside ``target`` and renamed into place: another process making the
     same one at the same moment never sees half of it."""
     handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as output, zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in files:
-                archive.write(path, path.relative_to(root.parent).as_posix())
+            for name, path in files.items():
+                archive.write(path, name)
         os.replace(partial, target)
     except BaseException:
         Path(partial).unlink(missing_ok=True)

@@ -30,10 +30,13 @@ def test_the_zip_holds_the_package_importable_and_is_made_once(tmp_path):
     assert archive.name.startswith(f"nbstream-{__version__}-") and shipping.package_zip() == archive
     names = zipfile.ZipFile(archive).namelist()
     assert "nbstream/__init__.py" in names and "nbstream/spark/tasks.py" in names
+    assert "threadpoolctl.py" in names  # what the library needs beside numpy, shipped for executors that lack it
     assert not [name for name in names if "__pycache__" in name or not name.endswith(".py")]
-    program = f"import sys; sys.path.insert(0, {str(archive)!r}); import nbstream.spark.tasks; print(nbstream.__file__)"
+    program = (f"import sys; sys.path.insert(0, {str(archive)!r}); import nbstream.spark.tasks, threadpoolctl; "
+               "print(nbstream.__file__); print(threadpoolctl.__file__)")
     imported = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path)
-    assert imported.stdout.strip() == f"{archive}/nbstream/__init__.py", imported.stderr
+    assert imported.stdout.split() == [f"{archive}/nbstream/__init__.py", f"{archive}/threadpoolctl.py"], \
+        imported.stderr
 
 
 def test_a_missing_executor_python_is_one_line_naming_the_settings():
