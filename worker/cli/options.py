@@ -11,7 +11,7 @@ import inspect
 import os
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +56,17 @@ def option_group(name: str, build: Callable[..., Any], options: dict[str, tuple[
 @dataclass(frozen=True)
 class Given:
     """A config dataclass's options as given, built when asked: inside the command, where its
-    errors are reported as one line. ``make`` builds it (the dataclass, or a builder of it)."""
+    errors are reported as one line. ``make`` builds it (the dataclass, or a builder of it);
+    ``parsers`` turn the text of the values that are given as text into their value (field name
+    -> parse), when it is built too: a value that does not parse is reported as any other error."""
     make: Callable[..., Any]
     values: dict[str, Any]
+    parsers: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
     def build(self, **more: Any) -> Any:
-        return self.make(**self.values, **more)
+        parsed = {name: self.parsers[name](value) if name in self.parsers else value
+                  for name, value in self.values.items()}
+        return self.make(**parsed, **more)
 
 
 def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[..., Any]]]
@@ -82,14 +87,14 @@ def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[...
     def given(**values: Any) -> dict[str, Given]:
         found: dict[str, Given] = {}
         for part, (cls, make) in makers.items():
-            mine = {}
+            mine, parsers = {}, {}
             for f, rule in settings_of(cls):
                 value = values[rule.parameter]
-                if rule.parse is None:
+                if rule.parse is not None and value is not None:
+                    parsers[f.name] = rule.parse
+                if rule.parse is None or value is not None:
                     mine[f.name] = value
-                elif value is not None:
-                    mine[f.name] = rule.parse(value)
-            found[part] = Given(make, mine)
+            found[part] = Given(make, mine, parsers)
         return found
 
     return option_group(name, given, options)
