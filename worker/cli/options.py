@@ -19,6 +19,7 @@ import typer
 
 from ..io.kafka.settings import ConnectionGiven, KafkaSettings, OAuthGiven, settings_from
 from ..io.registry.settings import RegistrySettings, registry_settings_from
+from ..model_settings import ModelParameters
 from ..setting import Setting, settings_of
 
 
@@ -74,7 +75,8 @@ def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[...
     """A decorator adding the options of the settings (``worker/setting.py``) of several config
     dataclasses to a command, which receives them as one parameter ``name``: part -> ``Given``.
     A part is a dataclass, or (the dataclass, what builds it from its settings). A setting that
-    parses its text and is not given takes the dataclass's default."""
+    parses its text and is not given takes the dataclass's default (so does one that may be given
+    several times and is not given at all)."""
     makers = {part: spec if isinstance(spec, tuple) else (spec, spec) for part, spec in parts.items()}
     options: dict[str, tuple[Any, Any]] = {}  # by the option's words (its field's name may be another's too)
     for cls, _ in makers.values():
@@ -90,6 +92,8 @@ def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[...
             mine, parsers = {}, {}
             for f, rule in settings_of(cls):
                 value = values[rule.parameter]
+                if rule.many and not value:
+                    value = None
                 if rule.parse is not None and value is not None:
                     parsers[f.name] = rule.parse
                 if rule.parse is None or value is not None:
@@ -109,7 +113,9 @@ def setting_option(cls: type, name: str) -> Any:
 def _typer_option(f: dataclasses.Field, rule: Setting, annotation: Any) -> tuple[Any, Any]:
     """(the parameter's type, its typer.Option) for one setting."""
     default: Any
-    if rule.parse is not None:  # the text given, or shown: the default as one would write it
+    if rule.many:  # the texts given, each time the option was
+        annotation, default = list[str] | None, None
+    elif rule.parse is not None:  # the text given, or shown: the default as one would write it
         annotation, default = str | None, rule.shown
     elif f.default is not dataclasses.MISSING:
         default = f.default
@@ -124,8 +130,7 @@ def _typer_option(f: dataclasses.Field, rule: Setting, annotation: Any) -> tuple
     return annotation, option
 
 
-MODEL_PANEL = "Model parameters"  # --help groups these options under their own headings
-KAFKA_PANEL = "Kafka connection"
+KAFKA_PANEL = "Kafka connection"  # --help groups these options under their own headings
 
 SNAPSHOT = typer.Argument(..., help="Snapshot written by worker train.", show_default=False)
 PATHS = typer.Argument(..., help="Parquet files, directories or globs.", show_default=False)
@@ -141,39 +146,9 @@ MLFLOW = typer.Option(False, "--mlflow", envvar=env("MLFLOW"),
                            "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]').")
 REGISTER = typer.Option(None, "--register", envvar=env("REGISTER"),
                         help="With --mlflow: register the logged model as a new version of this name.")
-ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).",
-                     rich_help_panel=MODEL_PANEL)
-BINARIZE = typer.Option(None, "--binarize", envvar=env("BINARIZE"),
-                        help="Bernoulli: features > this become 1 (default: 0.0).", rich_help_panel=MODEL_PANEL)
-FIT_PRIOR = typer.Option(None, "--fit-prior/--uniform-prior", envvar=env("FIT_PRIOR"),
-                         help="Learn class priors, or use uniform ones (default: learn).", rich_help_panel=MODEL_PANEL)
-NORM = typer.Option(None, "--norm/--no-norm", envvar=env("NORM"),
-                    help="Complement: normalise the weights (default: no).", rich_help_panel=MODEL_PANEL)
-VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=env("VAR_SMOOTHING"),
-                             help="Gaussian: variance smoothing (default: 1e-9).", rich_help_panel=MODEL_PANEL)
-MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_CATEGORIES"),
-                              help="Categorical: minimum categories per feature.", rich_help_panel=MODEL_PANEL)
-HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
-                         help="Forget: an example's weight halves every N newer examples.", rich_help_panel=MODEL_PANEL)
-WINDOW = typer.Option(None, "--window", min=2, envvar=env("WINDOW"),
-                      help="Keep a sliding window: the model of exactly the last N examples (less at most a "
-                           "bucket).", rich_help_panel=MODEL_PANEL)
-WINDOW_BUCKETS = typer.Option(None, "--window-buckets", min=1, envvar=env("WINDOW_BUCKETS"),
-                              help="The window moves a bucket of N/K examples at a time, and costs K + 1 models' "
-                                   "memory (default: 10, or N when smaller).", rich_help_panel=MODEL_PANEL)
-COUNTS = typer.Option(None, "--counts", envvar=env("COUNTS"),
-                      help="Bernoulli, multinomial, complement: hold the counts as a dense table of classes x "
-                           "features, or sparse, only the (class, feature) pairs seen; auto (default): sparse "
-                           "from 2^16 features on (hashed text). Predictions are the same.",
-                      rich_help_panel=MODEL_PANEL)
-
-
 model_parameters = option_group("model_parameters", dict, {
-    "alpha": (float | None, ALPHA), "binarize": (float | None, BINARIZE),
-    "fit_prior": (bool | None, FIT_PRIOR), "norm": (bool | None, NORM),
-    "var_smoothing": (float | None, VAR_SMOOTHING), "min_categories": (int | None, MIN_CATEGORIES),
-    "half_life": (float | None, HALF_LIFE), "window": (int | None, WINDOW),
-    "window_buckets": (int | None, WINDOW_BUCKETS), "counts": (str | None, COUNTS)})
+    f.name: _typer_option(f, rule, typing.get_type_hints(ModelParameters)[f.name])
+    for f, rule in settings_of(ModelParameters)})
 """Gives a command the model parameters, received as one dict ``model_parameters`` (ModelOptions' fields)."""
 
 

@@ -31,6 +31,7 @@ from .config import ServeConfig
 from .follower import StateFollower
 from .group_state import GroupState, PartitionSettings
 from .loop import LoopOutputs, LoopSettings, PrequentialLoop
+from .models.lineup import Lineup
 from .snapshots import SnapshotStore, StartingPoint
 from .telemetry.counts import UncommittedCounts
 from .telemetry.lag import GroupLag
@@ -102,7 +103,7 @@ class Session:
             self.producer = raw
         self.follower = StateFollower(client.reader(read_committed=True), config.topics.states)
         self.group = GroupState(fresh, encoder, self.follower, start=config.consumer.start,
-                                settings=partition_settings(config))
+                                settings=partition_settings(config), lineup=lineup(config))
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
         topics = config.topics
@@ -312,7 +313,14 @@ def partition_settings(config: ServeConfig) -> PartitionSettings:
 def loop_settings(config: ServeConfig) -> LoopSettings:
     """What the loop is told, of a ServeConfig."""
     return LoopSettings(learn=config.model.learn, max_classes=config.model.max_classes, fields=config.fields,
-                        labels=config.labels)
+                        labels=config.labels, output_challengers=config.models.output_challengers)
+
+
+def lineup(config: ServeConfig) -> Lineup:
+    """The models learned beside the one the serve options describe, of a ServeConfig."""
+    models = config.models
+    return Lineup(models.name, {name: options.build for name, options in
+                                models.challenger_models(config.model.kind).items()}, models.named)
 
 
 def _check_labels_topic(labels: TopicInfo | None, name: str, input_topic: str, source: TopicInfo | None) -> None:

@@ -83,14 +83,15 @@ class BatchHistogram:
 
 
 class PrequentialQuality:
-    """How the served predictions fared (``partition/quality.py``), in the windows recent (decayed)
+    """How each model's predictions fared (``nbstream/quality.py``), labeled ``model`` (the served
+    model's and every challenger's, judged on the same messages), in the windows recent (decayed)
     and all: the group's series over every partition state this replica knows (so they survive
     restarts), and each owned partition's, labeled ``partition``. Per-class series go to the first
     ``MOST_CLASS_SERIES`` labels in sorted order. A series is absent before anything was judged
-    (served, for the predicted-class share)."""
+    (predicted, for the predicted-class share)."""
 
-    LABELS = ("window: recent, decayed over about 1,000 messages, or all; partition: one input partition's, "
-              "else the group's")
+    LABELS = ("model: the model that predicted; window: recent, decayed over about 1,000 messages, or all; "
+              "partition: one input partition's, else the group's")
     GAUGES = {  # name -> (report key, help)
         "nbstream_prequential_accuracy": ("accuracy", "Share of labeled messages predicted right before learning "
                                           "from them"),
@@ -106,21 +107,23 @@ class PrequentialQuality:
     }
 
     def __init__(self, registry: CollectorRegistry):
-        self.reports: Callable[[], tuple[dict, dict[int, dict]]] = lambda: ({}, {})
+        self.reports: Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]] = lambda: ({}, {})
         registry.register(self)
 
-    def show(self, reports: Callable[[], tuple[dict, dict[int, dict]]]) -> None:
-        """reports() : the group's report and each owned partition's (window -> metric -> value),
-        made when scraped, on the metrics server's thread."""
+    def show(self, reports: Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]]) -> None:
+        """reports() : by model name, the group's report and each owned partition's (window ->
+        metric -> value), made when scraped, on the metrics server's thread."""
         self.reports = reports  # one assignment: a scrape sees the old or the new, whole
 
     def collect(self):
         group, owned = self.reports()
         families = {name: GaugeMetricFamily(name, f"{documentation} ({self.LABELS})")
                     for name, (_, documentation) in (self.GAUGES | self.PER_CLASS).items()}
-        self._add(families, group, {})
-        for partition, report in sorted(owned.items()):
-            self._add(families, report, {"partition": str(partition)})
+        for model, report in group.items():
+            self._add(families, report, {"model": model})
+        for model, partitions in owned.items():
+            for partition, report in sorted(partitions.items()):
+                self._add(families, report, {"model": model, "partition": str(partition)})
         yield from families.values()
 
     def _add(self, families: dict[str, GaugeMetricFamily], report: dict, labels: dict[str, str]) -> None:
