@@ -22,6 +22,7 @@ interfaces (``worker.io.interfaces``), so it runs in unit tests on fakes.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -40,12 +41,14 @@ from ..io.messages import read_label_events
 from ..io.records import Polled
 from .global_model import Predictions
 from .group_state import GroupState
+from .models.promotion import PromotionWatch
 from .partition.partition import Judged, Partition
 from .pending.join import LabelsConfig, served, unmatched_letters, with_id
 from .pending.store import Expired, Joined
 from .telemetry.counts import UncommittedCounts
 from .telemetry.metrics import ServiceMetrics
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LoopSettings:
@@ -97,13 +100,16 @@ class ServedRows:
 
 
 class PrequentialLoop:
-    """counts : where the work is counted until it is committed (the session publishes it then)."""
+    """counts : where the work is counted until it is committed (the session publishes it then);
+    promotion : what promotes a challenger to serve (--promote auto; None: none is)."""
 
     def __init__(self, messages: MessageFormat, group: GroupState, outputs: LoopOutputs, metrics: ServiceMetrics,
-                 counts: UncommittedCounts | None = None, settings: LoopSettings | None = None):
+                 counts: UncommittedCounts | None = None, settings: LoopSettings | None = None,
+                 promotion: PromotionWatch | None = None):
         self.messages, self.group, self.outputs, self.metrics = messages, group, outputs, metrics
         self.counts = counts or UncommittedCounts()
         self.settings = settings or LoopSettings()
+        self.promotion = promotion
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
@@ -120,6 +126,8 @@ class PrequentialLoop:
             self._join(labels)
         if self.settings.labels is not None:
             self.metrics.pending.set(self.group.pending_examples())
+        if self.promotion is not None:
+            self._promote(self.promotion)
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
 
     def _owned(self, polled: Polled) -> Polled:
@@ -254,6 +262,21 @@ class PrequentialLoop:
             if kept.added is not None:
                 self.counts.label_outcome("evicted", kept.added.evicted)
                 self._count_joined(kept.added.joined)
+
+    def _promote(self, promotion: PromotionWatch) -> None:
+        """Promote a challenger that did better than the served model on the last examples judged:
+        it serves from the next message on (one log line with the figures; counted once committed)."""
+        decided = promotion.decide(self.group.models.served)
+        if decided is None:
+            return
+        offsets = self.group.offsets()
+        self.group.promote(decided, offsets)
+        self.counts.promoted(decided.from_model, decided.to_model)
+        log.info(f"promoted {decided.to_model} to serve in place of {decided.from_model}: its log-loss over the last "
+                 f"{decided.window:,} examples judged, {decided.challenger_log_loss:.4f}, is {decided.lower_by:.1%} "
+                 f"below {decided.from_model}'s, {decided.served_log_loss:.4f} (--promote-margin "
+                 f"{decided.margin:.0%})", extra={**decided.figures(),
+                                                 "next_offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
     # ---- labels that come later -------------------------------------------------------------
     def _move_clocks(self, polled: Polled, labels: Polled | None) -> None:

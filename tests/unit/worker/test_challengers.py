@@ -19,17 +19,20 @@ from worker.service.partition.record import PartitionRecord
 from worker.service.telemetry.metrics import ServiceMetrics
 
 from .fake_kafka import FakeKafka
-from .test_session import STATES, open_session, polls, settings, states_in
+from .test_session import STATES, open_session, polls, settings
+from .test_session import states_in as every_state
 
 COMPLEMENT = "cnb=model=complement,alpha=0.5"
 FORGETTING = "forget=half_life=20"
 
 
 def stream(n: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """n examples of 4 count features whose rates depend on the class (a, b or c)."""
+    """n examples of 4 count features, one of which is frequent in each class (a, b or c): the
+    others are rarely 0, so that a Bernoulli model, which sees only whether a count is 0, tells
+    the classes apart much worse than a multinomial one."""
     rng = np.random.default_rng(seed)
     labels = rng.choice(["a", "b", "c"], size=n)
-    rates = 1 + np.searchsorted(["a", "b", "c"], labels)[:, None] * np.array([[0, 1, 2, 3]])
+    rates = 3 + 12 * (np.searchsorted(["a", "b", "c"], labels)[:, None] == np.arange(4))
     return rng.poisson(rates), labels
 
 
@@ -44,6 +47,11 @@ def cluster(X: np.ndarray, labels, partitions: int = 1) -> FakeKafka:
 
 def challengers(*specs: str, **options):
     return settings(challenger=parse_challengers(list(specs)), checkpoint_every=40, **options)
+
+
+def states_in(kafka: FakeKafka) -> dict[str, PartitionRecord]:
+    """The partition states the state topic holds, by name."""
+    return {name: state for name, state in every_state(kafka, skip=["served-model"]).items()}
 
 
 def header_of(kafka: FakeKafka, name: str) -> dict:
@@ -279,3 +287,108 @@ def test_examples_kept_before_a_challenger_came_teach_it_without_judging_it():
     assert state.statistics("cnb").model.n_examples_seen_ == 1  # m2: learned when its label came
     assert state.quality_of("cnb").report()["all"]["judged"] == 0  # it served m2 nothing
     assert state.quality_of("main").report()["all"]["judged"] == 1
+
+
+# ---- promotion -------------------------------------------------------------------------------
+def promoting(window: int = 100, **options):
+    """Bernoulli served (it sees only whether a count is 0), a multinomial challenger, --promote auto."""
+    return settings(**{"model": "bernoulli", "challenger": parse_challengers(["mnb=model=multinomial"]),
+                       "promote": "auto", "promote_window": window, "max_poll_records": 25, "checkpoint_every": 50}
+                    | options)
+
+
+def test_a_challenger_that_does_better_is_promoted_with_one_line_of_figures_and_serves_from_the_next_poll(caplog):
+    X, y = stream(600)
+    kafka = cluster(X, y)
+    metrics = ServiceMetrics()
+    session = open_session(kafka, promoting(output_challengers=True), metrics)
+    with caplog.at_level(logging.INFO):
+        session.run(polls(30))
+    lines = [r for r in caplog.records if r.getMessage().startswith("promoted mnb to serve in place of main")]
+    assert len(lines) == 1, [r.getMessage() for r in caplog.records]
+    line = lines[0]
+    assert (line.from_model, line.to_model, line.window, line.margin) == ("main", "mnb", 100, 0.05)
+    assert line.challenger_log_loss <= line.served_log_loss * 0.95 and line.lower_by >= 0.05
+    switch = line.next_offsets["0"]
+    assert switch % 25 == 0 and 100 < switch < 600  # after a poll, once 100 examples were judged by both
+    predictions = served(kafka)
+    assert {p["model"] for p in predictions[:switch]} == {"main"} and {p["model"] for p in predictions[switch:]} == {
+        "mnb"}
+    assert set(predictions[-1]["challengers"]) == {"main"}  # the former served model stays on as a challenger
+    assert metrics.promotions.labels("main", "mnb")._value.get() == 1
+    state = states_in(kafka)[state_name(0)]
+    assert state.statistics("main").model.n_examples_seen_ == state.statistics("mnb").model.n_examples_seen_ == 600
+
+
+def test_the_choice_is_written_in_the_commit_after_the_promotion_and_a_restart_serves_the_promoted_model():
+    X, y = stream(600)
+    kafka = cluster(X[:300], y[:300])
+    session = open_session(kafka, promoting())
+    session.run(polls(12))
+    session.close()
+    assert [r.key for r in kafka.topics[STATES].log[0]].count(b"served-model") == 1  # once, in one commit
+    assembler = StateAssembler()
+    for record in kafka.topics[STATES].log[0]:
+        assembler.add(record.key, record.value)
+    choice = json.loads(assembler.take("served-model"))
+    assert choice["served"] == "mnb" and choice["promotion"]["from_model"] == "main"
+    assert choice["promotion"]["offsets"]["0"] % 25 == 0 and choice["promotion"]["window"] == 100
+    for i in range(300, 600):
+        kafka.append("in", json.dumps({"id": i, "features": X[i].tolist(), "label": y[i]}).encode())
+    again = open_session(kafka, promoting())
+    assert again.group.models.served == "mnb"  # read with the group's states, before any message
+    again.run(polls(12))
+    assert {p["model"] for p in served(kafka)[300:]} == {"mnb"}
+
+
+def test_every_replica_serves_the_model_the_group_chose():
+    from nbstream.arrow import FeatureSpec
+    from worker.service.group_state import GroupState
+    from worker.service.session import lineup
+
+    from .fakes import FakeFollower
+
+    X, y = stream(300)
+    kafka = cluster(X, y)
+    open_session(kafka, promoting()).run(polls(12))
+    other = GroupState(nbstream.BernoulliNB, FeatureSpec.vector("features").encoder(), FakeFollower(),
+                       lineup=lineup(promoting()))
+    assert other.models.served == "main"
+    other.follower.put([(r.key, r.value) for r in kafka.topics[STATES].log[0]])
+    other.take_updates(other.follower.poll())
+    assert other.models.served == "mnb"
+
+
+def test_a_promotion_that_did_not_commit_is_not_the_groups_choice():
+    X, y = stream(300)
+    kafka = cluster(X, y)
+    session = open_session(kafka, promoting(checkpoint_every=100_000, checkpoint_interval=3600.0))
+    for _ in range(12):
+        session.loop.process(session.consumer.poll(0.0, 25))  # promoted, never committed
+    assert session.group.models.served == "mnb" and len(kafka.topics["out"].values()) == 0
+    session.close()  # the open transaction is aborted
+    assert open_session(kafka, promoting()).group.models.served == "main"
+
+
+def test_without_promote_auto_the_served_model_stays_whatever_the_challengers_do():
+    X, y = stream(300)
+    kafka = cluster(X, y)
+    session = open_session(kafka, settings(model="bernoulli", challenger=parse_challengers(["mnb=model=multinomial"]),
+                                           max_poll_records=25))
+    session.run(polls(12))
+    assert {p["model"] for p in served(kafka)} == {"main"}
+    assert not any(r.key == b"served-model" for r in kafka.topics[STATES].log[0])
+
+
+def test_metrics_list_every_model_its_role_and_the_promotions_window():
+    X, y = stream(300)
+    kafka = cluster(X, y)
+    metrics = ServiceMetrics()
+    open_session(kafka, promoting(), metrics).run(polls(12))
+    from prometheus_client import generate_latest
+
+    text = generate_latest(metrics.registry).decode()
+    assert 'nbstream_model_info{model="mnb",role="served",settings="MultinomialNB()"} 1.0' in text
+    assert 'nbstream_model_info{model="main",role="challenger",settings="BernoulliNB()"} 1.0' in text
+    assert 'nbstream_promotions_total{from_model="main",to_model="mnb"} 1.0' in text
+    assert 'nbstream_promotion_log_loss{model="mnb"}' in text

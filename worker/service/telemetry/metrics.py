@@ -143,6 +143,34 @@ def _sort_key(label: object) -> tuple[bool, object]:
     return isinstance(label, str), label
 
 
+class ModelLineup:
+    """The models the group learns: each one's settings and role (served or challenger), and with
+    --promote auto its mean log-loss over the examples the promotion compares."""
+
+    def __init__(self, registry: CollectorRegistry):
+        self.lineup: Callable[[], tuple[str, dict[str, str], dict[str, float]]] = lambda: ("", {}, {})
+        registry.register(self)
+
+    def show(self, lineup: Callable[[], tuple[str, dict[str, str], dict[str, float]]]) -> None:
+        """lineup() : (the served model's name, each model's settings by name, each model's mean
+        log-loss over the promotion's window by name), made when scraped."""
+        self.lineup = lineup
+
+    def collect(self):
+        served, settings, log_losses = self.lineup()
+        info = GaugeMetricFamily("nbstream_model_info", "The models the group learns: 1 for each, with its settings "
+                                 "and role (served: its predictions are sent; challenger: judged beside it)",
+                                 labels=["model", "role", "settings"])
+        window = GaugeMetricFamily("nbstream_promotion_log_loss", "Mean log-loss of each model over the last "
+                                   "examples judged that a promotion compares (--promote auto)", labels=["model"])
+        for name, described in settings.items():
+            info.add_metric([name, "served" if name == served else "challenger", described], 1)
+        for name, loss in log_losses.items():
+            window.add_metric([name], loss)
+        yield info
+        yield window
+
+
 class ConsumerLag:
     """How far the group is behind on every partition of its input (and of its labels topic, with
     --labels-topic; see ``lag.py``), and in all. Every replica reports the whole group's: a
@@ -216,6 +244,9 @@ class ServiceMetrics:
                                for outcome, (name, documentation) in LABEL_OUTCOMES.items()}
         self.label_delay = BatchHistogram("nbstream_label_delay_seconds", "From a message's timestamp to its label's, "
                                           "for the pairs joined", LABEL_DELAY_BUCKETS, registry)
+        self.promotions = Counter("nbstream_promotions", "Challengers this replica promoted to serve in place of the "
+                                  "served model (--promote auto)", ["from_model", "to_model"], registry=registry)
+        self.models = ModelLineup(registry)
         self.ready = False
         self.connected: bool | None = None  # unknown until the first contact
         self.registry_connected: bool | None = None  # the Schema Registry's, with --format avro: the same
