@@ -28,9 +28,9 @@ Every contender is its own process, reading the same topics (one partition, --me
   window      SMS text JSON served with no --window, with --window 10000 and with --window 100000:
               predictions/s and the partition state written per commit.
   challengers SMS text JSON served (multinomial) with 0, 1 and 3 --challenger models (complement;
-              then bernoulli and a multinomial with --half-life 10000 too), each judged on every
-              message: predictions/s, peak and current resident memory once the last prediction is
-              read, and the partition state written per commit.
+              then multinomials with --window 10000 and with --half-life 10000 too), each judged on
+              every message: predictions/s, peak and current resident memory once the last
+              prediction is read, and the partition state written per commit.
   labels      MNIST and SMS JSON served exactly-once (confluent) with each label inside its message,
               and with the messages unlabeled and the labels on a labels topic (--labels-topic; both
               topics sent in full first): examples learned per second, from the first prediction to
@@ -94,7 +94,8 @@ from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
 SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window",
             "challengers", "labels", "registry")
-CHALLENGERS = ("cnb=model=complement", "bnb=model=bernoulli", "forget=model=multinomial,half_life=10000")
+CHALLENGERS = ("cnb=model=complement", "recent=model=multinomial,window=10000",
+               "forget=model=multinomial,half_life=10000")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
 SMS_MODEL = ["--text", "--model", "multinomial"]
 MIB = 1 << 20

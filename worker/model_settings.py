@@ -91,7 +91,7 @@ def parse_model_spec(text: str, what: str = "SPEC") -> ModelOptions:
             kind = value
         elif name in settings:
             f, rule = settings[name]
-            values[f.name] = _value(value, hints[f.name], rule, what)
+            values[f.name] = _value(value, hints[f.name], rule, what, key)
         else:
             raise ConfigError(f"{what}: {key!r} is no model setting{_closest(name, [KIND_KEY, *settings])}; a SPEC "
                               f"takes {', '.join([KIND_KEY, *settings])}.")
@@ -101,21 +101,21 @@ def parse_model_spec(text: str, what: str = "SPEC") -> ModelOptions:
         raise ConfigError(f"{what}: {error}") from None
 
 
-def _value(text: str, annotation: Any, rule: Setting, what: str) -> Any:
-    """The value ``text`` gives a setting of type ``annotation`` (``T | None``), in its range."""
-    word = rule.flag.lstrip("-")
-    value = _typed(text, annotation, word, what)
-    problem = dataclasses.replace(rule, flag=word).problem(value)
+def _value(text: str, annotation: Any, rule: Setting, what: str, key: str) -> Any:
+    """The value ``text`` gives a setting of type ``annotation`` (``T | None``), in its range;
+    key : the setting as the SPEC names it, for errors."""
+    value = _typed(text, annotation, f"{what}: {key}")
+    problem = dataclasses.replace(rule, flag=key).problem(value)
     if problem is not None:
         raise ConfigError(f"{what}: {problem}")
     return value
 
 
-def _typed(text: str, annotation: Any, word: str, what: str) -> Any:
+def _typed(text: str, annotation: Any, named: str) -> Any:
     kind = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
     if kind is bool:
         if text.lower() not in _TRUE + _FALSE:
-            raise ConfigError(f"{what}: {word} must be true or false; got {text!r}.")
+            raise ConfigError(f"{named} must be true or false; got {text!r}.")
         return text.lower() in _TRUE
     if kind is str:
         return text
@@ -125,7 +125,7 @@ def _typed(text: str, annotation: Any, word: str, what: str) -> Any:
         value = None
     if value is None or not math.isfinite(value):
         noun = "an integer" if kind is int else "a finite number"
-        raise ConfigError(f"{what}: {word} must be {noun}; got {text!r}.")
+        raise ConfigError(f"{named} must be {noun}; got {text!r}.")
     return value
 
 

@@ -81,7 +81,7 @@ class StateWriter:
 
     def write(self) -> bool:
         changed = {state_name(p): partition for p, partition in self.group.owned.items() if partition.changed}
-        choice = self.group.choice_to_write()
+        choice = self.group.choice.to_write()
         if not changed and self.base is None and choice is None:
             return False
         self.last_bytes = 0
@@ -96,7 +96,7 @@ class StateWriter:
             self.group.start_from(self.base)
             self.base = None
         if choice is not None:
-            self.group.wrote_choice(choice)
+            self.group.choice.written(choice)
         return True
 
     def _write(self, name: str, record: PartitionRecord, pending: PendingWrite) -> None:

@@ -270,12 +270,13 @@ class ServeConfig:
         """Every challenger learns what the served model learns, with the same features, and
         predictions that name models are JSON (or Arrow, without the challengers' own)."""
         models = self.models
+        if models.named and self.output.output_format == "avro":
+            option = "--challenger" if models.challengers else "--model-name"
+            raise ConfigError(f"{option} needs --output-format json: the Avro predictions' schema names no model.")
         if not models.challengers:
             return
         if not self.model.learn:
             raise ConfigError("--challenger needs learning: with --no-learn no model learns.")
-        if self.output.output_format == "avro":
-            raise ConfigError("--challenger needs --output-format json: the Avro predictions' schema names no model.")
         if models.output_challengers and self.fields.format == "arrow":
             raise ConfigError("--output-challengers answers messages of one example each: not --format arrow.")
         served = self.feature_spec()

@@ -16,19 +16,18 @@ and its store is restored from them when its partition is assigned.
 
 The group's model of each name (``GlobalModels``: the served model and its challengers,
 ``Lineup``) is the merge of that model's statistics in ``states()``; ``version()`` tells them
-when to merge again. Which one serves is the group's choice (``models/choice.py``): this
-replica's promotions (``promote``), written by the next commit, and the newest choice read from
-the topic. A state that holds models of other names than this run's (challengers
-added or removed since) is taken with one model per name of this run: a new one starts empty
-and a removed one is dropped, each said once in a log line; a model whose kind or parameters
-changed under its name is a ConfigError.
+when to merge again. Which one serves is the group's choice (``choice``, ``models/choice.py``):
+this replica's promotions, written by the next commit, and the newest choice read from the
+topic. A state that holds models of other names than this run's (challengers added or removed
+since) is taken with one model per name of this run: a new one starts empty and a removed one
+is dropped, each said once in a log line; a model whose kind or parameters changed under its
+name is a ConfigError.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -42,10 +41,10 @@ from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start
 from .follower import StateFollower, partition_of, state_name, unreadable
 from .global_model import GlobalModel
-from .models.choice import SERVED_MODEL, ServedChoice
+from .models.choice import SERVED_MODEL, GroupChoice
 from .models.global_models import GlobalModels, HoldsModels
 from .models.lineup import Lineup
-from .models.promotion import Promotion, PromotionWatch
+from .models.promotion import PromotionWatch
 from .partition.drift_watch import DriftConfig
 from .partition.partition import Partition
 from .partition.record import PartitionRecord
@@ -82,10 +81,9 @@ class GroupState:
         self.settings = settings or PartitionSettings()
         self.lineup = lineup or Lineup()
         self.models = GlobalModels(self.lineup, fresh, encoder, self, self.settings.classes)
+        self.choice = GroupChoice(self.models, referee)
         self._referee = referee
         self._said: set[str] = set()  # the models whose absence or removal was said
-        self._writer = uuid.uuid4().hex  # names this replica's choices of the served model
-        self._choice: ServedChoice | None = None  # a promotion of this replica, until it is written
         self._encoder = encoder  # the configured one: a categorical partition's own starts from its spec
         self.owned: dict[int, Partition] = {}
         self.latest: dict[int, PartitionRecord] = {}  # newest committed state of partitions not owned
@@ -112,7 +110,7 @@ class GroupState:
         """Decode the newly completed states of partitions this replica does not own."""
         for name in dict.fromkeys(names):
             if name == SERVED_MODEL:
-                self._adopt_choice()
+                self.choice.adopt(self.follower.take_choice())
                 continue
             partition = partition_of(name)
             if partition is not None and partition in self.owned:
@@ -142,40 +140,6 @@ class GroupState:
             raise ConfigError(f"{source} was learned with features {encoder.describe()}; this service is configured "
                               f"for {configured.describe()}. Use the same feature options, or a new --group.")
         return state
-
-    def _adopt_choice(self) -> None:
-        """Serve the model the group's newest choice names (unless this replica made it: it serves
-        it already), if it is one of this run's."""
-        choice = self.follower.take_choice()
-        if choice is None or choice.writer == self._writer:
-            return
-        self._choice = None  # the group chose after this replica: its own choice is not to be written
-        served = self.models.served
-        if choice.served not in self.lineup.names:
-            log.warning("the group serves a model that is not given: serving another", extra={
-                "group_serves": choice.served, "serving": served})
-        elif choice.served != served:
-            self.models.serve(choice.served)
-            if self._referee is not None:
-                self._referee.reset()
-            log.info("serving the model the group chose", extra={"model": choice.served, "previous": served,
-                                                                  "promotion": choice.promotion})
-
-    def promote(self, promotion: Promotion, offsets: dict[int, int]) -> None:
-        """Serve ``promotion.to_model`` from now on; the next commit writes the group's choice
-        (offsets : where each owned partition's next message is, its figures)."""
-        self.models.serve(promotion.to_model)
-        figures = promotion.figures() | {"offsets": {str(p): offset for p, offset in sorted(offsets.items())}}
-        self._choice = ServedChoice(promotion.to_model, self._writer, figures)
-
-    def choice_to_write(self) -> ServedChoice | None:
-        """The group's choice the next commit writes (None: nothing changed)."""
-        return self._choice
-
-    def wrote_choice(self, choice: ServedChoice) -> None:
-        """``choice`` is in the state topic (in the commit's transaction)."""
-        if self._choice is choice:
-            self._choice = None
 
     def _check_models(self, source: str, state: PartitionRecord) -> None:
         """A ConfigError when the state learned a model of this run's names with other settings; the

@@ -270,7 +270,7 @@ class PrequentialLoop:
         if decided is None:
             return
         offsets = self.group.offsets()
-        self.group.promote(decided, offsets)
+        self.group.choice.promote(decided, offsets)
         self.counts.promoted(decided.from_model, decided.to_model)
         log.info(f"promoted {decided.to_model} to serve in place of {decided.from_model}: its log-loss over the last "
                  f"{decided.window:,} examples judged, {decided.challenger_log_loss:.4f}, is {decided.lower_by:.1%} "

@@ -12,16 +12,25 @@ payload is a JSON object::
 
 ``writer`` tells a replica its own choice read back (already applied) from another's. The
 previous version of the service does not know the name: it passes the record over with a warning.
+
+``GroupChoice`` is a replica's side of it: the promotions it makes, until the commit that writes
+them, and the choices of the others it reads (the newest in the topic wins).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import uuid
 from dataclasses import dataclass
 
 from nbstream.checked import shown
 
+from .global_models import GlobalModels
 from .names import NAME_RULE, is_model_name
+from .promotion import Promotion, PromotionWatch
+
+log = logging.getLogger(__name__)
 
 SERVED_MODEL = "served-model"  # the state-topic name of the group's choice
 
@@ -51,3 +60,46 @@ class ServedChoice:
         if not (isinstance(data["writer"], str) and isinstance(data["promotion"], dict)):
             raise ValueError(f"writer must be text and promotion an object; got {shown(data)}")
         return cls(data["served"], data["writer"], data["promotion"])
+
+
+class GroupChoice:
+    """Which of ``models`` serves, as this replica and the group choose it; watch : what promotes
+    challengers here (its examples start anew when another model serves; None: none)."""
+
+    def __init__(self, models: GlobalModels, watch: PromotionWatch | None = None):
+        self._models, self._watch = models, watch
+        self._writer = uuid.uuid4().hex  # names this replica's choices
+        self._unwritten: ServedChoice | None = None  # its last promotion, until a commit writes it
+
+    def promote(self, promotion: Promotion, offsets: dict[int, int]) -> None:
+        """Serve ``promotion.to_model`` from now on; the next commit writes the choice (offsets :
+        where each owned partition's next message is, with the figures)."""
+        self._models.serve(promotion.to_model)
+        figures = promotion.figures() | {"offsets": {str(p): offset for p, offset in sorted(offsets.items())}}
+        self._unwritten = ServedChoice(promotion.to_model, self._writer, figures)
+
+    def adopt(self, choice: ServedChoice | None) -> None:
+        """Serve the model the group's newest choice names, read from the topic (none: nothing
+        new), unless this replica made it (it serves it already) or it is not one of this run's."""
+        if choice is None or choice.writer == self._writer:
+            return
+        self._unwritten = None  # the group chose after this replica: its own choice is not to be written
+        served = self._models.served
+        if choice.served not in self._models:
+            log.warning("the group serves a model that is not given: serving another", extra={
+                "group_serves": choice.served, "serving": served})
+        elif choice.served != served:
+            self._models.serve(choice.served)
+            if self._watch is not None:
+                self._watch.reset()
+            log.info("serving the model the group chose", extra={"model": choice.served, "previous": served,
+                                                                  "promotion": choice.promotion})
+
+    def to_write(self) -> ServedChoice | None:
+        """The choice the next commit writes (None: nothing changed)."""
+        return self._unwritten
+
+    def written(self, choice: ServedChoice) -> None:
+        """``choice`` is in the state topic (in the commit's transaction)."""
+        if self._unwritten is choice:
+            self._unwritten = None

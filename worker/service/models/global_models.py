@@ -86,6 +86,9 @@ class GlobalModels:
     def __iter__(self) -> Iterator[str]:
         return iter(self._models)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._models
+
     @property
     def challengers(self) -> list[str]:
         """The names of the models that do not serve."""

@@ -162,13 +162,14 @@ def _rows_from(name: str, rows_meta: object, arrays: dict[str, AnyArray], what: 
     columns: dict[str, Column] = {}
     if name == EXAMPLES:
         columns["rows"] = _feature_rows(arrays, f"{name}.rows", rows_meta, n, where)
-        for model in (None, *models):
-            best, proba = served_columns(model)
-            columns[best], columns[proba] = _served(arrays, f"{name}.{best}", f"{name}.{proba}", n, where)
+        columns["best"], columns["proba"] = _served(arrays, f"{name}.best", f"{name}.proba", n, where)
         offsets = _array(arrays, f"{name}.offset", "<i8", 1, where, (n,))
         if (offsets < 0).any():
             raise ValueError(f"{where}: offsets must be at least 0")
         columns["offset"] = offsets
+        for model in models:  # in the order ``PendingExamples.add`` makes them
+            best, proba = served_columns(model)
+            columns[best], columns[proba] = _served(arrays, f"{name}.{best}", f"{name}.{proba}", n, where)
     elif name == LABELS:
         labels = arrays.get(f"{name}.label")
         if labels is None or labels.shape != (n,):
