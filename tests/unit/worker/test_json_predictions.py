@@ -91,8 +91,8 @@ def test_a_named_model_and_its_challengers_end_each_prediction():
     served = ModelPredictions(classes, np.array([0, 0]), proba, np.array([4, 5]))
     challenger = ModelPredictions(np.array(["spam", "ham"]), np.array([1, 0]), np.array([[0.4, 0.6], [0.9, 0.1]]),
                                   np.array([4, 5]))
-    values = named_prediction_values(["a", "b"], served, "in", [0, 0], [7, 8],
-                                     ServedBy("main", {"cnb": challenger, "new": ModelPredictions(None, None, None, 0)}))
+    shown = ServedBy("main", {"cnb": challenger, "new": ModelPredictions(None, None, None, 0)})
+    values = named_prediction_values(["a", "b"], served, "in", [0, 0], [7, 8], shown)
     first, second = (orjson.loads(value) for value in values)
     assert first == {"id": "a", "prediction": "ham", "probabilities": {"ham": 0.75, "spam": 0.25}, "model_version": 4,
                      "topic": "in", "partition": 0, "offset": 7, "model": "main",
