@@ -50,6 +50,7 @@ from .telemetry.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class LoopSettings:
     """learn : learn from labeled messages (False: predict only, labels ignored);
