@@ -60,7 +60,6 @@ class GlobalModels:
 
     def __init__(self, lineup: Lineup, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder,
                  group: GroupStates, classes: AnyArray | list | None = None):
-        self.lineup = lineup
         self._models = {name: GlobalModel(lineup.maker(name, fresh), encoder, NamedSources(group, name), classes)
                         for name in lineup.names}
         self._served = lineup.primary
