@@ -27,6 +27,10 @@ Every contender is its own process, reading the same topics (one partition, --me
               worktree, say: a metric it lacks shows as "-").
   window      SMS text JSON served with no --window, with --window 10000 and with --window 100000:
               predictions/s and the partition state written per commit.
+  challengers SMS text JSON served (multinomial) with 0, 1 and 3 --challenger models (complement;
+              then multinomials with --window 10000 and with --half-life 10000 too), each judged on
+              every message: predictions/s, peak and current resident memory once the last
+              prediction is read, and the partition state written per commit.
   labels      MNIST and SMS JSON served exactly-once (confluent) with each label inside its message,
               and with the messages unlabeled and the labels on a labels topic (--labels-topic; both
               topics sent in full first): examples learned per second, from the first prediction to
@@ -45,6 +49,7 @@ Every contender is its own process, reading the same topics (one partition, --me
     python scripts/bench_kafka.py --only partitions [--partitions 1,8,24,48] [--replicas 1] [--worker-root PATH]
     python scripts/bench_kafka.py --only prequential --baseline-root PATH
     python scripts/bench_kafka.py --only labels --messages 60000
+    python scripts/bench_kafka.py --only challengers --messages 50000
     python scripts/bench_kafka.py --only registry [--schema-registry URL]
 Without --bootstrap a local broker is started with scripts/kafka_broker.py (and stopped).
 """
@@ -87,8 +92,10 @@ from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 from scripts.local_process import free_port  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
-SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window", "labels",
-            "registry")
+SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window",
+            "challengers", "labels", "registry")
+CHALLENGERS = ("cnb=model=complement", "recent=model=multinomial,window=10000",
+               "forget=model=multinomial,half_life=10000")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
 SMS_MODEL = ["--text", "--model", "multinomial"]
 MIB = 1 << 20
@@ -529,29 +536,51 @@ def partitions_run(bootstrap, values, partitions, replicas, root, folder) -> lis
             f"{state_bytes / commits / 1024:,.0f} ({commits:.0f})", merge_ms(samples), *restart]
 
 
+def sms_served(bootstrap, topic, n, extra, folder) -> tuple[float, tuple[float, float], str]:
+    """One replica serving the ``n`` SMS messages of ``topic`` with the ``extra`` options: its
+    predictions/s, its (peak, current) resident MiB once the last prediction is read, and the
+    state KiB it wrote per commit (commits)."""
+    run = f"{topic}-{uuid.uuid4().hex[:6]}"
+    predictions = Predictions(bootstrap, f"{run}.out")
+    replica = Replica(bootstrap, topic, run, folder, run, extra=extra)
+    try:
+        predictions.wait(n)
+        memory = replica.memory()
+        wait_for(lambda: replica.metrics().get("nbstream_predictions_total", 0) >= n, "the last commit")
+        sample = replica.metrics()
+    finally:
+        stop([replica.process])
+    commits = sample["nbstream_checkpoints_total"]
+    return (batch_rate(predictions), memory,
+            f"{sample['nbstream_state_written_bytes_total'] / commits / 1024:,.0f} ({commits:.0f})")
+
+
 def windows(bootstrap, n, folder) -> None:
     """SMS served with no window and with two windows: predictions/s and the state written per commit."""
-    values = sms_messages(n)
     topic = create_topic(bootstrap, "bench-window")
-    send(bootstrap, topic, values)
+    send(bootstrap, topic, sms_messages(n))
     rows = []
     for extra in ((), ("--window", "10000"), ("--window", "100000")):
-        run = f"{topic}-{uuid.uuid4().hex[:6]}"
-        predictions = Predictions(bootstrap, f"{run}.out")
-        replica = Replica(bootstrap, topic, run, folder, run, extra=extra)
-        try:
-            predictions.wait(len(values))
-            wait_for(lambda replica=replica: replica.metrics().get("nbstream_predictions_total", 0) >= len(values),
-                     "the last commit")
-            sample = replica.metrics()
-        finally:
-            stop([replica.process])
-        commits = sample["nbstream_checkpoints_total"]
-        rows.append([" ".join(extra) or "none", f"{batch_rate(predictions):,.0f}",
-                     f"{sample['nbstream_state_written_bytes_total'] / commits / 1024:,.0f} ({commits:.0f})"])
+        rate, _, state = sms_served(bootstrap, topic, n, extra, folder)
+        rows.append([" ".join(extra) or "none", f"{rate:,.0f}", state])
     print(f"Windows: SMS text JSON served exactly-once (confluent, multinomial on 2^20 hashed words, "
           f"window_buckets 10), {n:,} messages, one partition:\n")
     table(["window", "predictions/s", "state KiB per commit (commits)"], rows)
+
+
+def challengers(bootstrap, n, folder) -> None:
+    """SMS served with 0, 1 and 3 challengers: predictions/s, memory and the state written per commit."""
+    topic = create_topic(bootstrap, "bench-challengers")
+    send(bootstrap, topic, sms_messages(n))
+    rows = []
+    for count in (0, 1, 3):
+        extra = tuple(option for spec in CHALLENGERS[:count] for option in ("--challenger", spec))
+        rate, (peak, current), state = sms_served(bootstrap, topic, n, extra, folder)
+        rows.append([f"{count}", ", ".join(spec.split("=")[0] for spec in CHALLENGERS[:count]) or "-",
+                     f"{rate:,.0f}", f"{peak:,.0f}", f"{current:,.0f}", state])
+    print(f"Challengers: SMS text JSON served exactly-once (confluent, multinomial on 2^20 hashed words) with "
+          f"challengers {', '.join(CHALLENGERS)}, {n:,} messages, one partition:\n")
+    table(["challengers", "names", "predictions/s", "peak MiB", "current MiB", "state KiB per commit (commits)"], rows)
 
 
 def restored(bootstrap, topic, run, probes, sent, root, folder) -> list[str]:
@@ -725,6 +754,8 @@ def main() -> None:
             prequential(bootstrap, args.data_dir, args.messages, args.baseline_root.resolve(), folder, args.rounds)
         if "window" in sections:
             windows(bootstrap, args.messages, folder)
+        if "challengers" in sections:
+            challengers(bootstrap, args.messages, folder)
         if "labels" in sections:
             delayed_labels(bootstrap, args.data_dir, args.messages, folder)
         if "registry" in sections:

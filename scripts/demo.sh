@@ -145,7 +145,7 @@ wait_until_served() {
         consumed=$(metric "$port" nbstream_messages_total)
         consumed=${consumed%.*}  # a counter: 5574.0
         if [[ -n "$consumed" && $consumed -ge $expected
-              && -n "$(metric "$port" 'nbstream_prequential_accuracy{window="all"}')" ]]; then
+              && -n "$(metric "$port" 'nbstream_prequential_accuracy{model="main",window="all"}')" ]]; then
             return
         fi
         if ((SECONDS >= deadline)); then
@@ -187,8 +187,10 @@ for value in values[first_held_out:first_held_out + shown]:
 show_accuracy() {
     local port=$1
     echo "prequential accuracy (each message predicted before it is learned from), from /metrics:"
-    echo "nbstream_prequential_accuracy{window=\"all\"} $(metric "$port" 'nbstream_prequential_accuracy{window="all"}')"
-    echo "nbstream_prequential_accuracy{window=\"recent\"} $(metric "$port" 'nbstream_prequential_accuracy{window="recent"}')" \
+    echo "nbstream_prequential_accuracy{model=\"main\",window=\"all\"}" \
+        "$(metric "$port" 'nbstream_prequential_accuracy{model="main",window="all"}')"
+    echo "nbstream_prequential_accuracy{model=\"main\",window=\"recent\"}" \
+        "$(metric "$port" 'nbstream_prequential_accuracy{model="main",window="recent"}')" \
         "(decayed over about the last 1,000: mostly the held-out messages)"
 }
 

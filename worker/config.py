@@ -38,8 +38,8 @@ class ModelOptions:
     def __post_init__(self) -> None:
         """Any letter case; an unknown kind is refused here, with the closest name suggested.
         (None: the kind of the snapshot resumed.) The parameters given are checked by the
-        library's rules before any data is read (resuming, by the rules every kind shares:
-        forgetting and windows)."""
+        library's rules before any data is read (resuming, by the rules of every kind that
+        takes them)."""
         if self.kind is not None:
             kind = self.kind.strip().lower()
             if kind not in nbstream.MODEL_KINDS:
@@ -49,11 +49,14 @@ class ModelOptions:
                                   f"{', '.join(nbstream.MODEL_KINDS)}.")
             self.kind = kind
         given = self._given()
-        rules = nbstream.model_class(self.kind or nbstream.MODEL_KINDS[0]).parameter_rules()
-        try:
-            rules.check(given, given=set(given), spell=option_name)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+        kinds = [self.kind] if self.kind is not None else list(nbstream.MODEL_KINDS)
+        for kind in kinds:  # without a kind, each parameter by the rules of the kinds that take it
+            rules = nbstream.model_class(kind).parameter_rules()
+            taken = {name: value for name, value in given.items() if name in rules}
+            try:
+                rules.check(taken, given=set(taken), spell=option_name)
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
 
     def _given(self) -> dict[str, object]:
         """The parameters given (not None), by name."""

@@ -30,6 +30,7 @@ class Setting:
     low, high : the range a number takes (inclusive); choices : the words a text takes;
     parse : turns the text given on the command line into the value (a duration, a list), with
         ``shown`` the default as one would write it (parsed as the value given, and shown by --help);
+    many : the option may be given several times: ``parse`` turns the list of their texts into the value;
     panel : the heading --help shows the option under (None: the command's own options)."""
     flag: str
     help: str = ""
@@ -40,6 +41,7 @@ class Setting:
     negative: str | None = None
     parse: Callable[[str], Any] | None = None
     shown: str | None = None
+    many: bool = False
     panel: str | None = None
 
     @property

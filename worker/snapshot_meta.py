@@ -10,7 +10,11 @@ produces is the ``meta`` of the snapshot header::
                                             or {"type": "merge", "snapshots": [...]}
                                             or {"type": "files", "files": [...]} (--engine spark)
      "run": {...},                          train: what a restart must match to continue
-     "rows_read": 0, "rows_rejected": 0}    train: counters
+     "rows_read": 0, "rows_rejected": 0,    train: counters
+     "models": {"model": "mnb", "served": "mnb", "all": {"main": "BernoulliNB()", "mnb": "MultinomialNB()"}}}
+                                            serve and export of a group that names its models: the
+                                            model this snapshot holds, the one the group serves, and
+                                            every model the group learns with its settings
 """
 
 from __future__ import annotations
@@ -115,7 +119,31 @@ def _source_from_json(data: object) -> Source | None:
     return None
 
 
-_KNOWN_KEYS = ("features", "label", "source", "run", "rows_read", "rows_rejected")
+_KNOWN_KEYS = ("features", "label", "source", "run", "rows_read", "rows_rejected", "models")
+
+
+@dataclass(frozen=True)
+class ModelsListing:
+    """The models of a serving group: the one a snapshot holds (``model``), the one it serves, and
+    each one's settings by name."""
+    model: str
+    served: str
+    settings: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "served": self.served, "all": self.settings}
+
+    @classmethod
+    def from_json(cls, data: object) -> ModelsListing | None:
+        if not (isinstance(data, dict) and isinstance(data.get("all"), dict)):
+            return None
+        return cls(str(data.get("model")), str(data.get("served")), {str(k): str(v) for k, v in data["all"].items()})
+
+    def describe(self) -> str:
+        """'mnb (served), main' with the snapshot's own model first."""
+        names = [self.model, *(name for name in self.settings if name != self.model)]
+        return ", ".join(f"{name} {self.settings.get(name, '')}".rstrip() + (" (served)" if name == self.served else "")
+                         for name in names)
 
 
 @dataclass
@@ -128,6 +156,7 @@ class SnapshotMeta:
     rows_read: int = 0
     rows_rejected: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    models: ModelsListing | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"features": self.features.to_json()}
@@ -137,6 +166,8 @@ class SnapshotMeta:
             data["source"] = self.source.to_json()
         if self.run is not None:
             data.update(run=self.run, rows_read=self.rows_read, rows_rejected=self.rows_rejected)
+        if self.models is not None:
+            data["models"] = self.models.to_json()
         return {**self.extra, **data}
 
     @classmethod
@@ -149,7 +180,8 @@ class SnapshotMeta:
                        run=meta.get("run"), rows_read=int(meta.get("rows_read", 0)),
                        rows_rejected=int(meta.get("rows_rejected", 0)),
                        extra={key: value for key, value in meta.items()
-                              if key not in _KNOWN_KEYS or (key == "source" and source is None)})
+                              if key not in _KNOWN_KEYS or (key == "source" and source is None)},
+                       models=ModelsListing.from_json(meta.get("models")))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise nbstream.SnapshotError(f"{path}: worker metadata is inconsistent ({error!r}).") from None
 

@@ -228,3 +228,12 @@ def test_serve_refuses_a_message_field_with_two_roles_before_connecting(options,
                       *options, timeout=60)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and f"ERROR worker.serve: {expected}" in lines[0], done.stderr
+
+
+def test_serve_reports_a_value_that_does_not_parse_in_one_line():
+    done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
+                      "--labels-topic", "t.labels", "--label-ttl", "5x", timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "ERROR worker.serve: --label-ttl must be a positive duration such as 90s, 15m, 36h or 7d; got '5x'." \
+        in lines[0]

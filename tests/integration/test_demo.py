@@ -29,7 +29,7 @@ N_TRAIN = 4459  # training messages, produced first; the held-out ones follow th
 # Prequential accuracy starts from an empty model (always predicting "ham" scores 0.866; the batch
 # demo's model, trained on every training message first, 0.9865 on the held-out ones).
 LEAST_ACCURACY = 0.95
-ACCURACY = re.compile(r'^nbstream_prequential_accuracy\{window="all"\} (\S+)$', re.MULTILINE)
+ACCURACY = re.compile(r'^nbstream_prequential_accuracy\{model="main",window="all"\} (\S+)$', re.MULTILINE)
 MARK = "NBSTREAM_DEMO_TEST_MARK"  # set for the demo, so inherited by every process it starts
 METRICS_URL = re.compile(r"metrics at (http://127\.0\.0\.1:\d+/metrics)")
 

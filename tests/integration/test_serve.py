@@ -327,7 +327,7 @@ def _sms_served_test_then_train(kafka_bootstrap, kafka_client, tmp_path, fmt):
             rows += list(zip(batch.column("id").to_pylist(), batch.column("prediction").to_pylist(),
                              batch.column("model_version").to_pylist(), strict=True))
     assert wait_for(lambda: metric_values(port).get("nbstream_examples_learned_total") == table.num_rows, timeout=30)
-    accuracy = metric_values(port).get('nbstream_prequential_accuracy{window="all"}')
+    accuracy = metric_values(port).get('nbstream_prequential_accuracy{model="main",window="all"}')
     assert service.terminate() == 0, service.log_tail()
     batch = table.combine_chunks().to_batches()[0]
     X = FeatureSpec.text("text").encoder().encode(batch, learn=False)[0]

@@ -254,6 +254,8 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
             typer.echo(f"source:         {meta.source.describe()}")
         if isinstance(meta.source, (ParquetProgress, FilesRead)):
             typer.echo(f"rows rejected:  {meta.rows_rejected:,}")
+        if meta.models is not None:
+            typer.echo(f"models:         {meta.models.describe()}")
         extra = meta.extra
     typer.echo(f"classes ({'open' if header['open_classes'] else 'fixed'}):")
     for label, count in zip(model.classes_.tolist(), model.class_count_.tolist(), strict=True):

@@ -11,7 +11,7 @@ import inspect
 import os
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import nbstream
 
 from ..io.kafka.settings import ConnectionGiven, KafkaSettings, OAuthGiven, settings_from
 from ..io.registry.settings import RegistrySettings, registry_settings_from
+from ..model_settings import MODEL_OPTIONS, parameter_rule
 from ..setting import Setting, settings_of
 
 
@@ -58,12 +59,17 @@ def option_group(name: str, build: Callable[..., Any], options: dict[str, tuple[
 @dataclass(frozen=True)
 class Given:
     """A config dataclass's options as given, built when asked: inside the command, where its
-    errors are reported as one line. ``make`` builds it (the dataclass, or a builder of it)."""
+    errors are reported as one line. ``make`` builds it (the dataclass, or a builder of it);
+    ``parsers`` turn the text of the values that are given as text into their value (field name
+    -> parse), when it is built too: a value that does not parse is reported as any other error."""
     make: Callable[..., Any]
     values: dict[str, Any]
+    parsers: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
     def build(self, **more: Any) -> Any:
-        return self.make(**self.values, **more)
+        parsed = {name: self.parsers[name](value) if name in self.parsers else value
+                  for name, value in self.values.items()}
+        return self.make(**parsed, **more)
 
 
 def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[..., Any]]]
@@ -71,7 +77,8 @@ def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[...
     """A decorator adding the options of the settings (``worker/setting.py``) of several config
     dataclasses to a command, which receives them as one parameter ``name``: part -> ``Given``.
     A part is a dataclass, or (the dataclass, what builds it from its settings). A setting that
-    parses its text and is not given takes the dataclass's default."""
+    parses its text and is not given takes the dataclass's default (so does one that may be given
+    several times and is not given at all)."""
     makers = {part: spec if isinstance(spec, tuple) else (spec, spec) for part, spec in parts.items()}
     options: dict[str, tuple[Any, Any]] = {}  # by the option's words (its field's name may be another's too)
     for cls, _ in makers.values():
@@ -84,14 +91,16 @@ def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[...
     def given(**values: Any) -> dict[str, Given]:
         found: dict[str, Given] = {}
         for part, (cls, make) in makers.items():
-            mine = {}
+            mine, parsers = {}, {}
             for f, rule in settings_of(cls):
                 value = values[rule.parameter]
-                if rule.parse is None:
+                if rule.many and not value:
+                    value = None
+                if rule.parse is not None and value is not None:
+                    parsers[f.name] = rule.parse
+                if rule.parse is None or value is not None:
                     mine[f.name] = value
-                elif value is not None:
-                    mine[f.name] = rule.parse(value)
-            found[part] = Given(make, mine)
+            found[part] = Given(make, mine, parsers)
         return found
 
     return option_group(name, given, options)
@@ -106,7 +115,9 @@ def setting_option(cls: type, name: str) -> Any:
 def _typer_option(f: dataclasses.Field[Any], rule: Setting, annotation: Any) -> tuple[Any, Any]:
     """(the parameter's type, its typer.Option) for one setting."""
     default: Any
-    if rule.parse is not None:  # the text given, or shown: the default as one would write it
+    if rule.many:  # the texts given, each time the option was
+        annotation, default = list[str] | None, None
+    elif rule.parse is not None:  # the text given, or shown: the default as one would write it
         annotation, default = str | None, rule.shown
     elif f.default is not dataclasses.MISSING:
         default = f.default
@@ -138,11 +149,6 @@ MLFLOW = typer.Option(False, "--mlflow", envvar=env("MLFLOW"),
                            "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]').")
 REGISTER = typer.Option(None, "--register", envvar=env("REGISTER"),
                         help="With --mlflow: register the logged model as a new version of this name.")
-# The model parameters the commands take (the library's others keep their defaults), each with
-# the negative of a flag where it has one. Everything else comes from the library's rules.
-MODEL_OPTIONS = {"alpha": None, "binarize": None, "fit_prior": "--uniform-prior", "norm": "--no-norm",
-                 "var_smoothing": None, "min_categories": None, "half_life": None, "window": None,
-                 "window_buckets": None, "counts": None}
 _STRICTER_MINIMUM = {"window": 2}  # the commands' own: a window of one example keeps nothing to learn from
 _ANNOTATIONS = {"bool": bool | None, "int": int | None, "float": float | None, "choice": str | None}
 
@@ -150,8 +156,7 @@ _ANNOTATIONS = {"bool": bool | None, "int": int | None, "float": float | None, "
 def _parameter_option(name: str, negative: str | None) -> tuple[Any, Any]:
     """(type, typer.Option) of one model parameter, from the library's rule of it: its help, default,
     range (where an end is a number that belongs to it), and the kinds that take it."""
-    kinds = [kind for kind in nbstream.MODEL_KINDS if name in nbstream.model_class(kind).parameter_rules()]
-    rule = nbstream.model_class(kinds[0]).parameter_rules()[name]
+    rule, kinds = parameter_rule(name)
     takers = "" if len(kinds) == len(nbstream.MODEL_KINDS) else f"{', '.join(k.capitalize() for k in kinds)}: "
     choices = f" ({', '.join(rule.choices)})" if rule.choices else ""
     bounds = rule.bounds

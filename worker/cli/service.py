@@ -67,6 +67,9 @@ def export(
     out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write."),
     state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
                                               help="The group's state topic (default: INPUT.GROUP.nbstream-state)."),
+    model_name: str | None = typer.Option(None, "--model-name", envvar=env("MODEL_NAME"),
+                                          help="Which of the group's models (the served one or a challenger, as "
+                                               "serve names them; default: the one it serves)."),
     *,
     kafka: KafkaOptions,
 ) -> None:
@@ -79,12 +82,14 @@ def export(
     with reported_errors():
         settings = kafka.settings()
         try:
-            model, offsets = run_export(connect(settings), input_topic,
-                                        state_topic or state_topic_name(group, input_topic), out)
+            exported = run_export(connect(settings), input_topic, state_topic or state_topic_name(group, input_topic),
+                                  out, model_name)
         except KafkaFailure as failure:
             raise UserError(f"cannot read the state from Kafka at {settings.bootstrap}: {failure}") from None
-    typer.echo(f"exported {model.n_examples_seen_:,} examples, {len(model.classes_)} classes, offsets "
-               f"{dict(sorted(offsets.items()))} -> {out}")
+    model = exported.model
+    named = f" of model {exported.name}" if exported.named else ""
+    typer.echo(f"exported {model.n_examples_seen_:,} examples{named}, {len(model.classes_)} classes, offsets "
+               f"{dict(sorted(exported.offsets.items()))} -> {out}")
 
 
 @app.command()

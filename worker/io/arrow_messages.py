@@ -13,7 +13,8 @@ the dead-letter topic alone, as a one-row Arrow stream with its row index.
 
 Predictions come back as one Arrow IPC stream per input message: its good rows in order,
 with the columns of ``PREDICTION_SCHEMA_FIELDS`` and the class labels of the probability
-lists in the schema metadata (``classes``, JSON).
+lists in the schema metadata (``classes``, JSON); when the service names its models, a last
+column "model" names the one that predicted.
 """
 
 from __future__ import annotations
@@ -308,14 +309,15 @@ class RowValues(Sequence[bytes | None]):
 
 
 def encode_predictions(polled: Polled, decoded: Decoded, rows: IndexArray, predicted: AnyArray | None,
-                       proba: FloatArray | None, classes: AnyArray | None,
-                       versions: IntArray | int) -> tuple[list[int], list[bytes]]:
+                       proba: FloatArray | None, classes: AnyArray | None, versions: IntArray | int,
+                       model: str | None = None) -> tuple[list[int], list[bytes]]:
     """One Arrow stream per input message with good rows: (message indexes, values).
 
     polled : the poll (one row per message); rows : (n_good,) the decoded rows predicted, in order;
     predicted : (n_good,) labels or None while the model knows no class; proba : (n_good, n_classes),
     a row of NaN where the model knew no class yet (a null prediction and probabilities);
-    versions : (n_good,) the examples the model predicting each row had learned, or one for all
+    versions : (n_good,) the examples the model predicting each row had learned, or one for all;
+    model : the name of the model that predicted them, in a last column "model" (None: no such column)
     """
     if decoded.message_of is None or decoded.row_in_message is None:
         raise ValueError("Arrow predictions need the rows' messages (a decode_arrow result)")
@@ -345,6 +347,8 @@ def encode_predictions(polled: Polled, decoded: Decoded, rows: IndexArray, predi
             "partition": pa.array(np.full(n, polled.partitions[message], np.int32)),
             "offset": pa.array(np.full(n, polled.offsets[message], np.int64)),
         }
+        if model is not None:
+            columns["model"] = pa.array([model] * n, pa.string())
         table = pa.table(columns).replace_schema_metadata(metadata)
         messages.append(message)
         values.append(write_stream(table))

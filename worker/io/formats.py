@@ -16,7 +16,7 @@ from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntAr
 
 from .arrow_messages import decode_arrow, encode_predictions
 from .fields import REGISTRY_FORMATS, MessageFields
-from .json_predictions import prediction_values
+from .json_predictions import ModelPredictions, ServedBy, named_prediction_values, prediction_values
 from .messages import Decoded as Decoded
 from .messages import decode, decode_objects, decode_table, decode_vectors
 from .records import FieldValue, Polled
@@ -31,20 +31,23 @@ class MessageFormat(Protocol):
         and the same poll decodes once the registry answers."""
 
     def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
-               best: IndexArray | None, proba: FloatArray | None, versions: IntArray
-               ) -> tuple[list[int], list[bytes]]:
+               best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
+               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
         """The predictions of the good rows as (message index to key each by, value).
 
         good : (n_rows,) bool; classes : (n_classes,) labels, None while the model knows no class;
         best : (n_good,) index into classes; proba : (n_good, n_classes), NaN rows where the model
-        knew no class yet; versions : (n_good,) the examples the model predicting each row had learned."""
+        knew no class yet; versions : (n_good,) the examples the model predicting each row had learned;
+        served_by : the model to name in each prediction, and the challengers' predictions of the
+        good rows to show beside it (None: none; a format of many rows per message names the model only)."""
 
 
 class PredictionEncoder(Protocol):
     def __call__(self, ids: list[FieldValue], classes: AnyArray | None, best: IndexArray | None,
                  proba: FloatArray | None, versions: IntArray | int, topic: str, partitions: list[int],
                  offsets: list[int]) -> list[bytes]:
-        """The prediction of each message, as ``json_predictions.prediction_values`` takes them."""
+        """The prediction of each message, as ``json_predictions.prediction_values`` takes them
+        (the JSON one also takes ``served_by``)."""
 
 
 class JsonMessages:
@@ -58,12 +61,15 @@ class JsonMessages:
         return decode(values, spec, self.fields, label_kind=label_kind)
 
     def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
-               best: IndexArray | None, proba: FloatArray | None, versions: IntArray
-               ) -> tuple[list[int], list[bytes]]:
+               best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
+               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
         rows = np.flatnonzero(good).tolist()
-        values = self.predictions([decoded.ids[i] for i in rows], classes, best, proba, versions, polled.topic,
-                                  polled.partitions[good].tolist(), polled.offsets[good].tolist())
-        return rows, values
+        ids, partitions, offsets = [decoded.ids[i] for i in rows], polled.partitions[good].tolist(), \
+            polled.offsets[good].tolist()
+        if served_by is None:
+            return rows, self.predictions(ids, classes, best, proba, versions, polled.topic, partitions, offsets)
+        return rows, named_prediction_values(ids, ModelPredictions(classes, best, proba, versions), polled.topic,
+                                             partitions, offsets, served_by)
 
 
 class RegistryMessages(JsonMessages):
@@ -104,10 +110,11 @@ class ArrowMessages:
         return decode_arrow(values, spec, self.fields, label_kind=label_kind)
 
     def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
-               best: IndexArray | None, proba: FloatArray | None, versions: IntArray
-               ) -> tuple[list[int], list[bytes]]:
+               best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
+               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
         labels = None if classes is None or best is None else classes[best]
-        return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions)
+        return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions,
+                                  None if served_by is None else served_by.model)
 
 
 def message_format(fields: MessageFields, records: RegistryRecords | None = None,

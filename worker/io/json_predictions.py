@@ -3,6 +3,12 @@
     {"id": ..., "prediction": ..., "probabilities": {class: p, ...}, "model_version": n,
      "topic": ..., "partition": p, "offset": o}
 
+When the service names its models (``ServedBy``), each object ends with the name of the model
+that served it, and in shadow mode with what every challenger predicted::
+
+    ..., "offset": o, "model": "main",
+         "challengers": {"cnb": {"prediction": ..., "probabilities": {...}, "model_version": n}}}
+
 A poll's objects are assembled from JSON pieces made a column at a time, which costs a third of
 serialising a dict per message: every probability by one ``orjson.dumps`` of the whole matrix
 (cut into rows at ``],[``), each class label and the topic once, the ids by one dumps of their
@@ -14,6 +20,8 @@ as exactly as it was sent.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import orjson
 
@@ -21,6 +29,33 @@ from nbstream.ndarrays import AnyArray, FloatArray, IndexArray, IntArray
 
 from .json_exact import write_exactly
 from .records import FieldValue
+
+
+@dataclass(frozen=True)
+class ModelPredictions:
+    """One model's predictions of the messages, as ``prediction_values`` takes them (classes,
+    best, proba, versions)."""
+    classes: AnyArray | None
+    best: IndexArray | None
+    proba: FloatArray | None
+    versions: IntArray | int
+
+
+@dataclass(frozen=True)
+class ServedBy:
+    """The name of the model that served the predictions, and in shadow mode what each challenger
+    predicted, by name (empty: only the name is written)."""
+    model: str
+    challengers: dict[str, ModelPredictions] = field(default_factory=dict)
+
+    def pieces(self, n: int) -> list[bytes]:
+        """What ends each of n messages: ',"model":NAME' and ',"challengers":{...}'."""
+        named = b',"model":%b' % orjson.dumps(self.model)
+        if not self.challengers:
+            return [named] * n
+        objects = [[b"%b:{%b}" % (orjson.dumps(name), fields) for fields in _fields(predictions, n)]
+                   for name, predictions in self.challengers.items()]
+        return [named + b',"challengers":{%b}' % b",".join(each) for each in zip(*objects, strict=True)]
 
 
 def prediction_values(ids: list[FieldValue], classes: AnyArray | None, best: IndexArray | None,
@@ -35,23 +70,46 @@ def prediction_values(ids: list[FieldValue], classes: AnyArray | None, best: Ind
     any class (null too); versions : (n_messages,) the examples the model predicting each had
     learned, or one number for all.
     """
+    return named_prediction_values(ids, ModelPredictions(classes, best, proba, versions), topic, partitions, offsets)
+
+
+def named_prediction_values(ids: list[FieldValue], predictions: ModelPredictions, topic: str, partitions: list[int],
+                            offsets: list[int], served_by: ServedBy | None = None) -> list[bytes]:
+    """The JSON prediction of each message, as ``prediction_values`` writes it, ending with what
+    ``served_by`` names (None: nothing)."""
     n = len(ids)
     if n == 0:
         return []
     head = b',"topic":%b,"partition":' % orjson.dumps(topic)
-    version_pieces = [b',"model_version":%d' % v for v in np.broadcast_to(versions, (n,)).tolist()]
-    nothing = b'{"id":%b,"prediction":null,"probabilities":{}%b%b%d,"offset":%d}'
+    tails = [b""] * n if served_by is None else served_by.pieces(n)
+    predicted, probabilities, version_pieces = _pieces(predictions, n)
+    return [b'{"id":%b,"prediction":%b,"probabilities":{%b}%b%b%d,"offset":%d%b}' % (i, b, ps, v, head, p, o, t)
+            for i, b, ps, v, p, o, t in zip(_id_pieces(ids), predicted, probabilities, version_pieces, partitions,
+                                            offsets, tails, strict=True)]
+
+
+def _pieces(predictions: ModelPredictions, n: int) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """Of each of n rows: the prediction (null where not scored), its probabilities ('"class":p,...')
+    and ',"model_version":v'."""
+    version_pieces = [b',"model_version":%d' % v for v in np.broadcast_to(predictions.versions, (n,)).tolist()]
+    classes, best, proba = predictions.classes, predictions.best, predictions.proba
     if classes is None or best is None or proba is None:
-        return [nothing % (i, v, head, p, o)
-                for i, v, p, o in zip(_id_pieces(ids), version_pieces, partitions, offsets, strict=True)]
+        return [b"null"] * n, [b""] * n, version_pieces
     labels = classes.tolist()
-    predicted = [orjson.dumps(label) for label in labels]
+    named = [orjson.dumps(label) for label in labels]
     scored = ~np.isnan(proba[:, 0]) if proba.shape[1] else np.zeros(n, dtype=bool)
-    pieces = _probability_pieces(np.where(scored[:, None], proba, 0.0), labels)
-    return [b'{"id":%b,"prediction":%b,"probabilities":{%b}%b%b%d,"offset":%d}' % (i, predicted[b], ps, v, head, p, o)
-            if s else nothing % (i, v, head, p, o)
-            for i, b, ps, s, v, p, o in zip(_id_pieces(ids), best.tolist(), pieces, scored.tolist(), version_pieces,
-                                            partitions, offsets, strict=True)]
+    probabilities = _probability_pieces(np.where(scored[:, None], proba, 0.0), labels)
+    predicted = [named[b] for b in best.tolist()]
+    for row in np.flatnonzero(~scored).tolist():
+        predicted[row], probabilities[row] = b"null", b""
+    return predicted, probabilities, version_pieces
+
+
+def _fields(predictions: ModelPredictions, n: int) -> list[bytes]:
+    """'"prediction":...,"probabilities":{...},"model_version":v' of each of n rows."""
+    predicted, probabilities, version_pieces = _pieces(predictions, n)
+    return [b'"prediction":%b,"probabilities":{%b}%b' % row
+            for row in zip(predicted, probabilities, version_pieces, strict=True)]
 
 
 def _id_pieces(ids: list[FieldValue]) -> list[bytes]:

@@ -5,9 +5,10 @@
   1. outputs: the sink flushes the predictions and dead letters sent since the last commit
      (inside the open transaction under exactly-once) and confirms every delivery
   2. state: every partition state changed since its last write (and, once, the group's base
-     state) becomes records of the state topic, flushed; a partition's pending examples, when
-     the service keeps them, are written around it (``pending/records.py``): the chunks made
-     since the last commit before it, tombstones for those dropped after it
+     state; and the group's choice of its served model after a promotion) becomes records of the
+     state topic, flushed; a partition's pending examples, when the service keeps them, are
+     written around it (``pending/records.py``): the chunks made since the last commit before
+     it, tombstones for those dropped after it
   3. upstream: under exactly-once, the owned partitions' next offsets join the transaction with
      this member's group metadata (KIP-447: a fenced zombie cannot commit), then predictions,
      dead letters, states and offsets commit together; under at-least-once the consumer
@@ -24,6 +25,7 @@ from ..io.kafka.client import Consumer, Producer
 from ..io.kafka.state_topic import write_records
 from .follower import BASE, state_name
 from .group_state import GroupState
+from .models.choice import SERVED_MODEL
 from .partition.record import PartitionRecord
 from .pending.records import PendingWrite
 
@@ -79,22 +81,31 @@ class StateWriter:
 
     def write(self) -> bool:
         changed = {state_name(p): partition for p, partition in self.group.owned.items() if partition.changed}
-        if not changed and self.base is None:
+        choice = self.group.choice.to_write()
+        if not changed and self.base is None and choice is None:
             return False
         self.last_bytes = 0
         if self.base is not None:
             self._write(BASE, self.base, PendingWrite())
+        if choice is not None:
+            self._write_payload(SERVED_MODEL, choice.to_payload())
         for name, partition in changed.items():
             self._write(name, *partition.snapshot(name))
         self.producer.flush(self.flush_timeout_s)
         if self.base is not None:
             self.group.start_from(self.base)
             self.base = None
+        if choice is not None:
+            self.group.choice.written(choice)
         return True
 
     def _write(self, name: str, record: PartitionRecord, pending: PendingWrite) -> None:
         """The records of one state: its pending examples' new chunks, its pieces, then tombstones."""
         payload = record.to_payload(record.encoder or self.group.global_model.group_encoder, self.label_field)
+        self._write_payload(name, payload, pending)
+
+    def _write_payload(self, name: str, payload: bytes, pending: PendingWrite | None = None) -> None:
+        pending = pending or PendingWrite()
         write = write_records(name, payload, replaced=self.group.written(name))
         for key, value in pending.before + write.records + pending.after:
             self.producer.send(self.topic, value, key=key)

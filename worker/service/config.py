@@ -29,6 +29,7 @@ from ..io.kafka.settings import KafkaSettings
 from ..io.kafka.state_topic import state_topic_name
 from ..io.registry.settings import RegistrySettings
 from ..setting import Checked, setting
+from .models.config import ModelsConfig
 from .partition.drift_watch import DriftConfig
 from .pending.join import LabelsConfig
 from .telemetry.logs import LEVELS
@@ -66,7 +67,7 @@ class TopicsConfig(Checked):
 @dataclass(frozen=True)
 class ServeModel(Checked):
     """Which model the group learns, its classes, and whether it learns at all (its parameters
-    come from ``worker.cli.options.model_parameters``, read from the library's rules)."""
+    are the settings of ``worker.model_settings.ModelParameters``)."""
     kind: str = setting("multinomial", "--model", help="bernoulli, multinomial, complement, gaussian or "
                                                        "categorical.")
     classes: list = setting(default_factory=list, flag="--classes", parse=lambda text: parse_classes(_columns(text)),
@@ -183,6 +184,7 @@ class ServeConfig:
     kafka: KafkaSettings
     topics: TopicsConfig
     model: ServeModel = field(default_factory=ServeModel)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
     features: ServeFeatures = field(default_factory=ServeFeatures)
     fields: MessageFields = field(default_factory=MessageFields)
     commit: CommitConfig = field(default_factory=CommitConfig)
@@ -204,6 +206,7 @@ class ServeConfig:
         self._check_distinct_fields()
         self._check_drift()
         self._check_labels()
+        self._check_challengers()
 
     def _check_output_format(self) -> None:
         if self.output.output_format == "avro" and self.schema_registry is None:
@@ -263,26 +266,57 @@ class ServeConfig:
                                   f"the {other}") + "; give each field one role.")
             seen[name] = option
 
+    def _check_challengers(self) -> None:
+        """Every challenger learns what the served model learns, with the same features, and
+        predictions that name models are JSON (or Arrow, without the challengers' own)."""
+        models = self.models
+        if models.named and self.output.output_format == "avro":
+            option = "--challenger" if models.challengers else "--model-name"
+            raise ConfigError(f"{option} needs --output-format json: the Avro predictions' schema names no model.")
+        if not models.challengers:
+            return
+        if not self.model.learn:
+            raise ConfigError("--challenger needs learning: with --no-learn no model learns.")
+        if models.output_challengers and self.fields.format == "arrow":
+            raise ConfigError("--output-challengers answers messages of one example each: not --format arrow.")
+        served = self.feature_spec()
+        for name, options in models.challenger_models(self.model.kind).items():
+            if "categorical" in (options.kind, self.model.kind):
+                raise ConfigError(f"--challenger {name}: categorical models learn category codes of their own in each "
+                                  "partition; a challenger and the served model are bernoulli, multinomial, "
+                                  "complement or gaussian.")
+            try:
+                options.build()
+                features = self.feature_spec(options.kind)
+            except ConfigError as error:
+                raise ConfigError(f"--challenger {name}: {error}") from None
+            if features != served:
+                raise ConfigError(f"--challenger {name}: a {options.kind} model reads other features than the served "
+                                  f"{self.model.kind} model; every model learns the same features.")
+
     @property
     def labels_topic(self) -> str | None:
         return None if self.labels is None else self.labels.topic
 
-    def feature_spec(self) -> FeatureSpec:
-        """The spec for a fresh model: text, named features (an object) or a list."""
+    def feature_spec(self, kind: str | None = None) -> FeatureSpec:
+        """The spec for a fresh model (of ``kind``, default --model's): text, named features (an
+        object) or a list."""
+        kind = kind or self.model.kind
         names, features = self.fields.feature_names, self.features
-        if self.model.kind == "categorical" and not names and not features.text:
+        if kind == "categorical" and not names and not features.text:
             raise ConfigError("--model categorical needs --feature-names: the keys of the features object.")
         options = FeatureOptions(columns=[] if features.text else (names or [self.fields.features]),
                                  text=self.fields.text if features.text else None,
                                  hash_bits=features.hash_bits, ngrams=features.ngrams)
-        return options.spec(self.model.kind, list_column=not names)
+        return options.spec(kind, list_column=not names)
 
 
 # The parts of a ServeConfig that its settings give, and what builds each from them (where it is
 # not the dataclass itself: labels and drift are None when not asked for): `worker serve` takes
 # their options (``worker.cli.service``).
 SETTING_PARTS: dict[str, type | tuple[type, Callable[..., Any]]] = {
-    "topics": TopicsConfig, "model": ServeModel, "features": ServeFeatures, "fields": MessageFields,
+    "topics": TopicsConfig, "model": ServeModel, "models": ModelsConfig, "features": ServeFeatures,
+    "fields": MessageFields,
     "commit": CommitConfig, "consumer": ConsumerConfig, "output": OutputConfig, "snapshots": SnapshotConfig,
     "telemetry": TelemetryConfig, "labels": (LabelsConfig, LabelsConfig.given),
     "drift": (DriftConfig, DriftConfig.given),

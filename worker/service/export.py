@@ -1,31 +1,51 @@
-"""`worker export`: the group's current global model, from its state topic, as a snapshot file.
+"""`worker export`: one of the group's current models, from its state topic, as a snapshot file.
 
 Every partition's last committed state (and the base, if the group started from a model) is
 merged, exactly as the replicas merge them to predict; the snapshot records each partition's
 next offset. `worker inspect/predict/evaluate` and `nbstream.load` read it. A record the service
 did not write is skipped with a warning on stderr, as `worker serve` skips it.
+
+A group that learns challengers beside its served model holds a model of each name in every
+state: ``model_name`` picks one (default: the one the group serves, by its newest choice, else
+the one its states hold first), and the snapshot lists them all with the one it holds.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbstream
+from nbstream.arrow import FeatureEncoder
+from nbstream.base import NaiveBayes
 
 from ..errors import UserError
 from ..io.kafka.client import KafkaClient
-from ..snapshot_meta import KafkaOffsets, SnapshotMeta, write_snapshot
+from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_snapshot
 from .follower import StateFollower, partition_of
 from .global_model import merge_states
+from .models.choice import SERVED_MODEL
+from .models.names import DEFAULT_NAME
+from .partition.record import ModelStatistics, PartitionRecord
 
 
 def _refuse(message: str) -> None:
     raise UserError(message)
 
 
-def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, timeout_s: float = 120.0):
-    """Write the merged model to ``out``; returns (model, offsets)."""
+@dataclass(frozen=True)
+class Exported:
+    """What ``export`` wrote: the model, its name, each partition's next offset, and whether the
+    group names its models (it learns several, or the one it learns has a name of its own)."""
+    model: NaiveBayes
+    name: str
+    offsets: dict[int, int]
+    named: bool
+
+
+def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, model_name: str | None = None,
+           timeout_s: float = 120.0) -> Exported:
+    """Write the merged model ``model_name`` (None: the one the group serves) to ``out``."""
     admin = client.admin()
     try:
         if admin.topic(state_topic) is None:
@@ -33,26 +53,66 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, t
                             "yet, or it was another --group (or --state-topic).")
     finally:
         admin.close()
-    follower = StateFollower(client.reader(read_committed=True), state_topic)
+    states, encoders, served = _read(StateFollower(client.reader(read_committed=True), state_topic), timeout_s)
+    fitted = [name for name, state in states.items() if state.model.is_fitted or state.others]
+    if not fitted:
+        raise UserError(f"the state topic {state_topic} holds no learned state (nothing learned yet, or another "
+                        "--group or --input).")
+    names = list(dict.fromkeys(name for state_name in fitted for name in states[state_name].names))
+    served = served if served in names else states[fitted[0]].name
+    name = model_name or served
+    if name not in names:
+        raise UserError(f"the group learns no model named {name!r}; its models are {', '.join(names)}.")
+    learned = {state_name: found for state_name in fitted
+               if (found := states[state_name].statistics(name)) is not None and found.model.is_fitted}
+    if not learned:
+        raise UserError(f"the model {name} has learned nothing yet.")
+    model, features = _merged(learned, encoders)
+    offsets = {partition: state.next_offset for state_name, state in states.items()
+               if (partition := partition_of(state_name)) is not None and state.next_offset is not None}
+    label = next((state.label_field for state in states.values() if state.label_field), None)
+    named = len(names) > 1 or name != DEFAULT_NAME
+    listing = ModelsListing(name, served, _settings(states, names)) if named else None
+    write_snapshot(model, out, SnapshotMeta(features, label=label, source=KafkaOffsets(input_topic, offsets),
+                                            models=listing))
+    return Exported(model, name, offsets, named)
+
+
+def _read(follower: StateFollower, timeout_s: float
+          ) -> tuple[dict[str, PartitionRecord], dict[str, FeatureEncoder], str | None]:
+    """Every state read to the end of the topic, by name, with its encoder; the model the group's
+    newest choice serves (None: it made none)."""
+    states, encoders, served = {}, {}, None
     try:
-        states, encoders = {}, {}
         for name in dict.fromkeys(follower.catch_up(timeout_s)):
+            if name == SERVED_MODEL:
+                choice = follower.take_choice()
+                served = served if choice is None else choice.served
+                continue
             # A partition that learned nothing has no model of its own; none is needed to read it.
             taken = follower.take(name, nbstream.MultinomialNB())
             if taken is not None:
                 states[name], encoders[name] = taken
     finally:
         follower.reader.close()
-    fitted = [name for name, state in states.items() if state.model.is_fitted]
-    if not fitted:
-        raise UserError(f"the state topic {state_topic} holds no learned state (nothing learned yet, or another "
-                        "--group or --input).")
-    template = states[fitted[0]].model
-    model, features = merge_states(type(template)(**template.get_params()), encoders[fitted[0]],
-                                   [replace(states[name], encoder=encoders[name]) for name in fitted],
-                                   on_conflict=_refuse)
-    offsets = {partition: state.next_offset for name, state in states.items()
-               if (partition := partition_of(name)) is not None and state.next_offset is not None}
-    label = next((state.label_field for state in states.values() if state.label_field), None)
-    write_snapshot(model, out, SnapshotMeta(features, label=label, source=KafkaOffsets(input_topic, offsets)))
-    return model, offsets
+    return states, encoders, served
+
+
+def _merged(learned: dict[str, ModelStatistics], encoders: dict[str, FeatureEncoder]
+            ) -> tuple[NaiveBayes, FeatureEncoder]:
+    """The merge of one model's statistics in the states named by ``learned``'s keys."""
+    first = next(iter(learned))
+    template = learned[first].model
+    return merge_states(type(template)(**template.get_params()), encoders[first],
+                        [replace(statistics, encoder=encoders[name]) for name, statistics in learned.items()],
+                        on_conflict=_refuse)
+
+
+def _settings(states: dict[str, PartitionRecord], names: list[str]) -> dict[str, str]:
+    """Each model's settings, by name, as its learned statistics in some state show them."""
+    settings = {}
+    for name in names:
+        found = (state.statistics(name) for state in states.values())
+        model = next((each.model for each in found if each is not None and each.model.is_fitted), None)
+        settings[name] = "" if model is None else repr(type(model)(**model.get_params()))
+    return settings

@@ -1,8 +1,9 @@
 """The state topic as a replica reads it: from its beginning when a session starts, then followed.
 
 Every record is assembled into the newest state of its name (``state_topic.StateAssembler``):
-the base (a model the group started from), a partition's state, or a chunk of a partition's
-pending examples (``pending/records.py``). A record the service did not write, or cannot read,
+the base (a model the group started from), a partition's state, a chunk of a partition's
+pending examples (``pending/records.py``), or the group's choice of its served model
+(``models/choice.py``). A record the service did not write, or cannot read,
 is skipped with a warning and counted in ``nbstream_state_records_skipped_total``; its partition
 keeps its last state that reads.
 """
@@ -18,6 +19,7 @@ from nbstream.arrow import FeatureEncoder
 
 from ..io.kafka.client import KafkaFailure, Reader
 from ..io.kafka.state_topic import ForeignRecord, StateAssembler
+from .models.choice import SERVED_MODEL, ServedChoice
 from .partition.record import PartitionRecord, UnreadableState, partition_number
 from .pending.records import pending_name, pending_of
 from .telemetry.metrics import STATE_RECORDS_SKIPPED
@@ -37,10 +39,10 @@ def partition_of(name: str) -> int | None:
 
 
 def is_state_name(name: str) -> bool:
-    """Whether the service writes states under this name: the base, a partition's, or a chunk of a
-    partition's pending examples."""
+    """Whether the service writes states under this name: the base, a partition's, a chunk of a
+    partition's pending examples, or the group's choice of its served model."""
     pending = pending_of(name)
-    return name == BASE or partition_of(name if pending is None else pending[0]) is not None
+    return name in (BASE, SERVED_MODEL) or partition_of(name if pending is None else pending[0]) is not None
 
 
 class StateFollower:
@@ -115,6 +117,17 @@ class StateFollower:
             return state, encoder
 
         return self.assembler.take(name, read)
+
+    def take_choice(self) -> ServedChoice | None:
+        """The group's newest choice of its served model that reads, when one came since the last take."""
+
+        def read(payload: bytes) -> ServedChoice:
+            try:
+                return ServedChoice.from_payload(payload)
+            except ValueError as error:
+                raise ForeignRecord(f"unreadable choice of the served model ({error})") from None
+
+        return self.assembler.take(SERVED_MODEL, read)
 
     def pending_in_topic(self, name: str) -> dict[str, frozenset[bytes]]:
         """The records of the pending examples of the state ``name`` read so far: segment -> chunk keys."""

@@ -14,8 +14,14 @@ A partition's pending examples (delayed labels) are records of their own, named 
 state (``pending/records.py``); a state is taken only if every chunk record it lists is there,
 and its store is restored from them when its partition is assigned.
 
-The group's model (``GlobalModel``) is the merge of ``states()``; ``version()`` tells it when
-to merge again.
+The group's model of each name (``GlobalModels``: the served model and its challengers,
+``Lineup``) is the merge of that model's statistics in ``states()``; ``version()`` tells them
+when to merge again. Which one serves is the group's choice (``choice``, ``models/choice.py``):
+this replica's promotions, written by the next commit, and the newest choice read from the
+topic. A state that holds models of other names than this run's (challengers added or removed
+since) is taken with one model per name of this run: a new one starts empty and a removed one
+is dropped, each said once in a log line; a model whose kind or parameters changed under its
+name is a ConfigError.
 """
 
 from __future__ import annotations
@@ -34,10 +40,15 @@ from nbstream.quality import PredictionQuality
 from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start
 from .follower import StateFollower, partition_of, state_name, unreadable
-from .global_model import GlobalModel, Statistics
+from .global_model import GlobalModel
+from .models.choice import SERVED_MODEL, GroupChoice
+from .models.global_models import GlobalModels, HoldsModels
+from .models.lineup import Lineup
+from .models.promotion import PromotionWatch
 from .partition.drift_watch import DriftConfig
 from .partition.partition import Partition
 from .partition.record import PartitionRecord
+from .pending.codec import ModelsKept
 from .pending.join import LabelsConfig
 from .pending.records import PendingRecords
 from .pending.store import PendingExamples
@@ -59,13 +70,20 @@ class PartitionSettings:
 
 class GroupState:
     """fresh() : an unfitted model with the configured parameters; encoder : the configured
-    encoder; start : where a partition without state starts (earliest, latest)."""
+    encoder; start : where a partition without state starts (earliest, latest); lineup : the
+    models learned beside the one ``fresh`` makes (default: none); referee : told of every
+    judgement of the owned partitions, to promote a challenger (None: none is)."""
 
     def __init__(self, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, follower: StateFollower,
-                 start: str = "earliest", settings: PartitionSettings | None = None):
+                 start: str = "earliest", settings: PartitionSettings | None = None, lineup: Lineup | None = None,
+                 referee: PromotionWatch | None = None):
         self.fresh, self.follower, self.start = fresh, follower, start
         self.settings = settings or PartitionSettings()
-        self.global_model = GlobalModel(fresh, encoder, self, self.settings.classes)
+        self.lineup = lineup or Lineup()
+        self.models = GlobalModels(self.lineup, fresh, encoder, self, self.settings.classes)
+        self.choice = GroupChoice(self.models, referee)
+        self._referee = referee
+        self._said: set[str] = set()  # the models whose absence or removal was said
         self._encoder = encoder  # the configured one: a categorical partition's own starts from its spec
         self.owned: dict[int, Partition] = {}
         self.latest: dict[int, PartitionRecord] = {}  # newest committed state of partitions not owned
@@ -73,10 +91,15 @@ class GroupState:
         self._written: dict[str, frozenset[bytes]] = {}  # a state's name -> the keys of its records in the topic
         self._membership = 0  # grows whenever states() would give other states
 
-    # ---- what the global model merges -------------------------------------------------------
-    def states(self) -> list[Statistics]:
-        """Every state the global model merges: the base, the others' committed ones, the owned ones."""
-        others: list[Statistics] = [state for p, state in self.latest.items() if p not in self.owned]
+    @property
+    def global_model(self) -> GlobalModel:
+        """The served model's global model: the one whose predictions are sent."""
+        return self.models.served_model
+
+    # ---- what the global models merge -------------------------------------------------------
+    def states(self) -> list[HoldsModels]:
+        """Every state the global models merge: the base, the others' committed ones, the owned ones."""
+        others: list[HoldsModels] = [state for p, state in self.latest.items() if p not in self.owned]
         return ([self.base] if self.base else []) + others + list(self.owned.values())
 
     def version(self) -> Hashable:
@@ -86,6 +109,9 @@ class GroupState:
     def take_updates(self, names: list[str]) -> None:
         """Decode the newly completed states of partitions this replica does not own."""
         for name in dict.fromkeys(names):
+            if name == SERVED_MODEL:
+                self.choice.adopt(self.follower.take_choice())
+                continue
             partition = partition_of(name)
             if partition is not None and partition in self.owned:
                 self.follower.drop(name)  # its own state read back: the live one is newer
@@ -104,19 +130,35 @@ class GroupState:
         """A state read from the topic, once it is known to fit this service's configuration (a
         ConfigError when it was learned with another model or other features)."""
         source = f"state topic {self.follower.topic}, {name}"
-        fresh = self.fresh()
-        if state.model.is_fitted and (type(state.model) is not type(fresh) or state.model.differing_params(fresh)):
-            raise ConfigError(f"{source} holds a {state.model!r}; this service is configured for {fresh!r}. "
-                              "Serve with the same model options, or use a new --group.")
+        self._check_models(source, state)
         configured = self.global_model.group_encoder
         if isinstance(configured, CategoricalEncoder):
             return replace(state, encoder=encoder)
         if configured.n_features is None and encoder.n_features is not None:
-            self.global_model.adopt_width(encoder)  # a list width learned by another replica
+            self.models.adopt_width(encoder)  # a list width learned by another replica
         elif not configured.same_layout(encoder) and encoder.n_features is not None:
             raise ConfigError(f"{source} was learned with features {encoder.describe()}; this service is configured "
                               f"for {configured.describe()}. Use the same feature options, or a new --group.")
         return state
+
+    def _check_models(self, source: str, state: PartitionRecord) -> None:
+        """A ConfigError when the state learned a model of this run's names with other settings; the
+        first state without a model of this run, or with a model of no name of this run, says so."""
+        differing = self.lineup.differing(state, self.fresh)
+        if differing is not None:
+            name, learned, configured = differing
+            if not self.lineup.challengers and not state.others:
+                raise ConfigError(f"{source} holds a {learned!r}; this service is configured for {configured!r}. "
+                                  "Serve with the same model options, or use a new --group.")
+            raise ConfigError(f"{source} holds the model {name} as {learned!r}; this service is configured for "
+                              f"{configured!r} under that name. A model's settings do not change under its name: "
+                              "give the new ones another name, or use a new --group.")
+        for name in set(self.lineup.names).symmetric_difference(state.names) - self._said:
+            self._said.add(name)
+            if name in self.lineup.names:
+                log.info("a model starts empty: the group's states hold none of its name", extra={"model": name})
+            else:
+                log.info("a model the group learned is no longer given: dropped", extra={"model": name})
 
     # ---- assignment -------------------------------------------------------------------------
     def assign(self, partitions: list[int], committed: dict[int, int | None], *, wait_s: float,
@@ -152,8 +194,9 @@ class GroupState:
         starts: dict[int, Start] = {}
         for partition in partitions:
             record = self._taken_over(partition, committed.get(partition), partition in behind)
-            self.owned[partition] = owned = Partition(partition, record, self.global_model,
-                                                      drift=self.settings.drift, labels=self.settings.labels)
+            self.owned[partition] = owned = Partition(partition, self.lineup.aligned(record, self.fresh), self.models,
+                                                      drift=self.settings.drift, labels=self.settings.labels,
+                                                      referee=self._referee)
             name = state_name(partition)
             self._written[name] = self.follower.assembler.chunk_keys(name)
             starts[partition] = owned.next_offset if owned.next_offset is not None \
@@ -194,7 +237,8 @@ class GroupState:
             pending = PendingExamples(max_pending)
         elif pending is None:
             try:
-                pending = records.restore(partial(self.follower.read_pending, name), max_pending)
+                kept = ModelsKept(record.name, self.lineup.primary, tuple(self.lineup.challengers))
+                pending = records.restore(partial(self.follower.read_pending, name), max_pending, kept)
             except ValueError as error:  # ForeignRecord too: a record missing or forged
                 self.follower.skipped(name, unreadable(str(error)[:300]))
                 return None
@@ -261,16 +305,18 @@ class GroupState:
         """Messages of the owned partitions waiting for their label."""
         return sum(partition.pending_examples for partition in self.owned.values())
 
-    def quality_reports(self) -> Callable[[], tuple[dict, dict[int, dict]]]:
-        """The group's prequential quality (over every state known) and each owned partition's, as
-        reports made when called (from the metrics server's thread: the qualities it reads are
-        taken now, and allow being judged meanwhile)."""
-        owned = {p: partition.quality for p, partition in self.owned.items()}
-        known = [state.quality for p, state in self.latest.items() if p not in self.owned] + list(owned.values())
-        if self.base is not None:
-            known.insert(0, self.base.quality)
+    def quality_reports(self) -> Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]]:
+        """Each model's prequential quality in the group (over every state known) and in each owned
+        partition, by model name, as reports made when called (from the metrics server's thread:
+        the qualities it reads are taken now, and allow being judged meanwhile)."""
+        owned = {p: partition.qualities for p, partition in sorted(self.owned.items())}
+        known = ([self.base] if self.base is not None else []) + \
+            [state for p, state in self.latest.items() if p not in self.owned]
 
-        def reports() -> tuple[dict, dict[int, dict]]:
-            return (PredictionQuality.merged(known).report(),
-                    {p: quality.report() for p, quality in sorted(owned.items())})
+        group = {name: [found for found in (state.quality_of(name) for state in known) if found is not None]
+                 + [qualities[name] for qualities in owned.values()] for name in self.lineup.names}
+
+        def reports() -> tuple[dict[str, dict], dict[str, dict[int, dict]]]:
+            return ({name: PredictionQuality.merged(qualities).report() for name, qualities in group.items()},
+                    {name: {p: qualities[name].report() for p, qualities in owned.items()} for name in group})
         return reports

@@ -10,12 +10,19 @@ their documented order. Either way every message's offset is passed.
 With a labels topic (``pending/join.py``), a message with an id and no label is kept pending in
 its partition once predicted, and learned when its label comes, judged by what it was served.
 
+When the group learns challengers beside its served model (``worker/service/models``), every
+message is predicted by each model, test-then-train: the served model's predictions are sent
+(naming it; in shadow mode with the challengers' beside them), and each model is judged by its
+own. With --promote auto, a challenger that does better takes the served model's place after
+the poll (``PromotionWatch``).
+
 The loop writes nothing but its own counts: it asks. It sees its sinks only through their
 interfaces (``worker.io.interfaces``), so it runs in unit tests on fakes.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -29,15 +36,19 @@ from nbstream.ndarrays import AnyArray, BoolArray
 from ..io.fields import LABEL_COLUMN, MessageFields
 from ..io.formats import Decoded, MessageFormat
 from ..io.interfaces import PredictionSink, Refusals, RejectSink
+from ..io.json_predictions import ModelPredictions, ServedBy
 from ..io.messages import read_label_events
 from ..io.records import Polled
 from .global_model import Predictions
 from .group_state import GroupState
+from .models.promotion import PromotionWatch
 from .partition.partition import Judged, Partition
 from .pending.join import LabelsConfig, served, unmatched_letters, with_id
 from .pending.store import Expired, Joined
 from .telemetry.counts import UncommittedCounts
 from .telemetry.metrics import ServiceMetrics
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,11 +56,13 @@ class LoopSettings:
     """learn : learn from labeled messages (False: predict only, labels ignored);
     max_classes : a label that would grow an open class set beyond it is dead-lettered;
     fields : the message fields (label events use their names);
-    labels : how labels that come later are joined (None: no labels topic)."""
+    labels : how labels that come later are joined (None: no labels topic);
+    output_challengers : every prediction carries the challengers' too (shadow mode)."""
     learn: bool = True
     max_classes: int = 1_000
     fields: MessageFields = field(default_factory=MessageFields)
     labels: LabelsConfig | None = None
+    output_challengers: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,24 +78,39 @@ class LoopOutputs:
 class ServedRows:
     """A poll as the loop served it: one row per example (``rows``), decoded, encoded (``X``
     (n, d), rows with a problem included), labeled where ``labeled``, ``good`` where usable, and
-    the predictions of the good rows."""
+    each model's predictions of the good rows, by name, ``served``'s first."""
     rows: Polled
     decoded: Decoded
     X: object
     y: AnyArray
     labeled: BoolArray
     good: BoolArray
-    predictions: Predictions
+    predictions: dict[str, Predictions]
+    served: str
+
+    @property
+    def sent(self) -> Predictions:
+        """The predictions sent: the served model's."""
+        return self.predictions[self.served]
+
+    def scored(self, name: str) -> BoolArray:
+        """(n,) which rows model ``name`` scored (good rows predicted once it knew a class)."""
+        scored = np.zeros(len(self.rows), dtype=bool)
+        scored[self.good] = self.predictions[name].scored
+        return scored
 
 
 class PrequentialLoop:
-    """counts : where the work is counted until it is committed (the session publishes it then)."""
+    """counts : where the work is counted until it is committed (the session publishes it then);
+    promotion : what promotes a challenger to serve (--promote auto; None: none is)."""
 
     def __init__(self, messages: MessageFormat, group: GroupState, outputs: LoopOutputs, metrics: ServiceMetrics,
-                 counts: UncommittedCounts | None = None, settings: LoopSettings | None = None):
+                 counts: UncommittedCounts | None = None, settings: LoopSettings | None = None,
+                 promotion: PromotionWatch | None = None):
         self.messages, self.group, self.outputs, self.metrics = messages, group, outputs, metrics
         self.counts = counts or UncommittedCounts()
         self.settings = settings or LoopSettings()
+        self.promotion = promotion
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
@@ -99,6 +127,8 @@ class PrequentialLoop:
             self._join(labels)
         if self.settings.labels is not None:
             self.metrics.pending.set(self.group.pending_examples())
+        if self.promotion is not None:
+            self._promote(self.promotion)
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
 
     def _owned(self, polled: Polled) -> Polled:
@@ -118,13 +148,14 @@ class PrequentialLoop:
 
     # ---- messages ---------------------------------------------------------------------------
     def _serve(self, polled: Polled) -> None:
-        model = self.group.global_model
+        models = self.group.models
+        model = models.served_model
         encoder = model.encoder
         learning = self.settings.learn
         decoded = self.messages.decode(polled.values, encoder.spec, model.label_kind() if learning else None)
         rows = decoded.rows_of(polled)  # one per example
         X, problems = encoder.encode(decoded.batch, learn=not model.categorical,
-                                     counts_only=model.counts_only, problems=decoded.problems)
+                                     counts_only=models.counts_only, problems=decoded.problems)
         labeled, y = self._labels(decoded.batch.column(LABEL_COLUMN), problems)
         self._flag_poisoned(rows, problems)
         self.outputs.rejects.reject(rows, problems)
@@ -132,9 +163,9 @@ class PrequentialLoop:
         good = problems.good
         if good.any():
             learn = labeled & good
-            predictions = model.predict_then_learn(problems.select_good(X), y[good], learn[good],
-                                                   rows.partitions[good])
-            served_rows = ServedRows(rows, decoded, X, y, labeled, good, predictions)
+            predictions = models.predict_then_learn(problems.select_good(X), y[good], learn[good],
+                                                    rows.partitions[good])
+            served_rows = ServedRows(rows, decoded, X, y, labeled, good, predictions, models.served)
             self._emit(polled, served_rows)
             if learning:
                 self._learn(served_rows, learn)
@@ -169,10 +200,11 @@ class PrequentialLoop:
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 
     def _emit(self, polled: Polled, poll: ServedRows) -> None:
-        """Predictions of the good rows, in the message format; each partition counts those it served."""
-        predictions, good, rows = poll.predictions, poll.good, poll.rows
+        """Predictions of the good rows, in the message format; each partition counts what each
+        model predicted."""
+        predictions, good, rows = poll.sent, poll.good, poll.rows
         keyed_like, values = self.messages.encode(polled, poll.decoded, good, predictions.classes, predictions.best,
-                                                  predictions.proba, predictions.versions)
+                                                  predictions.proba, predictions.versions, self._served_by(poll))
         diverted = self.outputs.predictions.send_predictions(polled, keyed_like, values)
         self.counts.add(predictions=int(good.sum()))
         if diverted:  # too large for the output topic: dead letters instead
@@ -180,25 +212,35 @@ class PrequentialLoop:
             self.counts.add(predictions=-int(per_message[[keyed_like[j] for j in diverted]].sum()))
         stamps = rows.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
-        if predictions.classes is None or predictions.best is None:
-            return
         partitions = rows.partitions[good]
-        for partition, mine in self._partitions(partitions, predictions.scored):
-            partition.served(predictions.classes, predictions.best[mine])
+        for name, predicted in poll.predictions.items():
+            if predicted.classes is None or predicted.best is None:
+                continue
+            for partition, mine in self._partitions(partitions, predicted.scored):
+                partition.served(name, predicted.classes, predicted.best[mine])
+
+    def _served_by(self, poll: ServedRows) -> ServedBy | None:
+        """What names the sent predictions' model, and in shadow mode shows the challengers' (None:
+        the group names no model)."""
+        if not self.group.lineup.named:
+            return None
+        shown = {name: ModelPredictions(predicted.classes, predicted.best, predicted.proba, predicted.versions)
+                 for name, predicted in poll.predictions.items() if name != poll.served}
+        return ServedBy(poll.served, shown if self.settings.output_challengers else {})
 
     def _learn(self, poll: ServedRows, learn: BoolArray) -> None:
-        """Each partition learns its labeled rows in ``learn``, judging those that were scored
-        against what they were served (those predicted before the model knew a class are not)."""
+        """Each partition learns its labeled rows in ``learn`` into every model, judging each
+        model's predictions of those it scored (not those it predicted before it knew a class)."""
         if not learn.any():
             return
-        predictions, good = poll.predictions, poll.good
-        scored = np.zeros(len(poll.rows), dtype=bool)
-        scored[good] = predictions.scored
+        scored = {name: poll.scored(name) for name in poll.predictions}
         batch = poll.decoded.batch if self.group.global_model.categorical else None
         for partition, rows in self._partitions(poll.rows.partitions, learn):
-            judged = None
-            if predictions.classes is not None and predictions.proba is not None and (rows & scored).any():
-                judged = Judged(predictions.classes, predictions.proba[(rows & scored)[good]], scored[rows])
+            judged = {}
+            for name, predicted in poll.predictions.items():
+                mine = rows & scored[name]
+                if predicted.classes is not None and predicted.proba is not None and mine.any():
+                    judged[name] = Judged(predicted.classes, predicted.proba[mine[poll.good]], scored[name][rows])
             partition.learn(_rows_of(poll.X, rows), _rows_of(poll.y, rows),
                             None if batch is None else batch.filter(pa.array(rows)), judged)
         self.counts.add(learned=int(learn.sum()))
@@ -206,20 +248,36 @@ class PrequentialLoop:
 
     def _keep_pending(self, poll: ServedRows) -> None:
         """Each partition keeps its served rows that have an id and no label until their label
-        comes (those whose label came first join at once)."""
+        comes (those whose label came first join at once), with what each model predicted."""
         ids = poll.decoded.ids
         keep = poll.good & ~poll.labeled & with_id(ids)
         if not keep.any():
             return
-        predictions, rows = poll.predictions, poll.rows
+        rows = poll.rows
         for partition, mine in self._partitions(rows.partitions, keep):
-            best, proba = served(predictions.best, predictions.proba, predictions.scored, mine[poll.good])
+            predicted = {name: served(each.best, each.proba, each.scored, mine[poll.good])
+                         for name, each in poll.predictions.items()}
             kept = partition.keep_pending([ids[i] for i in np.flatnonzero(mine).tolist()], _rows_of(poll.X, mine),
-                                          best, proba, rows.timestamps[mine], rows.offsets[mine])
+                                          predicted, rows.timestamps[mine], rows.offsets[mine])
             self.counts.label_outcome("expired", kept.expired)
             if kept.added is not None:
                 self.counts.label_outcome("evicted", kept.added.evicted)
                 self._count_joined(kept.added.joined)
+
+    def _promote(self, promotion: PromotionWatch) -> None:
+        """Promote a challenger that did better than the served model on the last examples judged:
+        it serves from the next message on (one log line with the figures; counted once committed)."""
+        decided = promotion.decide(self.group.models.served)
+        if decided is None:
+            return
+        offsets = self.group.offsets()
+        self.group.choice.promote(decided, offsets)
+        self.counts.promoted(decided.from_model, decided.to_model)
+        log.info(f"promoted {decided.to_model} to serve in place of {decided.from_model}: its log-loss over the last "
+                 f"{decided.window:,} examples judged, {decided.challenger_log_loss:.4f}, is {decided.lower_by:.1%} "
+                 f"below {decided.from_model}'s, {decided.served_log_loss:.4f} (--promote-margin "
+                 f"{decided.margin:.0%})", extra={**decided.figures(),
+                                                 "next_offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
     # ---- labels that come later -------------------------------------------------------------
     def _move_clocks(self, polled: Polled, labels: Polled | None) -> None:

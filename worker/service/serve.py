@@ -103,9 +103,12 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
             host = host.decode() if isinstance(host, bytes) else host
             address = f"[{host}]" if ":" in host else host  # an IPv6 address is bracketed in a URL
             log.info("metrics endpoint up", extra={"url": f"http://{address}:{port}/metrics"})
+        models = config.models
+        named = {"model": models.name, "challengers": [c.name for c in models.challengers],
+                 "promote": models.promote} if models.named else {}
         log.info("serving", extra={"input": config.topics.input, "output": config.topics.output,
                                    "group": config.topics.group,
-                                   "guarantee": config.commit.guarantee, "kafka": config.kafka.describe()})
+                                   "guarantee": config.commit.guarantee, "kafka": config.kafka.describe(), **named})
         # A poll makes thousands of short-lived objects, which set off garbage collections; the
         # start-up's own objects (modules, the starting model) are never garbage, and leaving them
         # out of every later collection saves much of the JSON text path's time (docs/performance.md).

@@ -25,12 +25,14 @@ from ..io.kafka.client import Consumer, ConsumerOptions, KafkaClient, KafkaFailu
 from ..io.kafka.sink import Destination, KafkaSink
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..io.registry.client import RegistryAccessError, RegistryUnavailable
-from ..snapshot_meta import KafkaOffsets, SnapshotMeta
+from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta
 from .commit import ServeCheckpoint, TransactionalProducer
 from .config import ServeConfig
 from .follower import StateFollower
 from .group_state import GroupState, PartitionSettings
 from .loop import LoopOutputs, LoopSettings, PrequentialLoop
+from .models.lineup import Lineup
+from .models.promotion import PromotionWatch
 from .snapshots import SnapshotStore, StartingPoint
 from .telemetry.counts import UncommittedCounts
 from .telemetry.lag import GroupLag
@@ -102,8 +104,12 @@ class Session:
             self.producer = raw
         self.follower = StateFollower(client.reader(read_committed=True), config.topics.states,
                                       reopen=lambda: client.reader(read_committed=True))
+        models = lineup(config)
+        watch = PromotionWatch(models.names, config.models.promote_window, config.models.promote_margin) \
+            if config.models.promote == "auto" else None
         self.group = GroupState(fresh, encoder, self.follower, start=config.consumer.start,
-                                settings=partition_settings(config))
+                                settings=partition_settings(config), lineup=models, referee=watch)
+        metrics.models.show(_lineup_shown(self.group, watch))
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))
         self.counts = UncommittedCounts()  # published at each commit: a failed session's work is not counted
         topics = config.topics
@@ -123,7 +129,8 @@ class Session:
             log.info("the group starts from a model", extra={"examples": base.model.n_examples_seen_
                                                                if base.model.is_fitted else 0})
         outputs = LoopOutputs(self.sink, self.sink, context.refusals)
-        self.loop = PrequentialLoop(self.messages, self.group, outputs, metrics, self.counts, loop_settings(config))
+        self.loop = PrequentialLoop(self.messages, self.group, outputs, metrics, self.counts, loop_settings(config),
+                                    watch)
         self.consumer.subscribe(self._assigned, self._revoked, self._lost, label_starts=self.group.label_starts)
         self._probed = time.monotonic()
         if config.telemetry.metrics_port is not None:  # measured only to be shown
@@ -241,16 +248,21 @@ class Session:
             self._keep_local_copy()
 
     def _keep_local_copy(self) -> None:
-        """The global model as a snapshot file in --snapshot-dir, with every partition's next offset."""
+        """The global model of the model the serve options describe (a group starts from it) as a
+        snapshot file in --snapshot-dir, with every partition's next offset."""
         assert self.store is not None
         self._copied, self._copy_due = time.monotonic(), False
-        model = self.group.global_model
+        lineup = self.group.lineup
+        model = self.group.models[lineup.primary]
         if not model.model.is_fitted:
             return
         offsets = {p: s.next_offset for p, s in self.group.latest.items() if s.next_offset is not None}
         offsets.update(self.group.offsets())
+        listing = ModelsListing(lineup.primary, self.group.models.served, _settings(self.group)) \
+            if lineup.named else None
         path = self.store.save(model.model, SnapshotMeta(model.encoder, label=self.config.fields.label,
-                                                         source=KafkaOffsets(self.config.topics.input, offsets)))
+                                                         source=KafkaOffsets(self.config.topics.input, offsets),
+                                                         models=listing))
         log.info("local copy written", extra={"snapshot": path.name,
                                               "offsets": {str(p): o for p, o in sorted(offsets.items())}})
 
@@ -313,7 +325,30 @@ def partition_settings(config: ServeConfig) -> PartitionSettings:
 def loop_settings(config: ServeConfig) -> LoopSettings:
     """What the loop is told, of a ServeConfig."""
     return LoopSettings(learn=config.model.learn, max_classes=config.model.max_classes, fields=config.fields,
-                        labels=config.labels)
+                        labels=config.labels, output_challengers=config.models.output_challengers)
+
+
+def lineup(config: ServeConfig) -> Lineup:
+    """The models learned beside the one the serve options describe, of a ServeConfig."""
+    models = config.models
+    return Lineup(models.name, {name: options.build for name, options in
+                                models.challenger_models(config.model.kind).items()}, models.named)
+
+
+def _settings(group: GroupState) -> dict[str, str]:
+    """Each of the group's models' settings, by name."""
+    return {name: repr(group.lineup.maker(name, group.fresh)()) for name in group.lineup.names}
+
+
+def _lineup_shown(group: GroupState, watch: PromotionWatch | None
+                  ) -> Callable[[], tuple[str, dict[str, str], dict[str, float]]]:
+    """What /metrics shows of the group's models, when scraped: the served one's name, each one's
+    settings and its log-loss over the promotion's window."""
+    settings = _settings(group)
+
+    def shown() -> tuple[str, dict[str, str], dict[str, float]]:
+        return group.models.served, settings, {} if watch is None else watch.log_losses()
+    return shown
 
 
 def _check_labels_topic(labels: TopicInfo | None, name: str, input_topic: str, source: TopicInfo | None) -> None:

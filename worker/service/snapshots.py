@@ -75,20 +75,21 @@ def starting_point(config: ServeConfig, store: SnapshotStore | None) -> Starting
         log.info("starting from --init-model", extra={"path": str(config.snapshots.init_model), "model": repr(model),
                                                        "examples": model.n_examples_seen_,
                                                        "features": meta.features.describe()})
-        return _from_snapshot(model, meta.features, {})
+        return _from_snapshot(model, meta.features, {}, config.models.name)
     found = store.latest() if store is not None else None
     if found is not None:
         model, meta, path = found
         if not isinstance(meta.source, KafkaOffsets) or meta.source.topic != config.topics.input:
             topic = meta.source.topic if isinstance(meta.source, KafkaOffsets) else None
             raise ConfigError(f"{path} holds the state of topic {topic!r}, not {config.topics.input!r}.")
-        return _from_snapshot(model, meta.features, dict(meta.source.offsets))
+        return _from_snapshot(model, meta.features, dict(meta.source.offsets), config.models.name)
     return StartingPoint(config.model.options().build(), config.feature_spec().encoder().to_json())
 
 
-def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int]) -> StartingPoint:
+def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int], name: str) -> StartingPoint:
+    """name : the model's in the group (the one the serve options describe)."""
     group_features = features.spec.encoder().to_json() if isinstance(features, CategoricalEncoder) \
         else features.to_json()
     base = PartitionRecord(model, encoder=features if isinstance(features, CategoricalEncoder) else None,
-                          starts=starts)
+                           starts=starts, name=name)
     return StartingPoint(type(model)(**model.get_params()), group_features, base)

@@ -259,3 +259,16 @@ def test_a_bad_row_goes_to_the_dead_letter_topic_with_the_columns_it_was_sent_wi
     decoded = decode_arrow([value], SPEC, MessageFields(label="y", id="key"))
     row = read_stream(decoded.row_values[1])
     assert row.column_names == ["features", "y", "key"] and row.column("key").to_pylist() == ["k2"]
+
+
+def test_predictions_of_a_named_model_name_it_in_a_last_column():
+    values = [_stream(features=[[1], [2]], id=["a", "b"])]
+    decoded = decode_arrow(values, SPEC, MessageFields())
+    proba = np.array([[0.9, 0.1], [0.2, 0.8]])
+    _, outputs = encode_predictions(_polled(values), decoded, np.array([0, 1]), np.array(["x", "y"]), proba,
+                                    np.array(["x", "y"]), 3, model="cnb")
+    table = read_stream(outputs[0])
+    assert table.column_names[-1] == "model" and table.column("model").to_pylist() == ["cnb", "cnb"]
+    _, unnamed = encode_predictions(_polled(values), decoded, np.array([0, 1]), np.array(["x", "y"]), proba,
+                                    np.array(["x", "y"]), 3)
+    assert "model" not in read_stream(unnamed[0]).column_names

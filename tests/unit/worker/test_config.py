@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -135,3 +136,53 @@ def test_delayed_label_settings_that_cannot_work_are_refused(settings, message):
         serve_config(**settings, labels=labels() if labels else None)
     assert serve_config(labels_topic="labels").labels.ttl == 7 * 86400
     assert LabelsConfig.given() is None
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(promote="auto"), "--promote auto needs a --challenger."),
+    (dict(output_challengers=True), "--output-challengers needs a --challenger."),
+    (dict(model_name="a b"), "--model-name: a model's name is a letter or digit"),
+    (dict(challenger="x=alpha=1", learn=False), "--challenger needs learning"),
+    (dict(challenger="x=alpha=1", output_challengers=True, format="arrow"),
+     "--output-challengers answers messages of one example each: not --format arrow."),
+    (dict(challenger="x=model=categorical", feature_names=["a"]), "--challenger x: categorical models learn"),
+    (dict(challenger="x=model=gaussian", text=True),
+     "--challenger x: --text needs a bernoulli, multinomial or complement model; got gaussian."),
+    (dict(challenger="x=model=multinomial,binarize=1"), "--challenger x: the multinomial model takes no --binarize."),
+    (dict(challenger="x=alpha=1", promote_margin=1.0), "--promote-margin must be 0 to 0.99; got 1.0."),
+    (dict(challenger="x=alpha=1", promote_window=10), "--promote-window must be 100 to 1,000,000; got 10."),
+])
+def test_challenger_settings_that_cannot_work_are_refused(options, message):
+    from tests.helpers.serve_config import serve_config as by_options
+    from worker.service.models.config import parse_challengers
+
+    if "challenger" in options:
+        options["challenger"] = parse_challengers([options["challenger"]])
+    with pytest.raises(ConfigError) as refused:
+        by_options(**options)
+    assert str(refused.value).startswith(message), str(refused.value)
+
+
+def test_predictions_that_name_their_model_are_not_avro():
+    from tests.helpers.serve_config import serve_config as by_options
+    from worker.io.registry.settings import RegistrySettings
+    from worker.service.config import OutputConfig
+    from worker.service.models.config import parse_challengers
+
+    registry = RegistrySettings("http://127.0.0.1:9")
+    for options, option in ((dict(challenger=parse_challengers(["x=alpha=1"])), "--challenger"),
+                            (dict(model_name="x"), "--model-name")):
+        with pytest.raises(ConfigError, match=f"^{option} needs --output-format json: the Avro predictions' schema"):
+            replace(by_options(**options), output=OutputConfig("avro"), schema_registry=registry)
+    assert replace(by_options(), output=OutputConfig("avro"), schema_registry=registry).models.name == "main"
+
+
+def test_a_challenger_without_a_kind_is_of_the_served_models():
+    from tests.helpers.serve_config import serve_config as by_options
+    from worker.service.models.config import parse_challengers
+
+    config = by_options(model="bernoulli", challenger=parse_challengers(["late=alpha=0.5", "m=model=multinomial"]))
+    models = config.models.challenger_models(config.model.kind)
+    assert {name: options.kind for name, options in models.items()} == {"late": "bernoulli", "m": "multinomial"}
+    assert config.models.named and config.models.name == "main"
+    assert not by_options().models.named and by_options(model_name="x").models.named

@@ -82,3 +82,27 @@ def test_ids_orjson_cannot_write_come_back_exactly_as_sent():
     assert [read_exactly(value)["id"] for value in values] == ids
     assert values[0].startswith(b'{"id":1180591620717411303424,"prediction":null,')
     assert values[4:] == _one_by_one(ids[4:], None, None, None, 0, "t", [0] * 2, [4, 5])
+
+
+def test_a_named_model_and_its_challengers_end_each_prediction():
+    from worker.io.json_predictions import ModelPredictions, ServedBy, named_prediction_values
+
+    classes, proba = np.array(["ham", "spam"]), np.array([[0.75, 0.25], [np.nan, np.nan]])
+    served = ModelPredictions(classes, np.array([0, 0]), proba, np.array([4, 5]))
+    challenger = ModelPredictions(np.array(["spam", "ham"]), np.array([1, 0]), np.array([[0.4, 0.6], [0.9, 0.1]]),
+                                  np.array([4, 5]))
+    shown = ServedBy("main", {"cnb": challenger, "new": ModelPredictions(None, None, None, 0)})
+    values = named_prediction_values(["a", "b"], served, "in", [0, 0], [7, 8], shown)
+    first, second = (orjson.loads(value) for value in values)
+    assert first == {"id": "a", "prediction": "ham", "probabilities": {"ham": 0.75, "spam": 0.25}, "model_version": 4,
+                     "topic": "in", "partition": 0, "offset": 7, "model": "main",
+                     "challengers": {"cnb": {"prediction": "ham", "probabilities": {"spam": 0.4, "ham": 0.6},
+                                             "model_version": 4},
+                                     "new": {"prediction": None, "probabilities": {}, "model_version": 0}}}
+    assert second["prediction"] is None and second["challengers"]["cnb"]["prediction"] == "spam"
+    unnamed = named_prediction_values(["a", "b"], served, "in", [0, 0], [7, 8])
+    assert unnamed == prediction_values(["a", "b"], classes, np.array([0, 0]), proba, np.array([4, 5]), "in", [0, 0],
+                                        [7, 8])
+    one = ModelPredictions(classes, np.array([0]), proba[:1], np.array([4]))
+    only_named = orjson.loads(named_prediction_values(["a"], one, "in", [0], [7], ServedBy("main"))[0])
+    assert only_named["model"] == "main" and "challengers" not in only_named

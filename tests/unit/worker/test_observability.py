@@ -50,10 +50,11 @@ def judged(quality: PredictionQuality, right: int, wrong: int) -> PredictionQual
     return quality
 
 
-def show(metrics: ServiceMetrics, owned: dict[int, PredictionQuality], known: list[PredictionQuality]) -> None:
-    """The qualities as the group gives them to the metrics: reports made at each scrape."""
-    metrics.quality.show(lambda: (PredictionQuality.merged(known).report(),
-                                  {p: quality.report() for p, quality in owned.items()}))
+def show(metrics: ServiceMetrics, owned: dict[int, PredictionQuality], known: list[PredictionQuality],
+         model: str = "main") -> None:
+    """The qualities of one model as the group gives them to the metrics: reports made at each scrape."""
+    metrics.quality.show(lambda: ({model: PredictionQuality.merged(known).report()},
+                                  {model: {p: quality.report() for p, quality in owned.items()}}))
 
 
 def sample(text: str, name: str, **labels) -> float | None:
@@ -70,10 +71,10 @@ def test_accuracy_comes_from_the_partition_states_and_is_absent_before_any_judge
     assert "nbstream_prequential_accuracy{" not in exposition(metrics)
     a, b = judged(PredictionQuality(), 9, 1), judged(PredictionQuality(), 1, 9)
     show(metrics, {}, [a, b])
-    assert 'nbstream_prequential_accuracy{window="all"} 0.5' in exposition(metrics)
+    assert 'nbstream_prequential_accuracy{model="main",window="all"} 0.5' in exposition(metrics)
     judged(b, 1000, 0)  # recent: mostly these
     recent = float(next(line.split()[1] for line in exposition(metrics).splitlines()
-                        if line.startswith('nbstream_prequential_accuracy{window="recent"}')))
+                        if line.startswith('nbstream_prequential_accuracy{model="main",window="recent"}')))
     assert 0.9 < recent < 1.0
 
 
@@ -83,19 +84,23 @@ def test_each_owned_partition_has_its_series_beside_the_groups():
     show(metrics, {7: mine}, [theirs, mine])
     text = exposition(metrics)
     for window in ("all", "recent"):  # recent: the last rows weigh a little more (the wrong ones of each)
-        assert sample(text, "nbstream_prequential_accuracy", window=window) == pytest.approx(3 / 8, rel=1e-3)
-        assert sample(text, "nbstream_prequential_accuracy", partition="7", window=window) == pytest.approx(
-            3 / 4, rel=1e-3)
-    assert sample(text, "nbstream_prequential_accuracy", window="all") == 3 / 8
-    assert sample(text, "nbstream_prequential_log_loss", partition="7", window="all") == pytest.approx(
+        assert sample(text, "nbstream_prequential_accuracy", model="main", window=window) == pytest.approx(
+            3 / 8, rel=1e-3)
+        assert sample(text, "nbstream_prequential_accuracy", model="main", partition="7",
+                      window=window) == pytest.approx(3 / 4, rel=1e-3)
+    assert sample(text, "nbstream_prequential_accuracy", model="main", window="all") == 3 / 8
+    assert sample(text, "nbstream_prequential_log_loss", model="main", partition="7", window="all") == pytest.approx(
         -(3 * np.log(0.75) + np.log(0.25)) / 4)
-    assert sample(text, "nbstream_prequential_brier", window="all") == pytest.approx(
+    assert sample(text, "nbstream_prequential_brier", model="main", window="all") == pytest.approx(
         (3 * 0.25 ** 2 + 5 * 0.75 ** 2) / 8)  # two classes: the binary score, (1 - p(a))^2
-    assert sample(text, "nbstream_prequential_recall", **{"class": "a"}, partition="7", window="all") == 0.75
-    assert sample(text, "nbstream_prequential_recall", **{"class": "b"}, window="all") is None  # never a label
-    assert sample(text, "nbstream_predicted_class_share", **{"class": "b"}, window="all") == 5 / 8
-    assert sample(text, "nbstream_predicted_class_share", **{"class": "a"}, partition="7", window="all") == 0.75
-    assert sample(text, "nbstream_prequential_accuracy", partition="0", window="all") is None  # not owned
+    assert sample(text, "nbstream_prequential_recall", model="main", **{"class": "a"}, partition="7",
+                  window="all") == 0.75
+    assert sample(text, "nbstream_prequential_recall", model="main", **{"class": "b"},
+                  window="all") is None  # never a label
+    assert sample(text, "nbstream_predicted_class_share", model="main", **{"class": "b"}, window="all") == 5 / 8
+    assert sample(text, "nbstream_predicted_class_share", model="main", **{"class": "a"}, partition="7",
+                  window="all") == 0.75
+    assert sample(text, "nbstream_prequential_accuracy", model="main", partition="0", window="all") is None  # not owned
 
 
 def test_per_class_series_stop_at_the_first_hundred_classes():
@@ -273,3 +278,15 @@ def test_the_endpoints_listen_on_ipv6_too():
                                    "column names appear more than once: ['label']"])
 def test_messages_that_cannot_be_read_as_one_example_count_as_malformed(error):
     assert reason_of(error) == "malformed"
+
+
+def test_every_model_has_its_series_labeled_with_its_name():
+    metrics = ServiceMetrics()
+    served, challenger = judged(PredictionQuality(), 1, 3), judged(PredictionQuality(), 3, 1)
+    metrics.quality.show(lambda: ({"main": served.report(), "cnb": challenger.report()},
+                                  {"main": {0: served.report()}, "cnb": {0: challenger.report()}}))
+    text = exposition(metrics)
+    assert sample(text, "nbstream_prequential_accuracy", model="main", window="all") == 0.25
+    assert sample(text, "nbstream_prequential_accuracy", model="cnb", window="all") == 0.75
+    assert sample(text, "nbstream_prequential_accuracy", model="cnb", partition="0", window="all") == 0.75
+    assert sample(text, "nbstream_prequential_accuracy", window="all") is None  # every series names its model

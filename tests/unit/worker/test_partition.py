@@ -32,15 +32,27 @@ class Shared:
         self.model.partial_fit(X, y)
 
 
+class SharedOne:
+    """The group's models when there is one, named main: it serves."""
+
+    def __init__(self, shared: Shared):
+        self.shared, self.served = shared, "main"
+
+    def __getitem__(self, name: str) -> Shared:
+        assert name == "main"
+        return self.shared
+
+
 def partition(labels: bool = False, drift: DriftConfig | None = None, shared: Shared | None = None) -> Partition:
     pending = PendingExamples(100) if labels else None
     record = PartitionRecord(nbstream.MultinomialNB(window=40, window_buckets=4), pending=pending)
-    return Partition(3, record, shared or Shared(), drift=drift,
+    return Partition(3, record, SharedOne(shared or Shared()), drift=drift,
                      labels=LabelsConfig("labels", ttl=7 * 86_400.0) if labels else None)
 
 
-def served(n: int, classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    return np.zeros(n, dtype=np.int32), np.full((n, classes), 1 / classes)
+def served(n: int, classes: int = 2) -> dict:
+    """What the one model, main, served each of n messages."""
+    return {"main": (np.zeros(n, dtype=np.int32), np.full((n, classes), 1 / classes))}
 
 
 def test_it_learns_its_rows_tells_the_group_and_judges_what_was_served():
@@ -48,7 +60,7 @@ def test_it_learns_its_rows_tells_the_group_and_judges_what_was_served():
     part = partition(shared=shared)
     X, y = np.array([[3, 0], [0, 3], [2, 1]]), np.array(["a", "b", "a"])
     judged = Judged(np.array(["a", "b"]), np.array([[0.9, 0.1], [0.8, 0.2]]), np.array([False, True, True]))
-    part.learn(X, y, None, judged)
+    part.learn(X, y, None, {"main": judged})
     assert part.model.n_examples_seen_ == 3 and shared.learned == [3] and part.changed
     report = part.quality.report()["all"]
     assert (report["judged"], report["accuracy"]) == (2, 0.5)  # b served as a (wrong), a as a (right)
@@ -69,8 +81,7 @@ def test_a_poll_older_than_the_ttl_by_its_own_newest_is_expired_at_once():
     part = partition(labels=True)
     now = int(time.time() * 1000)
     assert part.move_clock(now) is None  # nothing pending yet
-    best, proba = served(3)
-    kept = part.keep_pending(["m0", "m1", "m2"], np.ones((3, 2)), best, proba,
+    kept = part.keep_pending(["m0", "m1", "m2"], np.ones((3, 2)), served(3),
                              np.array([now, now, now - 8 * DAY_MS]), np.arange(3))
     assert kept.expired == 1 and kept.added.evicted == 0 and part.pending_examples == 2
     met = part.join_labels(["m2", "m0"], np.array(["a", "b"]), np.full(2, now), np.arange(2))
@@ -80,8 +91,7 @@ def test_a_poll_older_than_the_ttl_by_its_own_newest_is_expired_at_once():
 def test_the_clock_moves_at_most_an_hour_past_the_wall_clock():
     part = partition(labels=True)
     now = int(time.time() * 1000)
-    best, proba = served(1)
-    part.keep_pending(["m0"], np.ones((1, 2)), best, proba, np.array([now - DAY_MS]), np.arange(1))
+    part.keep_pending(["m0"], np.ones((1, 2)), served(1), np.array([now - DAY_MS]), np.arange(1))
     assert part.move_clock(now + 1000 * 365 * DAY_MS) is None  # a thousand years ahead: clamped, nothing expires
     assert part.pending_examples == 1
     expired = part.move_clock(now + CLOCK_AHEAD_MS + 8 * DAY_MS)  # still clamped, to now + 1 h: within the TTL
@@ -97,6 +107,6 @@ def test_a_drift_reset_is_a_change_the_group_cannot_follow_row_by_row():
         y = np.where(X[:, 0] > X[:, 1], "a", "b") if start < 1_500 else np.where(X[:, 0] > X[:, 1], "b", "a")
         right = np.where(y == "a", 0, 1) if start < 1_500 else np.where(y == "a", 1, 0)
         proba = np.eye(2)[right]
-        part.learn(X, y, None, Judged(classes, proba, np.ones(100, dtype=bool)))
+        part.learn(X, y, None, {"main": Judged(classes, proba, np.ones(100, dtype=bool))})
     assert part.revision >= 1  # a detection kept only the examples since the change
     assert part.record().drift["detections"]

@@ -200,3 +200,40 @@ def csr_edit(change):
 ])
 def test_forged_text_rows_are_refused(change, message):
     refused(edited(csr_edit(change)), message)
+
+
+def test_what_each_model_served_comes_back_and_is_kept_for_the_models_held_now():
+    from worker.service.pending.codec import ModelsKept
+    from worker.service.pending.segments import SegmentWriter, restore
+
+    store = PendingExamples()
+    proba = np.array([[0.9, 0.1], [0.3, 0.7]])
+    store.add(["a", "b"], np.ones((2, 3)), [0, 1], proba, 5, [0, 1],
+              others={"cnb": (np.array([1, -1], dtype=np.int32), np.array([[0.2, 0.8], [0.0, 0.0]]))})
+    restored = both_ways(store)
+    columns = restored.examples.chunks[0].columns
+    np.testing.assert_array_equal(columns["proba@cnb"], [[0.2, 0.8], [0.0, 0.0]])
+    assert columns["best@cnb"].tolist() == [1, -1]
+    changes = SegmentWriter().changes(store)
+    # the first model is now "cnb" (named so by the service), main a challenger, and "new" came since
+    again, _ = restore(changes.directory, changes.written, models=ModelsKept("main", "cnb", ("main", "new")))
+    kept = again.examples.chunks[0].columns
+    assert list(kept) == ["rows", "best", "proba", "offset", "best@main", "proba@main", "best@new", "proba@new"]
+    assert kept["best"].tolist() == [1, -1] and kept["best@main"].tolist() == [0, 1]
+    np.testing.assert_array_equal(kept["proba@main"], proba)
+    assert kept["best@new"].tolist() == [-1, -1] and kept["proba@new"].shape == (2, 0)
+    joined = again.add_labels(["a"], ["x"], 9).joined
+    assert joined.best.tolist() == [1] and set(joined.others) == {"main", "new"}
+
+
+@pytest.mark.parametrize("column, message", [
+    ("best@c d", "examples.best@c d names no model"),
+    ("proba@cnb", "examples: arrays \\['examples.proba@cnb'\\] are missing or not expected"),
+])
+def test_forged_columns_of_other_models_are_refused(column, message):
+    store = PendingExamples()
+    store.add(["a"], np.ones((1, 3)), [0], np.array([[1.0]]), 5, [0])
+    meta, arrays = unpack(store.to_bytes(), "x")
+    arrays[f"examples.{column}"] = np.zeros(1, dtype=np.int32)
+    with pytest.raises(ValueError, match=message):
+        PendingExamples.from_bytes(pack(meta, arrays))

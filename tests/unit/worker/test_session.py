@@ -71,12 +71,12 @@ def after(journal: list[str], entry: str) -> list[str]:
     return journal[journal.index(entry):]
 
 
-def states_in(kafka: FakeKafka) -> dict[str, PartitionRecord]:
-    """The states the state topic holds, by name, as a replica reads them."""
+def states_in(kafka: FakeKafka, skip: tuple[str, ...] | list[str] = ()) -> dict[str, PartitionRecord]:
+    """The states the state topic holds, by name, as a replica reads them (but those named in ``skip``)."""
     assembler = StateAssembler()
     names = [assembler.add(record.key, record.value) for record in kafka.topics[STATES].log[0]]
     return {name: PartitionRecord.from_payload(assembler.take(name), nbstream.MultinomialNB(), name)[0]
-            for name in dict.fromkeys(filter(None, names))}
+            for name in dict.fromkeys(filter(None, names)) if name not in skip}
 
 
 def state_records(partition: int, next_offset: int, model=None) -> list[tuple[bytes, bytes | None]]:

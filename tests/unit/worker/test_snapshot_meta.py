@@ -53,3 +53,15 @@ def test_unknown_keys_are_kept(tmp_path):
     write_snapshot(nbstream.MultinomialNB().fit([[1]], [0]), tmp_path / "m.nbs", meta)
     _, read = read_snapshot(tmp_path / "m.nbs")
     assert read.extra == {"owner": "team-a"} and read.features.n_features == 1
+
+
+def test_the_models_of_a_serving_group_are_listed_with_the_one_a_snapshot_holds():
+    from worker.snapshot_meta import ModelsListing
+
+    stored = SERVE_META | {"models": {"model": "main", "served": "mnb",
+                                      "all": {"main": "BernoulliNB()", "mnb": "MultinomialNB()"}}}
+    meta = SnapshotMeta.from_json(stored, "x.nbs")
+    assert meta.models == ModelsListing("main", "mnb", {"main": "BernoulliNB()", "mnb": "MultinomialNB()"})
+    assert meta.to_json() == stored and meta.extra == {}
+    assert meta.models.describe() == "main BernoulliNB(), mnb MultinomialNB() (served)"
+    assert SnapshotMeta.from_json(SERVE_META, "x.nbs").models is None

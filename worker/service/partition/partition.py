@@ -15,10 +15,13 @@ rows, in this order (docs/service.md):
   6. join   : label events meet their pending examples, which are then learned and judged
   7. advance: the next offsets on the input and on the labels topic
 
-A partition learns into its own statistics and tells the group's model (``SharedModel``) the
-rows it learned; it marks itself changed whenever a step changes what its state record holds,
-and ``snapshot()`` gives that record (and clears the mark). ``revision`` grows when its
-statistics change in a way the group's model cannot follow row by row (a drift reset).
+A partition holds one model per name the group learns (the served model and its challengers,
+``worker/service/models``), each with its own statistics and quality: every one learns the same
+rows, and each is judged by what it predicted. It learns into its own statistics and tells the
+group's model of each name (``SharedModel``) the rows it learned; it marks itself changed whenever
+a step changes what its state record holds, and ``snapshot()`` gives that record (and clears the
+mark). ``revision`` grows when its statistics change in a way the group's models cannot follow
+row by row (a drift reset). The drift watch watches the errors of the served model.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ from nbstream.quality import PredictionQuality
 
 from ..pending.join import LabelsConfig, widened
 from ..pending.records import PendingRecords, PendingWrite
-from ..pending.store import Added, Expired, Joined, Labeled, PendingExamples
+from ..pending.store import Added, Expired, Joined, Labeled, PendingExamples, Served
 from .drift_watch import Detection, DriftConfig, DriftWatch
-from .record import PartitionRecord
+from .record import ModelState, ModelStatistics, PartitionRecord
 
 CLOCK_AHEAD_MS = 3_600_000  # how far past the wall clock a message's timestamp moves a partition's event time
 
@@ -60,6 +63,16 @@ class SharedModel(Protocol):
         codes the group's encoder gives; None for rows that have none, pending examples)."""
 
 
+class SharedModels(Protocol):
+    """The group's model of each name (``GlobalModels``), and the one that serves."""
+
+    @property
+    def served(self) -> str:
+        """The name of the model whose predictions are sent."""
+
+    def __getitem__(self, name: str) -> SharedModel: ...
+
+
 @dataclass(frozen=True)
 class Judged:
     """Labeled rows' served predictions: classes (C,) the labels of proba's columns, proba (k, C)
@@ -67,6 +80,14 @@ class Judged:
     classes: AnyArray
     proba: FloatArray
     judged: BoolArray
+
+
+class Referee(Protocol):
+    """Told of the judgements of every model's predictions (``PromotionWatch``)."""
+
+    def judged(self, y: AnyArray, judged: dict[str, Judged]) -> None:
+        """y : (n,) the labels of rows learned in stream order; judged : each model's predictions
+        judged among them, by name."""
 
 
 @dataclass(frozen=True)
@@ -78,16 +99,20 @@ class Kept:
 
 
 class Partition:
-    """number : the input partition; record : its state as last committed (or new);
-    shared : the group's model; drift : how its errors are watched (None: not watched);
-    labels : labels that come later (None: no labels topic)."""
+    """number : the input partition; record : its state as last committed (or new), holding a
+    model of each name of ``shared``; shared : the group's models; drift : how its errors are
+    watched (None: not watched); labels : labels that come later (None: no labels topic);
+    referee : told of every judgement (None: nobody)."""
 
-    def __init__(self, number: int, record: PartitionRecord, shared: SharedModel, *,
-                 drift: DriftConfig | None = None, labels: LabelsConfig | None = None):
+    def __init__(self, number: int, record: PartitionRecord, shared: SharedModels, *,
+                 drift: DriftConfig | None = None, labels: LabelsConfig | None = None, referee: Referee | None = None):
         self.number = number
-        self._shared, self._drift = shared, drift
+        self._shared, self._drift, self._referee = shared, drift, referee
         self._ttl_ms = None if labels is None else labels.ttl_ms
-        self._model, self._encoder, self._quality = record.model, record.encoder, record.quality
+        self._first, self._encoder = record.name, record.encoder
+        self._models = {record.name: record.model, **{name: state.model for name, state in record.others.items()}}
+        self._qualities = {record.name: record.quality,
+                           **{name: state.quality for name, state in record.others.items()}}
         self._next_offset, self._labels_next_offset = record.next_offset, record.labels_next_offset
         self._label_field, self._drift_json = record.label_field, record.drift
         self._pending, self._pending_records = record.pending, record.pending_records
@@ -100,8 +125,13 @@ class Partition:
     # ---- what it holds ----------------------------------------------------------------------
     @property
     def model(self) -> NaiveBayes:
-        """Its statistics: learned from this partition only."""
-        return self._model
+        """Its first model's statistics (the model the serve options describe): learned from this partition only."""
+        return self._models[self._first]
+
+    def statistics(self, name: str) -> ModelStatistics | None:
+        """The statistics of its model ``name`` (None: it holds none of that name)."""
+        model = self._models.get(name)
+        return None if model is None else ModelStatistics(model, self._encoder)
 
     @property
     def encoder(self) -> FeatureEncoder | None:
@@ -110,7 +140,13 @@ class Partition:
 
     @property
     def quality(self) -> PredictionQuality:
-        return self._quality
+        """How its first model's predictions fared."""
+        return self._qualities[self._first]
+
+    @property
+    def qualities(self) -> dict[str, PredictionQuality]:
+        """How each model's predictions fared, by name."""
+        return dict(self._qualities)
 
     @property
     def next_offset(self) -> int | None:
@@ -153,33 +189,31 @@ class Partition:
         self._changed = True
         return expired
 
-    def served(self, classes: AnyArray, best: IndexArray) -> None:
-        """Step 3: count predictions served, labeled or not, in stream order: classes (C,) labels,
-        best (n,) the column of classes each prediction chose."""
-        self._quality.predicted(classes, best)
+    def served(self, name: str, classes: AnyArray, best: IndexArray) -> None:
+        """Step 3: count the predictions model ``name`` made, labeled or not, in stream order:
+        classes (C,) labels, best (n,) the column of classes each prediction chose."""
+        self._qualities[name].predicted(classes, best)
 
     def learn(self, X: object, y: AnyArray, batch: pa.RecordBatch | None,
-              judged: Judged | None = None) -> list[Detection]:
-        """Step 4: learn labeled rows (X (n, d) as the group's encoder gave them, y (n,), batch their
-        Arrow rows: a partition with codes of its own encodes them itself), judging those ``judged``
-        by what they were served; the drift detections among them."""
+              judged: dict[str, Judged] | None = None) -> list[Detection]:
+        """Step 4: every model learns labeled rows (X (n, d) as the group's encoder gave them, y (n,),
+        batch their Arrow rows: a partition with codes of its own encodes them itself), each judged
+        by what it predicted for those ``judged`` names (by name); the drift detections among them."""
         own_codes = self._encoder is not None and batch is not None
         X_own = self._encoder.encode(batch, learn=True)[0] if own_codes else X  # type: ignore[union-attr]
-        self._fit(X_own, y)
-        self._shared.learn(X, y, batch)
+        for name in self._models:
+            self._fit(name, X_own, y)
+            self._shared[name].learn(X, y, batch)
         self._changed = True
-        if judged is None or not judged.judged.any():
-            return []
-        y_judged = y[judged.judged]
-        self._quality.judge(y_judged, judged.classes, judged.proba)
-        return self._observe(judged.classes[np.argmax(judged.proba, axis=1)] != y_judged)
+        return self._judge(y, judged or {})
 
-    def keep_pending(self, ids: list, X: object, best: IndexArray, proba: FloatArray, times_ms: IntArray,
+    def keep_pending(self, ids: list, X: object, served: dict[str, Served], times_ms: IntArray,
                      offsets: IntArray) -> Kept:
-        """Step 5: keep served messages until their label comes: ids (n,), X (n, d), what each was
-        served (best (n,) int32, -1: no class known; proba (n, C)), their event times and offsets.
-        A row already older than the TTL by the clock is not kept (counted as expired); a label that
-        came first joins its row at once (learned and judged as in ``join_labels``)."""
+        """Step 5: keep served messages until their label comes: ids (n,), X (n, d), what each model
+        predicted for each (by name: best (n,) int32, -1: no class known; proba (n, C)), their event
+        times and offsets. A row already older than the TTL by the clock is not kept (counted as
+        expired); a label that came first joins its row at once (learned and judged as in
+        ``join_labels``)."""
         assert self._pending is not None and self._ttl_ms is not None, "a partition keeps pending examples " \
                                                                         "only with a labels topic"
         fresh = times_ms >= self._clock - self._ttl_ms
@@ -188,9 +222,12 @@ class Partition:
             return Kept(None, expired)
         if not fresh.all():
             ids = [key for key, keep in zip(ids, fresh.tolist(), strict=True) if keep]
-            X, best, proba = X[fresh], best[fresh], proba[fresh]  # type: ignore[index]
+            X = X[fresh]  # type: ignore[index]
+            served = {name: (best[fresh], proba[fresh]) for name, (best, proba) in served.items()}
             times_ms, offsets = times_ms[fresh], offsets[fresh]
-        added = self._pending.add(ids, X, best, proba, times_ms, offsets)
+        best, proba = served[self._first]
+        others = {name: predicted for name, predicted in served.items() if name != self._first}
+        added = self._pending.add(ids, X, best, proba, times_ms, offsets, others)
         self._learn_joined(added.joined)
         self._changed = True
         return Kept(added, expired)
@@ -235,39 +272,63 @@ class Partition:
     def record(self) -> PartitionRecord:
         """Its state record as it stands (the same objects: it goes on learning into them)."""
         drift = self._watch.to_json() if self._watch is not None else self._drift_json
-        return PartitionRecord(self._model, self._encoder, self._next_offset, self._quality,
+        others = {name: ModelState(model, self._qualities[name]) for name, model in self._models.items()
+                  if name != self._first}
+        return PartitionRecord(self.model, self._encoder, self._next_offset, self.quality,
                                label_field=self._label_field, drift=drift, pending=self._pending,
-                               pending_records=self._pending_records, labels_next_offset=self._labels_next_offset)
+                               pending_records=self._pending_records, labels_next_offset=self._labels_next_offset,
+                               name=self._first, others=others)
 
     # ---- inside the steps -------------------------------------------------------------------
-    def _fit(self, X: object, y: AnyArray) -> None:
-        self._model.partial_fit(X, y, classes=None if self._model.is_fitted else self._shared.classes)
+    def _fit(self, name: str, X: object, y: AnyArray) -> None:
+        model = self._models[name]
+        model.partial_fit(X, y, classes=None if model.is_fitted else self._shared[name].classes)
+
+    def _judge(self, y: AnyArray, judged: dict[str, Judged]) -> list[Detection]:
+        """Judge each model's predictions of learned rows (y (n,)) by their labels, tell the
+        referee, and watch the served model's errors; the drift detections among them."""
+        judged = {name: judgement for name, judgement in judged.items() if judgement.judged.any()}
+        if not judged:
+            return []
+        for name, judgement in judged.items():
+            self._qualities[name].judge(y[judgement.judged], judgement.classes, judgement.proba)
+        if self._referee is not None:
+            self._referee.judged(y, judged)
+        served = judged.get(self._shared.served)
+        if served is None:
+            return []
+        return self._observe(served.classes[np.argmax(served.proba, axis=1)] != y[served.judged])
 
     def _learn_joined(self, joined: Joined) -> None:
-        """Learn examples that met their label, and judge what each was served (not those served
-        before the model knew a class, nor those served by a model that knew more classes than the
-        group's does here yet)."""
+        """Every model learns examples that met their label, each judged by what it predicted for
+        them (not those predicted before the model knew a class, nor those predicted by a model
+        that knew more classes than the group's does here yet)."""
         if not len(joined):
             return
         y = joined.labels
-        self._fit(joined.X, y)
-        self._shared.learn(joined.X, y)
-        judged = joined.best >= 0
-        classes = self._shared.known_classes
-        proba = None if classes is None or not judged.any() else widened(joined.proba[judged], len(classes))
-        if proba is not None and classes is not None:
-            self._quality.judge(y[judged], classes, proba)
-            self._observe(classes[joined.best[judged]] != y[judged])
+        for name in self._models:
+            self._fit(name, joined.X, y)
+            self._shared[name].learn(joined.X, y)
+        judged = {}
+        for name, (best, proba) in {self._first: (joined.best, joined.proba), **joined.others}.items():
+            classes = self._shared[name].known_classes if name in self._models else None
+            rows = best >= 0
+            widened_proba = None if classes is None or not rows.any() else widened(proba[rows], len(classes))
+            if widened_proba is not None and classes is not None:
+                judged[name] = Judged(classes, widened_proba, rows)
+        self._judge(y, judged)
 
     def _observe(self, errors: BoolArray) -> list[Detection]:
         """Feed the drift watch newly judged errors ((k,) bool, stream order); with reset-to-window,
-        keep only the examples since a change it detects."""
+        keep only the examples since a change it detects (in each model that keeps a window)."""
         if self._drift is None:
             return []
         watch = self._watch = self._watch or self._restored_watch()
         detections = watch.observe(errors)
         if detections and self._drift.reset_to_window:
-            self._model.keep_newest(watch.examples_since_change or 0)
+            for model in self._models.values():
+                if model.window is not None:
+                    model.keep_newest(watch.examples_since_change or 0)
             self.revision += 1
         return detections
 

@@ -18,10 +18,20 @@ the state topic of their own (``pending/records.py``), and "labels_next_offset" 
 partition stopped on the labels topic. Without pending examples the fields are
 left out: the payload is byte for byte what it was before the field existed. The previous
 version ignores header fields it does not know, so it reads these states' statistics as they are.
+
+A partition holds one model per name when the group learns challengers beside its served model
+(``worker/service/models``). The model after the header, and the header's quality, are those of
+the model the serve options describe, whose name is in "model_name" unless it is "main"; the
+header's "models" field holds the others by name: each one's "quality", whether it is "fitted",
+and its statistics as an nbstream snapshot without tables, in base64 (null while it learned
+nothing). Without challengers both fields are left out, so the payload is what it was; the
+previous version reads the first model and its quality and ignores the others.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from dataclasses import dataclass, field
@@ -35,6 +45,7 @@ from nbstream.quality import EXACT_COUNT, PredictionQuality
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
 from ...errors import ConfigError
+from ..models.names import DEFAULT_NAME, NAME_RULE, is_model_name
 from ..pending.records import PendingRecords
 from ..pending.store import PendingExamples
 
@@ -42,6 +53,21 @@ PARTITION_STATE = Framing(b"NBPS", "not a partition state", "partition state")  
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
 _ONE_COLUMN_KINDS = ("vector", "text")
 _PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
+
+
+@dataclass(frozen=True)
+class ModelStatistics:
+    """One named model of a partition as the merge reads it: its statistics, and the partition's
+    own encoder where codes are learned per partition (None: the group's)."""
+    model: NaiveBayes
+    encoder: FeatureEncoder | None = None
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """A partition's model other than its first: its statistics and how its predictions fared."""
+    model: NaiveBayes
+    quality: PredictionQuality = field(default_factory=PredictionQuality)
 
 
 @dataclass(frozen=True)
@@ -62,6 +88,8 @@ class PartitionRecord:
     pending_records : where its pending examples are in the state topic, as last read or written
     labels_next_offset : the next offset of the partition of the same number on the labels topic
         (delayed labels), None when the service reads no labels topic or read nothing there yet
+    name : the name of ``model`` (the model the serve options describe)
+    others : the partition's other models by name (challengers, and a served model promoted from them)
     """
     model: NaiveBayes
     encoder: FeatureEncoder | None = None
@@ -73,6 +101,27 @@ class PartitionRecord:
     pending: PendingExamples | None = None
     pending_records: PendingRecords | None = None
     labels_next_offset: int | None = None
+    name: str = DEFAULT_NAME
+    others: dict[str, ModelState] = field(default_factory=dict)
+
+    def statistics(self, name: str) -> ModelStatistics | None:
+        """The statistics of its model ``name`` (None: it holds no model of that name)."""
+        if name == self.name:
+            return ModelStatistics(self.model, self.encoder)
+        other = self.others.get(name)
+        return None if other is None else ModelStatistics(other.model, self.encoder)
+
+    def quality_of(self, name: str) -> PredictionQuality | None:
+        """How the predictions of its model ``name`` fared (None: it holds none of that name)."""
+        if name == self.name:
+            return self.quality
+        other = self.others.get(name)
+        return None if other is None else other.quality
+
+    @property
+    def names(self) -> list[str]:
+        """The names of its models, its first model's first."""
+        return [self.name, *self.others]
 
     def to_payload(self, features: FeatureEncoder, label_field: str | None = None) -> bytes:
         """features : the encoder whose JSON to store (this partition's own, or the group's);
@@ -88,6 +137,10 @@ class PartitionRecord:
             header["pending"] = listing
         if self.labels_next_offset is not None:
             header["labels_next_offset"] = self.labels_next_offset
+        if self.name != DEFAULT_NAME:
+            header["model_name"] = self.name
+        if self.others:
+            header["models"] = {name: _other_json(state) for name, state in self.others.items()}
         model = dumps(self.model, tables=False) if self.model.is_fitted else b""
         return PARTITION_STATE.seal(json.dumps(header).encode(), [model])
 
@@ -95,8 +148,9 @@ class PartitionRecord:
     def from_payload(cls, payload: bytes, fresh_model: NaiveBayes,
                      source: str) -> tuple[PartitionRecord, FeatureEncoder]:
         """The state and the feature encoder it was learned with (``fresh_model`` is its model when it
-        learned nothing). Raises UnreadableState (a nbstream.SnapshotError) unless every header field
-        has the type and range ``to_payload`` writes."""
+        learned nothing; the others that learned nothing are read with a fresh model like it, which
+        the group replaces by their own). Raises UnreadableState (a nbstream.SnapshotError) unless
+        every header field has the type and range ``to_payload`` writes."""
         try:
             header, model_bytes = _header_and_model(payload)
             encoder = _encoder(required(header, "features"))
@@ -110,7 +164,8 @@ class PartitionRecord:
                         starts=_starts(required(header, "starts")),
                         label_field=optional_text(header.get("label_field"), "label_field"),
                         drift=_drift(header.get("drift")), pending_records=_pending(header.get("pending")),
-                        labels_next_offset=labels_next_offset)
+                        labels_next_offset=labels_next_offset, name=_name(header.get("model_name", DEFAULT_NAME)),
+                        others=_others(header.get("models", {}), fresh_model, encoder))
             return state, encoder
         except NewerFormatError as error:  # the service's own state, of a newer version: not to be passed over
             raise ConfigError(f"{error} A newer nbstream wrote this group's states: serve it with that version, "
@@ -154,6 +209,40 @@ def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes, encoder:
         raise ValueError(f"its model has {model.n_features_in_:,} features; its features "
                          f"{encoder.n_features:,}")
     return model
+
+
+def _other_json(state: ModelState) -> dict:
+    fitted = state.model.is_fitted
+    snapshot = base64.b64encode(dumps(state.model, tables=False)).decode() if fitted else None
+    return {"fitted": fitted, "quality": state.quality.to_json(), "snapshot": snapshot}
+
+
+def _name(value: object) -> str:
+    if not is_model_name(value):
+        raise ValueError(f"a model's name is {NAME_RULE}; got {shown(value)}")
+    return value  # type: ignore[return-value]
+
+
+def _others(value: object, fresh_model: NaiveBayes, encoder: FeatureEncoder) -> dict[str, ModelState]:
+    """The header's other models: each one's statistics (a fresh model like ``fresh_model`` while
+    it learned nothing) and quality."""
+    if not isinstance(value, dict):
+        raise ValueError(f"models must be a JSON object; got {shown(value)}")
+    others = {}
+    for name, entry in value.items():
+        if not (is_model_name(name) and isinstance(entry, dict) and set(entry) == {"fitted", "quality", "snapshot"}):
+            raise ValueError(f"models[{_name(name)}] must be an object of fitted, quality and snapshot; got "
+                             f"{shown(entry)}")
+        snapshot = entry["snapshot"]
+        if entry["fitted"] is True and not isinstance(snapshot, str):
+            raise ValueError(f"models[{name}].snapshot must be base64 text for a fitted model; got {shown(snapshot)}")
+        try:
+            model_bytes = b"" if snapshot is None else base64.b64decode(snapshot, validate=True)
+        except (TypeError, binascii.Error):
+            raise ValueError(f"models[{name}].snapshot must be base64; got {shown(snapshot)}") from None
+        model = _model(model_bytes, entry["fitted"], type(fresh_model)(**fresh_model.get_params()), encoder)
+        others[name] = ModelState(model, PredictionQuality.from_json(entry["quality"]))
+    return others
 
 
 def _quality(header: dict) -> PredictionQuality:

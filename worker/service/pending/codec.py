@@ -9,6 +9,8 @@ Arrays of log L (examples, labels, joined), n rows each::
     .indices (int32) / .indptr (int64) for CSR
     labels.label (n,) numbers or strings, labels.offset (n,) int64 (-1: not known)
 
+and, when the group learns other models beside its first (challengers), examples.best@NAME and
+examples.proba@NAME of each: what that model served (the first model's are best and proba);
 and in the meta, under "rows", the feature rows' layout ("dense" or "csr"), the dtype they
 came in and their number of columns. Reading checks each array's dtype, shape and values (ids
 distinct, counts and columns in range, probabilities in [0, 1], no NaN) and raises ValueError
@@ -18,6 +20,8 @@ with one line for anything a writer of this version would not have written.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +29,7 @@ import numpy as np
 from nbstream.checked import integer, shown
 from nbstream.ndarrays import AnyArray
 
+from ..models.names import is_model_name
 from .frame import pack, unpack
 from .keyed_log import Id, KeyedLog, Taken
 from .rows import Column, DenseRows, Rows, SparseRows
@@ -34,6 +39,45 @@ MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits 
 _COLUMNS = {EXAMPLES: ("rows", "best", "proba", "offset"), LABELS: ("label", "offset"), JOINED: ()}
 LOGS = tuple(_COLUMNS)
 _INPUT_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "<i2", "<u2", "|i1", "|u1", "|b1"}
+_OF = "@"  # best@NAME, proba@NAME: what the model NAME served
+
+
+def served_columns(name: str | None) -> tuple[str, str]:
+    """The examples' columns of what model ``name`` served, (best, proba) (None: the first model)."""
+    return ("best", "proba") if name is None else (f"best{_OF}{name}", f"proba{_OF}{name}")
+
+
+def served_names(columns: Iterable[str]) -> list[str]:
+    """The names of the models other than the first whose served predictions ``columns`` hold."""
+    return [column.partition(_OF)[2] for column in columns if column.startswith("best" + _OF)]
+
+
+@dataclass(frozen=True)
+class ModelsKept:
+    """Whose served predictions the examples of a store read back are to hold: ``first``'s as
+    best and proba, each of ``others``' under its name; ``stored`` is the model whose predictions
+    the store was written with as best and proba (the first model of the state it belongs to)."""
+    stored: str
+    first: str
+    others: tuple[str, ...] = ()
+
+    def kept(self, columns: dict[str, Column]) -> dict[str, Column]:
+        """An examples chunk's columns as the models held now need them. A model the chunk holds
+        nothing of (one added since) served nothing: best -1, no probabilities; the predictions
+        of a model no longer held are left out."""
+        n = len(columns["offset"])
+        served = {self.stored: (columns["best"], columns["proba"])}
+        for name in served_names(columns):
+            best, proba = served_columns(name)
+            served[name] = (columns[best], columns[proba])
+        nothing = (np.full(n, -1, dtype=np.int32), np.zeros((n, 0)))
+        kept = {"rows": columns["rows"]}
+        kept["best"], kept["proba"] = served.get(self.first, nothing)
+        kept["offset"] = columns["offset"]  # the order ``PendingExamples.add`` makes them in
+        for name in self.others:
+            best, proba = served_columns(name)
+            kept[best], kept[proba] = served.get(name, nothing)
+        return kept
 
 
 def encode(logs: dict[str, KeyedLog]) -> bytes:
@@ -62,8 +106,9 @@ def decode_rows(data: bytes, names: tuple[str, ...], what: str) -> dict[str, Tak
     meta, arrays = unpack(data, what)
     if set(meta) != {"rows"}:
         raise ValueError(f"{what}: the meta must hold rows alone; it holds {sorted(meta)}")
-    logs = {name: _rows_from(name, meta["rows"], arrays, what) for name in names}
-    expected = {array for name in names for array in _array_names(name, meta["rows"], len(logs[name].ids))}
+    models = _models_of(arrays, what)
+    logs = {name: _rows_from(name, meta["rows"], arrays, what, models) for name in names}
+    expected = {array for name in names for array in _array_names(name, meta["rows"], len(logs[name].ids), models)}
     if set(arrays) != expected:
         raise ValueError(f"{what}: arrays {sorted(set(arrays) ^ expected)} are missing or not expected")
     return logs
@@ -88,16 +133,26 @@ def _add_arrays(name: str, taken: Taken, arrays: dict[str, AnyArray]) -> dict[st
     return rows_meta
 
 
-def _array_names(name: str, rows_meta: object, n: int) -> list[str]:
+def _models_of(arrays: dict[str, AnyArray], what: str) -> list[str]:
+    """The names of the other models whose served predictions the examples' arrays hold."""
+    models = served_names(array.removeprefix(f"{EXAMPLES}.") for array in arrays if array.startswith(EXAMPLES + "."))
+    for model in models:
+        if not is_model_name(model):
+            raise ValueError(f"{what}: examples.{served_columns(model)[0]} names no model")
+    return models
+
+
+def _array_names(name: str, rows_meta: object, n: int, models: list[str]) -> list[str]:
     names = [f"{name}.ids", f"{name}.times"]
-    for column in _COLUMNS[name] if n else ():
+    columns = _COLUMNS[name] + (tuple(c for model in models for c in served_columns(model)) if name == EXAMPLES else ())
+    for column in columns if n else ():
         is_csr = column == "rows" and isinstance(rows_meta, dict) and rows_meta.get("layout") == "csr"
         names += [f"{name}.{column}.{part}" for part in ("data", "indices", "indptr")] if is_csr \
             else [f"{name}.{column}"]
     return names
 
 
-def _rows_from(name: str, rows_meta: object, arrays: dict[str, AnyArray], what: str) -> Taken:
+def _rows_from(name: str, rows_meta: object, arrays: dict[str, AnyArray], what: str, models: list[str]) -> Taken:
     where = f"{what}: {name}"
     ids = _ids(_array(arrays, f"{name}.ids", "|u1", 1, where), where)
     n = len(ids)
@@ -107,18 +162,14 @@ def _rows_from(name: str, rows_meta: object, arrays: dict[str, AnyArray], what: 
     columns: dict[str, Column] = {}
     if name == EXAMPLES:
         columns["rows"] = _feature_rows(arrays, f"{name}.rows", rows_meta, n, where)
-        proba = _array(arrays, f"{name}.proba", ("<f8", "<f4"), 2, where, (n, None))
-        if not ((proba >= 0) & (proba <= 1)).all():  # NaN fails too
-            raise ValueError(f"{where}: served probabilities must lie in [0, 1]")
-        best = _array(arrays, f"{name}.best", "<i4", 1, where, (n,))
-        if len(best) and (best.min() < -1 or best.max() >= proba.shape[1]):
-            raise ValueError(f"{where}: each best must be from -1 (nothing served) to {proba.shape[1] - 1:,}")
-        columns["best"] = best
-        columns["proba"] = proba
+        columns["best"], columns["proba"] = _served(arrays, f"{name}.best", f"{name}.proba", n, where)
         offsets = _array(arrays, f"{name}.offset", "<i8", 1, where, (n,))
         if (offsets < 0).any():
             raise ValueError(f"{where}: offsets must be at least 0")
         columns["offset"] = offsets
+        for model in models:  # in the order ``PendingExamples.add`` makes them
+            best, proba = served_columns(model)
+            columns[best], columns[proba] = _served(arrays, f"{name}.{best}", f"{name}.{proba}", n, where)
     elif name == LABELS:
         labels = arrays.get(f"{name}.label")
         if labels is None or labels.shape != (n,):
@@ -131,6 +182,18 @@ def _rows_from(name: str, rows_meta: object, arrays: dict[str, AnyArray], what: 
             raise ValueError(f"{where}: label offsets must be at least -1 (not known)")
         columns["offset"] = label_offsets
     return Taken(ids, times, columns)
+
+
+def _served(arrays: dict[str, AnyArray], best_name: str, proba_name: str, n: int, where: str
+            ) -> tuple[AnyArray, AnyArray]:
+    """What one model served n examples: (best (n,) int32, proba (n, C)), checked."""
+    proba = _array(arrays, proba_name, ("<f8", "<f4"), 2, where, (n, None))
+    if not ((proba >= 0) & (proba <= 1)).all():  # NaN fails too
+        raise ValueError(f"{where}: served probabilities must lie in [0, 1]")
+    best = _array(arrays, best_name, "<i4", 1, where, (n,))
+    if len(best) and (best.min() < -1 or best.max() >= proba.shape[1]):
+        raise ValueError(f"{where}: each best must be from -1 (nothing served) to {proba.shape[1] - 1:,}")
+    return best, proba
 
 
 def _feature_rows(arrays: dict[str, AnyArray], prefix: str, meta: object, n: int, where: str) -> Rows:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from nbstream.checked import shown
 
 from ...io.kafka.state_topic import Record, delete_records, write_records
-from .codec import LOGS
+from .codec import LOGS, ModelsKept
 from .segments import SegmentWriter, restore
 from .store import PendingExamples
 
@@ -116,9 +116,11 @@ class PendingRecords:
             else:
                 self.stale[segment] = self.stale.get(segment, frozenset()) | keys
 
-    def restore(self, read: Callable[[str, str], bytes], max_pending: int) -> PendingExamples:
+    def restore(self, read: Callable[[str, str], bytes], max_pending: int,
+                models: ModelsKept | None = None) -> PendingExamples:
         """The store the directory and its chunks' records describe. read(segment, digest) : the bytes
-        of a chunk's record. Raises ValueError, one line, for a record missing or forged."""
+        of a chunk's record; models : whose served predictions its examples are to hold (None: as
+        written). Raises ValueError, one line, for a record missing or forged."""
         if self.directory is None:
             raise ValueError("pending examples: no directory")
         segments = {}
@@ -127,7 +129,7 @@ class PendingRecords:
                 segments[segment] = read(segment, digest)
             except ValueError as error:
                 raise ValueError(f"pending examples: the record of chunk {segment}: {error}") from None
-        store, self._segments = restore(self.directory, segments, max_pending)
+        store, self._segments = restore(self.directory, segments, max_pending, models=models)
         unnamed = sorted(self.digests.keys() - self._segments.written)
         if unnamed:
             raise ValueError(f"pending examples: the header lists records of chunks {unnamed[:5]} the directory "

@@ -32,7 +32,7 @@ import numpy as np
 from nbstream.checked import integer, shown
 from nbstream.ndarrays import AnyArray
 
-from .codec import LOGS, decode_rows, encode_rows
+from .codec import LOGS, ModelsKept, decode_rows, encode_rows
 from .frame import pack, unpack
 from .keyed_log import Chunk, KeyedLog, Taken
 from .rows import DenseRows, SparseRows
@@ -73,10 +73,12 @@ class SegmentWriter:
 
 
 def restore(directory: bytes, segments: Mapping[str, bytes], max_pending: int = 100_000,
-            what: str = "pending examples") -> tuple[PendingExamples, SegmentWriter]:
+            what: str = "pending examples", models: ModelsKept | None = None) -> tuple[PendingExamples, SegmentWriter]:
     """The store a directory and its chunks' records describe, and the writer that knows them
-    written. Raises ValueError, one line saying what is wrong, for a chunk missing, of another
-    number of rows or layout than the directory says, or anything ``codec`` refuses."""
+    written (models : whose served predictions its examples are to hold, when the group learns
+    several; None: as they were written). Raises ValueError, one line saying what is wrong, for a
+    chunk missing, of another number of rows or layout than the directory says, or anything
+    ``codec`` refuses."""
     meta, masks = unpack(directory, f"{what}: the directory")
     logs: dict[str, KeyedLog] = {}
     used: set[str] = set()
@@ -93,6 +95,8 @@ def restore(directory: bytes, segments: Mapping[str, bytes], max_pending: int = 
                 raise ValueError(f"{what}: chunk {key} holds {len(taken.ids):,} rows; the directory says {rows:,}")
             if "rows" in taken.columns:
                 layouts.add(_layout(taken))
+                if models is not None:
+                    taken = Taken(taken.ids, taken.times, models.kept(taken.columns))
             restored.append((number, taken, alive))
             used.add(key)
         try:

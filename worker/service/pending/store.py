@@ -25,6 +25,10 @@ canonical text: 7 and "7" name the same message, as the bytes of a Kafka key wou
 Ids are looked up in a dict: faster than a sorted numpy array or pyarrow's ``index_in`` for the
 polls the service meets (docs/performance.md, ``scripts/bench_pending.py``).
 
+When the group learns several models (challengers), each example keeps what every model served
+it: the first model's prediction as ``best`` and ``proba``, each other's under its name
+(``codec.served_columns``), so that each is judged by its own prediction when the label comes.
+
 As partition state, the store goes to bytes whole (``to_bytes``, ``from_bytes``: see
 ``codec``), or by chunk (``segments``): a small directory (which chunks, which of
 their rows still live) at each commit, and each chunk once, under a key of its own, when it is made.
@@ -32,19 +36,22 @@ their rows still live) at each commit, and each chunk once, under a key of its o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from nbstream.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
-from .codec import EXAMPLES, JOINED, LABELS, decode, encode
+from .codec import EXAMPLES, JOINED, LABELS, decode, encode, served_columns, served_names
 from .keyed_log import Id, KeyedLog, Taken, id_key
 from .rows import Column, Rows, rows_of, take
 
 MOST_PENDING = 10_000_000  # --max-pending at most: each pending example is kept in memory (a few hundred bytes)
 LONGEST_TTL_SECONDS = 3650 * 86_400  # --label-ttl at most: ten years, far inside what milliseconds in int64 hold
+Served: TypeAlias = tuple[IntArray, FloatArray]  # what a model served: best (n,) int32 (-1: nothing), proba (n, C)
+
 
 @dataclass(frozen=True)
 class Joined:
@@ -55,7 +62,7 @@ class Joined:
         prediction's class; proba : (n, C) the served probabilities (a class set that grew
         since some were served: their missing columns are 0); delay_ms : (n,) int64, label time
         minus the input's event time (negative when the label came first); offsets, event_time_ms :
-        (n,) int64, the input's.
+        (n,) int64, the input's; others : what each other model served them (best, proba), by name.
     """
     ids: list[Id]
     X: Features | None
@@ -65,6 +72,7 @@ class Joined:
     delay_ms: IntArray
     offsets: IntArray
     event_time_ms: IntArray
+    others: dict[str, Served] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -133,22 +141,25 @@ class PendingExamples:
         return len(self.labels)
 
     def add(self, ids: list[Id] | AnyArray, X: Features, best: AnyArray, proba: AnyArray,
-            event_time_ms: AnyArray | int, offsets: AnyArray) -> Added:
+            event_time_ms: AnyArray | int, offsets: AnyArray, others: Mapping[str, Served] | None = None) -> Added:
         """Keep served, unlabeled messages until their label comes.
 
         ids : n ids; X : (n, d) array or CSR matrix, as the encoder gave it; best : (n,) the
         column of the served class; proba : (n, C) the served probabilities (kept in their
-        dtype); event_time_ms : (n,) or one for all; offsets : (n,) the input's offsets.
+        dtype); event_time_ms : (n,) or one for all; offsets : (n,) the input's offsets;
+        others : what each other model served them, (best, proba) by name, as best and proba.
         """
         ids = _checked_ids(ids)
         self.changes += 1
         n = len(ids)
-        rows, served = rows_of(X), _column(proba, n, None, "proba")
-        if len(rows) != n or served.ndim != 2:
-            raise ValueError(f"add takes n ids, (n, d) rows and (n, C) probabilities; got {n:,} ids, "
-                             f"{len(rows):,} rows and probabilities of shape {served.shape}")
-        columns: dict[str, Column] = {"rows": rows, "best": _column(best, n, np.int32, "best"), "proba": served,
+        rows = rows_of(X)
+        if len(rows) != n:
+            raise ValueError(f"add takes n ids, (n, d) rows and (n, C) probabilities; got {n:,} ids and "
+                             f"{len(rows):,} rows")
+        columns: dict[str, Column] = {"rows": rows, **_served(None, best, proba, n),
                                       "offset": _column(offsets, n, np.int64, "offsets")}
+        for name, (other_best, other_proba) in (others or {}).items():
+            columns.update(_served(name, other_best, other_proba, n))
         times = _times(event_time_ms, n)
         keep = _last_of_each(ids)
         kept = [ids[i] for i in keep.tolist()]
@@ -255,8 +266,21 @@ class PendingExamples:
 def _joined(ids: list[Id], columns: dict[str, Any], event_times: IntArray, labels: Any,
             label_times: IntArray) -> Joined:
     rows: Rows = columns["rows"]
+    others = {}
+    for name in served_names(columns):
+        best, proba = served_columns(name)
+        others[name] = (columns[best], columns[proba])
     return Joined(ids, rows.features(), labels, columns["best"], columns["proba"], label_times - event_times,
-                  columns["offset"], event_times)
+                  columns["offset"], event_times, others)
+
+
+def _served(name: str | None, best: AnyArray, proba: AnyArray, n: int) -> dict[str, Column]:
+    """The columns of what a model served n examples (None: the first model), checked."""
+    best_column, proba_column = served_columns(name)
+    served = _column(proba, n, None, proba_column)
+    if served.ndim != 2:
+        raise ValueError(f"{proba_column} must be (n, C) probabilities; got shape {served.shape}")
+    return {best_column: _column(best, n, np.int32, best_column), proba_column: served}
 
 
 def _taken(columns: dict[str, Column], rows: IndexArray, n: int = -1) -> dict[str, Column]:

@@ -24,6 +24,7 @@ class UncommittedCounts:
     dead_letters: Counter[str] = field(default_factory=Counter)  # error -> how many
     labels: Counter[str] = field(default_factory=Counter)  # delayed labels: what became of them -> how many
     label_delays: list[np.ndarray] = field(default_factory=list)  # seconds from input to label, of joined pairs
+    promotions: Counter[tuple[str, str]] = field(default_factory=Counter)  # (from model, to model) -> how many
 
     def add(self, *, messages: int = 0, predictions: int = 0, learned: int = 0) -> None:
         """Count messages consumed, predictions produced and examples learned (negative: taken back)."""
@@ -43,6 +44,10 @@ class UncommittedCounts:
         self.label_delays.append(delays_s)
         self.learned += len(delays_s)
 
+    def promoted(self, from_model: str, to_model: str) -> None:
+        """Count a challenger promoted in place of the served model."""
+        self.promotions[from_model, to_model] += 1
+
     def dead_lettered(self, error: str) -> None:
         """Told of every dead letter sent (the sink's callback)."""
         self.dead_letters[error] += 1
@@ -58,7 +63,10 @@ class UncommittedCounts:
             metrics.delayed_labels[outcome].inc(count)
         for delays in self.label_delays:
             metrics.label_delay.observe_many(delays)
+        for (from_model, to_model), count in self.promotions.items():
+            metrics.promotions.labels(from_model, to_model).inc(count)
         self.messages = self.predictions = self.learned = 0
         self.dead_letters.clear()
         self.labels.clear()
         self.label_delays.clear()
+        self.promotions.clear()

@@ -83,14 +83,15 @@ class BatchHistogram:
 
 
 class PrequentialQuality:
-    """How the served predictions fared (``partition/quality.py``), in the windows recent (decayed)
+    """How each model's predictions fared (``nbstream/quality.py``), labeled ``model`` (the served
+    model's and every challenger's, judged on the same messages), in the windows recent (decayed)
     and all: the group's series over every partition state this replica knows (so they survive
     restarts), and each owned partition's, labeled ``partition``. Per-class series go to the first
     ``MOST_CLASS_SERIES`` labels in sorted order. A series is absent before anything was judged
-    (served, for the predicted-class share)."""
+    (predicted, for the predicted-class share)."""
 
-    LABELS = ("window: recent, decayed over about 1,000 messages, or all; partition: one input partition's, "
-              "else the group's")
+    LABELS = ("model: the model that predicted; window: recent, decayed over about 1,000 messages, or all; "
+              "partition: one input partition's, else the group's")
     GAUGES = {  # name -> (report key, help)
         "nbstream_prequential_accuracy": ("accuracy", "Share of labeled messages predicted right before learning "
                                           "from them"),
@@ -106,21 +107,23 @@ class PrequentialQuality:
     }
 
     def __init__(self, registry: CollectorRegistry):
-        self.reports: Callable[[], tuple[dict, dict[int, dict]]] = lambda: ({}, {})
+        self.reports: Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]] = lambda: ({}, {})
         registry.register(self)
 
-    def show(self, reports: Callable[[], tuple[dict, dict[int, dict]]]) -> None:
-        """reports() : the group's report and each owned partition's (window -> metric -> value),
-        made when scraped, on the metrics server's thread."""
+    def show(self, reports: Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]]) -> None:
+        """reports() : by model name, the group's report and each owned partition's (window ->
+        metric -> value), made when scraped, on the metrics server's thread."""
         self.reports = reports  # one assignment: a scrape sees the old or the new, whole
 
     def collect(self):
         group, owned = self.reports()
         families = {name: GaugeMetricFamily(name, f"{documentation} ({self.LABELS})")
                     for name, (_, documentation) in (self.GAUGES | self.PER_CLASS).items()}
-        self._add(families, group, {})
-        for partition, report in sorted(owned.items()):
-            self._add(families, report, {"partition": str(partition)})
+        for model, report in group.items():
+            self._add(families, report, {"model": model})
+        for model, partitions in owned.items():
+            for partition, report in sorted(partitions.items()):
+                self._add(families, report, {"model": model, "partition": str(partition)})
         yield from families.values()
 
     def _add(self, families: dict[str, GaugeMetricFamily], report: dict, labels: dict[str, str]) -> None:
@@ -138,6 +141,34 @@ class PrequentialQuality:
 def _sort_key(label: object) -> tuple[bool, object]:
     """Numbers before strings, each in order (a group's labels are of one kind)."""
     return isinstance(label, str), label
+
+
+class ModelLineup:
+    """The models the group learns: each one's settings and role (served or challenger), and with
+    --promote auto its mean log-loss over the examples the promotion compares."""
+
+    def __init__(self, registry: CollectorRegistry):
+        self.lineup: Callable[[], tuple[str, dict[str, str], dict[str, float]]] = lambda: ("", {}, {})
+        registry.register(self)
+
+    def show(self, lineup: Callable[[], tuple[str, dict[str, str], dict[str, float]]]) -> None:
+        """lineup() : (the served model's name, each model's settings by name, each model's mean
+        log-loss over the promotion's window by name), made when scraped."""
+        self.lineup = lineup
+
+    def collect(self):
+        served, settings, log_losses = self.lineup()
+        info = GaugeMetricFamily("nbstream_model_info", "The models the group learns: 1 for each, with its settings "
+                                 "and role (served: its predictions are sent; challenger: judged beside it)",
+                                 labels=["model", "role", "settings"])
+        window = GaugeMetricFamily("nbstream_promotion_log_loss", "Mean log-loss of each model over the last "
+                                   "examples judged that a promotion compares (--promote auto)", labels=["model"])
+        for name, described in settings.items():
+            info.add_metric([name, "served" if name == served else "challenger", described], 1)
+        for name, loss in log_losses.items():
+            window.add_metric([name], loss)
+        yield info
+        yield window
 
 
 class ConsumerLag:
@@ -213,6 +244,9 @@ class ServiceMetrics:
                                for outcome, (name, documentation) in LABEL_OUTCOMES.items()}
         self.label_delay = BatchHistogram("nbstream_label_delay_seconds", "From a message's timestamp to its label's, "
                                           "for the pairs joined", LABEL_DELAY_BUCKETS, registry)
+        self.promotions = Counter("nbstream_promotions", "Challengers this replica promoted to serve in place of the "
+                                  "served model (--promote auto)", ["from_model", "to_model"], registry=registry)
+        self.models = ModelLineup(registry)
         self.ready = False
         self.connected: bool | None = None  # unknown until the first contact
         self.registry_connected: bool | None = None  # the Schema Registry's, with --format avro: the same
