@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -14,6 +13,7 @@ from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray, IndexArray, IntArray
 from .pairs import PairCounts
+from .parameters import Interval, ParameterRule, ParameterRules
 from .prequential_counts import (
     BatchCells,
     CountsAt,
@@ -89,10 +89,13 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
     """
 
     kind = "bernoulli"
-
+    _parameter_rules = ParameterRules((
+        ParameterRule("binarize", "float", "Threshold: features above it become 1 (None: the features are binary "
+                      "already).", bounds=Interval(0, None), optional=True,
+                      why="a negative threshold would turn the implicit zeros of sparse input into ones"),))
     binarize: float | None
 
-    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,
+    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,  # noqa: PLR0913
                  binarize: float | None = 0.0, fit_prior: bool = True, class_prior: npt.ArrayLike | None = None,
                  half_life: float | None = None, window: int | None = None, window_buckets: int = 10,
                  counts: str = "auto"):
@@ -105,14 +108,6 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
         self.window = window
         self.window_buckets = window_buckets
         self.counts = counts
-
-    def check_params(self) -> None:
-        super().check_params()
-        binarize = self.binarize
-        if binarize is not None and (not isinstance(binarize, numbers.Real) or isinstance(binarize, bool)
-                                     or not 0 <= float(binarize) < np.inf):
-            raise ValueError(f"binarize must be a finite number >= 0 or None; got {self.binarize!r} "
-                             "(a negative threshold would turn the implicit zeros of sparse input into ones).")
 
     @property
     def feature_log_prob_(self) -> FloatArray:

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from .discrete import Alpha, DiscreteNB, DiscreteTables
 from .ndarrays import Features, FloatArray, IndexArray, IntArray
+from .parameters import Interval, ParameterRule, ParameterRules
 from .prequential_counts import LearnedRows
 from .prequential_stats import counts_before_each_row
 from .stats import CategoryCounts
@@ -62,7 +63,12 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
 
     kind = "categorical"
     _accept_sparse = False
-    _alpha_may_be_array = False
+    _parameter_rules = ParameterRules((
+        ParameterRule("alpha", "float", "Additive smoothing.", bounds=Interval(0, None)),
+        ParameterRule("min_categories", "int", "Least number of categories of each feature: codes 0 to "
+                      "min_categories - 1 (None: those seen).", bounds=Interval(1, None), optional=True,
+                      per_feature=True),
+    ))
     _categorical_input = True
     _statistics_type = CategoryCounts
     min_categories: int | npt.ArrayLike | None

@@ -11,6 +11,7 @@ from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_
 from .kernels import linear_scores
 from .ndarrays import Features, FloatArray, IndexArray
 from .pairs import PairCounts
+from .parameters import ParameterRule, ParameterRules
 from .prequential_counts import (
     BatchCells,
     CountsAt,
@@ -79,11 +80,14 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
 
     kind = "complement"
     requires_non_negative = True
+    _parameter_rules = ParameterRules((
+        ParameterRule("norm", "bool", "Normalise the complement weights a second time."),))
     norm: bool
 
-    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True, fit_prior: bool = True,
-                 class_prior: npt.ArrayLike | None = None, norm: bool = False, half_life: float | None = None,
-                 window: int | None = None, window_buckets: int = 10, counts: str = "auto"):
+    def __init__(self, *, alpha: float | npt.ArrayLike = 1.0, force_alpha: bool = True,  # noqa: PLR0913
+                 fit_prior: bool = True, class_prior: npt.ArrayLike | None = None, norm: bool = False,
+                 half_life: float | None = None, window: int | None = None, window_buckets: int = 10,
+                 counts: str = "auto"):
         self.alpha = alpha
         self.force_alpha = force_alpha
         self.fit_prior = fit_prior

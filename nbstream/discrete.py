@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from .base import NaiveBayes, StatsT
+from .base import NaiveBayes
+from .core import StatsT
 from .ndarrays import AnyArray, Features, FloatArray, IndexArray
 from .pairs import PairCounts
+from .parameters import Interval, ParameterRule, ParameterRules, Spell, as_named
 from .stats import DiscreteCounts
 from .tables import Tables
 
@@ -38,8 +41,13 @@ class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
     Subclasses supply ``_smooth(alpha, class_log_prior)`` returning their tables.
     """
 
-    _alpha_may_be_array = True
     _poor_score = True  # scikit-learn's generic accuracy checks use Gaussian blobs
+    _parameter_rules = ParameterRules((
+        ParameterRule("alpha", "float", "Additive smoothing.", bounds=Interval(0, None), per_feature=True),
+        ParameterRule("force_alpha", "bool", "Keep alpha as given below 1e-10 (else it is raised to 1e-10)."),
+        ParameterRule("fit_prior", "bool", "Learn the class priors from the data (else they are uniform)."),
+        ParameterRule("class_prior", "probabilities", "Fixed class priors (None: see fit_prior).", optional=True),
+    ))
     alpha: float | npt.ArrayLike
     force_alpha: bool
     fit_prior: bool
@@ -49,18 +57,6 @@ class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
     def class_log_prior_(self) -> FloatArray:
         """log P(class), shape (n_classes,): fitted, uniform, or ``class_prior``."""
         return self._fresh_tables().class_log_prior_
-
-    def check_params(self) -> None:
-        super().check_params()
-        if isinstance(self.alpha, numbers.Real):
-            if not 0 <= float(self.alpha) < np.inf:
-                raise ValueError(f"alpha must be a finite number >= 0; got {self.alpha}.")
-        elif not self._alpha_may_be_array:
-            raise ValueError(f"{type(self).__name__} needs a scalar alpha; got {self.alpha!r}.")
-        if self.class_prior is not None:
-            prior = np.asarray(self.class_prior, dtype=np.float64)
-            if prior.ndim != 1 or (prior < 0).any() or not np.isclose(prior.sum(), 1.0):
-                raise ValueError(f"class_prior must be non-negative and sum to 1; got {self.class_prior!r}.")
 
     def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
         if not isinstance(self.alpha, numbers.Real):
@@ -138,6 +134,26 @@ COUNTS_LAYOUTS = ("auto", "dense", "sparse")
 SPARSE_FROM_FEATURES = 1 << 16  # counts="auto" keeps sparse counts from this many features on (hashed text)
 
 
+def one_alpha_for_pairs(alpha: object, force_alpha: object) -> bool:
+    """Whether sparse counts can hold a model of this alpha: they give every pair never seen one
+    smoothed value per class, so one alpha for all features, and not 0 (unless floored)."""
+    return isinstance(alpha, numbers.Real) and (float(alpha) > 0 or not force_alpha)
+
+
+class SparseCountsNeedOneAlpha:
+    """The relation of counts="sparse" to alpha and force_alpha (``one_alpha_for_pairs``)."""
+
+    names = ("counts", "alpha", "force_alpha")
+
+    def problem(self, values: Mapping[str, object], given: Collection[str] | None,
+                spell: Spell = as_named) -> str | None:
+        alpha, force_alpha = values.get("alpha", 1.0), values.get("force_alpha", True)
+        if values.get("counts") != "sparse" or one_alpha_for_pairs(alpha, force_alpha):
+            return None
+        return (f"{spell('counts')}='sparse' needs one {spell('alpha')} > 0 for all features; got "
+                f"{spell('alpha')}={alpha!r} ({spell('force_alpha')}={force_alpha}). Use {spell('counts')}='dense'.")
+
+
 class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
     """Base of the models that learn per-class sums of each feature: Bernoulli, multinomial, complement.
 
@@ -150,29 +166,23 @@ class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
 
     _statistics_type = DiscreteCounts
     layout_params = frozenset({"counts"})
+    _parameter_rules = ParameterRules((
+        ParameterRule("counts", "choice", "How the counts are held: a dense table of classes x features, or only "
+                      "the (class, feature) pairs seen; auto: sparse from 2**16 features on. Predictions are the "
+                      "same.", choices=COUNTS_LAYOUTS),
+    ), (SparseCountsNeedOneAlpha(),))
     counts: str
 
     def check_params(self) -> None:
         super().check_params()
-        if self.counts not in COUNTS_LAYOUTS:
-            raise ValueError(f"counts must be one of {', '.join(COUNTS_LAYOUTS)}; got {self.counts!r}.")
-        if self._alpha_allows_pairs():
-            return
-        if self.counts == "sparse":
-            raise ValueError(f"counts='sparse' needs one alpha > 0 for all features; got alpha={self.alpha!r} "
-                             f"(force_alpha={self.force_alpha}). Use counts='dense'.")
-        if self._statistics_layout() is PairCounts:
+        if self._statistics_layout() is PairCounts and not one_alpha_for_pairs(self.alpha, self.force_alpha):
             raise ValueError(f"this model holds sparse counts, which need one alpha > 0 for all features; got "
                              f"alpha={self.alpha!r} (force_alpha={self.force_alpha}). Fit a model with "
                              "counts='dense' for this alpha.")
 
-    def _alpha_allows_pairs(self) -> bool:
-        """Sparse counts give every pair never seen one smoothed value per class: a single alpha, not 0."""
-        return isinstance(self.alpha, numbers.Real) and (float(self.alpha) > 0 or not self.force_alpha)
-
     def _new_statistics(self, n_features: int) -> DiscreteCounts | PairCounts:
         sparse = self.counts == "sparse" or (self.counts == "auto" and n_features >= SPARSE_FROM_FEATURES
-                                            and self._alpha_allows_pairs())
+                                            and one_alpha_for_pairs(self.alpha, self.force_alpha))
         return PairCounts.empty(n_features) if sparse else DiscreteCounts.empty(n_features)
 
     def _statistics_from(self, arrays: dict[str, AnyArray]) -> DiscreteCounts | PairCounts:
@@ -256,6 +266,6 @@ def row_sums(X: Features) -> FloatArray:
 
 def weights_for_rows(log_weights: FloatArray) -> FloatArray:
     """Per-class log-weights of shape (n_classes, n_features) in the layout scoring wants,
-    (n_features, n_classes) row-major: a sparse product with a transposed view is 20x slower."""
+    (n_features, n_classes) row-major: a sparse product with a transposed view is far slower."""
     return np.ascontiguousarray(log_weights.T)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,9 +10,11 @@ import numpy.typing as npt
 
 from .base import NaiveBayes
 from .kernels import row_blocks
+from .moments import Moments, pooled_variance
 from .ndarrays import AnyArray, Features, FloatArray, FloatingArray, IndexArray
+from .parameters import Interval, ParameterRule, ParameterRules
 from .prequential_stats import moments_before_each_row
-from .stats import GaussianMoments, Moments, pooled_variance
+from .stats import GaussianMoments
 from .tables import Tables
 
 
@@ -76,6 +77,11 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
     _accept_sparse = False
     _keeps_float_dtype = True
     _statistics_type = GaussianMoments
+    _parameter_rules = ParameterRules((
+        ParameterRule("priors", "probabilities", "Fixed class priors (None: learned from the data).", optional=True),
+        ParameterRule("var_smoothing", "float", "Added to every variance: this fraction of the largest variance of "
+                      "a feature.", bounds=Interval(0, None)),
+    ))
     priors: npt.ArrayLike | None
     var_smoothing: float
 
@@ -116,16 +122,6 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
     def _as_fitted_dtype(self, array: FloatingArray) -> FloatingArray:
         """The array in the dtype of the float fitted attributes (itself when that is float64)."""
         return array.astype(self._float_dtype, copy=False)
-
-    def check_params(self) -> None:
-        super().check_params()
-        var_smoothing = self.var_smoothing
-        if not isinstance(var_smoothing, numbers.Real) or not 0 <= float(var_smoothing) < np.inf:
-            raise ValueError(f"var_smoothing must be a finite number >= 0; got {self.var_smoothing!r}.")
-        if self.priors is not None:
-            priors = np.asarray(self.priors, dtype=np.float64)
-            if priors.ndim != 1 or (priors < 0).any() or not np.isclose(priors.sum(), 1.0):
-                raise ValueError(f"priors must be non-negative and sum to 1; got {self.priors!r}.")
 
     def _smooths(self) -> bool:
         return float(self.var_smoothing) > 0

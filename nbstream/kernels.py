@@ -1,8 +1,13 @@
 """Blocked arithmetic shared by the models: per-class sums, linear scores, normalisation.
 
-Dense inputs are processed in row blocks small enough (about 512 KiB as float64) for the
+Dense inputs are scored in row blocks small enough (about 512 KiB as float64) for the
 converted block to stay in the CPU cache between the conversion and the matrix product.
 That is what makes uint8 input fast without ever copying a whole chunk to float64.
+
+Per-class sums are no matrix products (``grouped_sums``): each class's rows of a block are
+gathered and summed along the features, one-byte features (pixels, binarized input) in exact
+integers. That is less arithmetic than a product with a one-hot matrix, and waits on no BLAS
+threads.
 """
 
 from __future__ import annotations
@@ -17,15 +22,54 @@ from .ndarrays import Features, FloatArray, IndexArray
 from .validation import is_sparse
 
 _BLOCK_ELEMENTS = 2**16
-# A float32 sum of at most this many values of magnitude <= 255 is an exact integer (< 2**24).
-_MAX_EXACT_ROWS = 2**16
+# Per-class sums gather a class's rows of a block: blocks of about 2**22 cells (32 MiB as float64)
+# keep that copy bounded, and an int32 sum of at most 2**15 squares of one-byte values exact.
+_CLASS_BLOCK_ELEMENTS = 2**22
+CLASS_BLOCK_ROWS = 2**15
+_ROW_BY_ROW = 32  # up to this many rows, adding each to its class's sum costs less than gathering classes
 
 
 def row_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
     """Consecutive row slices covering range(n_rows), each about 2**16 cells."""
-    step = max(1, min(_MAX_EXACT_ROWS, _BLOCK_ELEMENTS // max(n_features, 1)))
+    step = max(1, _BLOCK_ELEMENTS // max(n_features, 1))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
+
+
+def class_blocks(n_rows: int, n_features: int) -> Iterator[slice]:
+    """Consecutive row slices covering range(n_rows) for per-class sums: about 2**22 cells and
+    at most ``CLASS_BLOCK_ROWS`` rows each."""
+    step = max(1, min(CLASS_BLOCK_ROWS, _CLASS_BLOCK_ELEMENTS // max(n_features, 1)))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(start + step, n_rows))
+
+
+def grouped_sums(X: npt.NDArray[Any], rows: IndexArray, n_classes: int, dtype: npt.DTypeLike) -> npt.NDArray[Any]:
+    """The sum of the rows of each class, accumulated in ``dtype``, shape (n_classes, n_features).
+
+    X : ndarray (n_samples, n_features) of one block (``class_blocks``); rows : (n_samples,) the
+    class row of each sample. A few rows are added one at a time; more are gathered class by
+    class, stably ordered, and summed along the features.
+
+    >>> grouped_sums(np.array([[1, 2], [3, 4], [5, 6]]), np.array([1, 0, 1]), 2, np.int64).tolist()
+    [[3, 4], [6, 8]]
+    """
+    sums = np.zeros((n_classes, X.shape[1]), dtype=dtype)
+    if len(rows) <= _ROW_BY_ROW:
+        for row, c in enumerate(rows.tolist()):
+            sums[c] += X[row]
+        return sums
+    counts = np.bincount(rows, minlength=n_classes)
+    order = np.argsort(rows, kind="stable")
+    ends = np.cumsum(counts)
+    for c in np.flatnonzero(counts).tolist():
+        X[order[ends[c] - counts[c]:ends[c]]].sum(axis=0, dtype=dtype, out=sums[c])
+    return sums
+
+
+def is_one_byte_integer(X: Features) -> bool:
+    """Bool or one-byte integer features: their sums (and sums of squares) are exact in integers."""
+    return not is_sparse(X) and X.dtype.itemsize == 1 and X.dtype.kind in "biu"
 
 
 def one_hot(rows: IndexArray, weights: FloatArray | None, n_classes: int,
@@ -40,11 +84,6 @@ def one_hot(rows: IndexArray, weights: FloatArray | None, n_classes: int,
     return Y
 
 
-def _exact_in_float32(X: Features, weights: FloatArray | None) -> bool:
-    """One-byte integers with unit weights sum exactly in float32 within one block."""
-    return weights is None and not is_sparse(X) and X.dtype.itemsize == 1 and X.dtype.kind in "biu"
-
-
 def class_sums(X: Features, rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
     """Weighted sum of the rows of each class.
 
@@ -56,16 +95,20 @@ def class_sums(X: Features, rows: IndexArray, weights: FloatArray | None, n_clas
 
     Returns
     -------
-    ndarray of shape (n_classes, n_features), float64
+    ndarray of shape (n_classes, n_features), float64; exact for one-byte features with unit
+    weights
+
+    >>> class_sums(np.array([[1, 2], [3, 4], [5, 6]], dtype=np.uint8), np.array([1, 0, 1]), None, 2).tolist()
+    [[3.0, 4.0], [6.0, 8.0]]
     """
     if is_sparse(X):
         Y = one_hot(rows, weights, n_classes)
         return np.asarray((X.T @ Y).T, dtype=np.float64)
-    dtype = np.float32 if _exact_in_float32(X, weights) else np.float64
+    exact = weights is None and is_one_byte_integer(X)
     sums = np.zeros((n_classes, X.shape[1]))
-    for block in row_blocks(X.shape[0], X.shape[1]):
-        Y = one_hot(rows[block], None if weights is None else weights[block], n_classes, dtype)
-        sums += Y.T @ X[block].astype(dtype)
+    for block in class_blocks(X.shape[0], X.shape[1]):
+        X_block = X[block] if weights is None else X[block] * weights[block, None]
+        sums += grouped_sums(X_block, rows[block], n_classes, np.int32 if exact else np.float64)
     return sums
 
 
@@ -84,7 +127,7 @@ def add_class_sums(target: FloatArray, X: Features, rows: IndexArray, weights: F
         return
     per_row = np.diff(X.indptr)
     values = X.data if weights is None else X.data * np.repeat(weights, per_row)
-    if target.flags.c_contiguous:  # numpy's add.at is ~10x faster on one flat index than on a pair
+    if target.flags.c_contiguous:  # numpy's add.at is far faster on one flat index than on a pair
         flat = np.repeat(rows.astype(np.int64) * target.shape[1], per_row) + X.indices
         np.add.at(target.reshape(-1), flat, values)
     else:
@@ -121,3 +164,19 @@ def log_normalize(jll: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore"):
         normalized: FloatArray = jll - (np.log(np.exp(jll - top).sum(axis=1, keepdims=True)) + top)
     return normalized
+
+
+def normalized_exp(jll: FloatArray) -> FloatArray:
+    """exp(log_normalize(jll)) with one exponential and no logarithm: joint log-likelihoods of
+    shape (n_samples, n_classes) to probabilities (a row of -inf only to NaN).
+
+    >>> normalized_exp(np.log(np.array([[1.0, 3.0]]))).round(2).tolist()
+    [[0.25, 0.75]]
+    """
+    top = jll.max(axis=1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    proba: FloatArray = jll - top
+    np.exp(proba, out=proba)
+    with np.errstate(invalid="ignore"):  # 0 / 0: a row with no class possible
+        proba /= proba.sum(axis=1, keepdims=True)
+    return proba

@@ -81,9 +81,9 @@ class LearnedRows:
 
 def sums_before(per_row: FloatArray) -> FloatArray:
     """The sum of the rows before each row, shape (n_samples, k) of per_row (n_samples, k)."""
-    sums = np.zeros((per_row.shape[1], per_row.shape[0] + 1))  # cumulated along contiguous memory: 10x faster
-    np.cumsum(per_row.T, axis=1, out=sums[:, 1:])
-    return np.ascontiguousarray(sums[:, :-1].T)
+    sums = np.zeros((per_row.shape[0] + 1, per_row.shape[1]))
+    np.cumsum(per_row, axis=0, out=sums[1:])
+    return sums[:-1]
 
 
 class BatchCells:
@@ -192,7 +192,7 @@ def _cells_of(X: Features) -> tuple[IndexArray, IndexArray, FloatArray]:
             X.sum_duplicates()
         return (np.asarray(X.indptr, dtype=np.intp), np.asarray(X.indices, dtype=np.intp),
                 np.asarray(X.data, dtype=np.float64))
-    at = np.flatnonzero(X if X.dtype == np.bool_ else X != 0)  # a bool array is searched 5x faster
+    at = np.flatnonzero(X if X.dtype == np.bool_ else X != 0)  # a bool array is searched faster
     rows, features = np.divmod(at, X.shape[1])
     starts = np.searchsorted(rows, np.arange(X.shape[0] + 1)).astype(np.intp)
     return starts, features, np.take(X.reshape(-1), at).astype(np.float64)

@@ -14,10 +14,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .kernels import row_blocks
+from .moments import Moments, pool
 from .ndarrays import Features, FloatArray, IndexArray, IntArray
 from .prequential_counts import LearnedRows
 from .segment_sums import segment_sums_before
-from .stats import CategoryCounts, GaussianMoments, Moments, pool
+from .stats import CategoryCounts, GaussianMoments
 
 
 def moments_before_each_row(statistics: GaussianMoments, X: Features, rows: IndexArray,
@@ -156,7 +157,8 @@ def _earlier_with_same_key(keys: IntArray, learned: LearnedRows) -> FloatArray:
     no earlier row with the key taught gets exactly 0 (a tiny alpha would magnify any residue)."""
     n_rows, n_columns = keys.shape
     flat = keys.ravel()
-    # By key, then row; numpy sorts 8 and 16-bit integers by radix, 50 times faster than int64.
+    # By key, then row; numpy sorts 8 and 16-bit integers by radix, far faster than int64
+    # (docs/performance.md, "Choices inside the library").
     order = np.argsort(flat.astype(np.min_scalar_type(flat.max(initial=0)), copy=False), kind="stable")
     sorted_keys = flat[order]
     cell_rows = order // n_columns

@@ -82,6 +82,21 @@ class _ClassVersions:
         self.weights = counts.copy()
         self.biases = weigh(self.weights, class_weights.copy(), np.empty_like(counts))
 
+    def _padded(self, X: Features, rows: IndexArray, weights: FloatArray,
+                n_blocks: int) -> tuple[FloatArray, IndexArray, FloatArray]:
+        """The chunk's rows in the workspace's blocks (n_blocks, BLOCK, n_features), each row's class
+        (padded,) (-1 past the rows) and weight (padded,) (0 past them, and for rows only scored)."""
+        n_rows, padded = X.shape[0], n_blocks * BLOCK
+        blocks = self._work.rows[:n_blocks]
+        flat_rows = blocks.reshape(padded, X.shape[1])
+        flat_rows[:n_rows] = X
+        flat_rows[n_rows:] = 0.0
+        classes = np.full(padded, -1, dtype=np.intp)
+        classes[:n_rows] = rows
+        amounts = np.zeros(padded)
+        amounts[:n_rows] = weights
+        return blocks, classes, amounts
+
     def score_and_learn(self, X: Features, rows: IndexArray, weights: FloatArray) -> FloatArray:
         """Scores of a chunk of at most the workspace's rows (n_rows, n_classes), each against the
         versions of the rows before it; then the versions after the chunk's learned rows."""
@@ -89,14 +104,7 @@ class _ClassVersions:
         n_classes = len(self.class_weights)
         n_blocks, n_features = -(-n_rows // BLOCK), X.shape[1]
         padded = n_blocks * BLOCK
-        blocks = work.rows[:n_blocks]
-        flat_rows = blocks.reshape(padded, n_features)
-        flat_rows[:n_rows] = X
-        flat_rows[n_rows:] = 0.0
-        classes = np.full(padded, -1, dtype=np.intp)
-        classes[:n_rows] = rows
-        amounts = np.zeros(padded)
-        amounts[:n_rows] = weights  # 0 for rows only scored
+        blocks, classes, amounts = self._padded(X, rows, weights, n_blocks)
         block_classes = classes.reshape(n_blocks, BLOCK)
 
         # Within a block, the sum of its rows of each row's class up to it: a lower-triangular product.

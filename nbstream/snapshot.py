@@ -1,8 +1,8 @@
 """Snapshots: one self-describing file per model, written atomically, never pickled.
 
-Layout (all integers little-endian)::
+Layout (all integers little-endian; the frame is ``framing.py``'s)::
 
-    b"NBSNAP\\x00\\x01"                     magic, with the format version in the last byte
+    b"NBSNAP\\x00", uint8 format version    magic and version
     uint64 header length, header (UTF-8 JSON): kind, parameters, classes, array directory,
                                              examples seen, creation time, caller metadata
     array bytes, each at the offset the directory gives (raw, C order, 8-byte aligned); a
@@ -18,12 +18,11 @@ loading one never runs code.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import io
 import json
 import os
 import stat
-import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
@@ -31,14 +30,15 @@ import numpy as np
 
 from .atomic import AtomicFile
 from .base import NaiveBayes
+from .framing import FrameError, Framing, NewerFrameError
 from .ndarrays import AnyArray, IntArray
 from .registry import model_class
 from .state import ModelState, is_natural
 from .tables import TableValue
 
 FORMAT_VERSION = 2  # 2: sparse arrays; version 1 files (all arrays dense) are read too
-_READABLE_VERSIONS = (1, 2)
-_MAGIC = b"NBSNAP\x00"
+SNAPSHOT = Framing(b"NBSNAP\x00", "not an nbstream snapshot (bad magic or too short)", "snapshot",
+                   versions=(1, 2), length_bytes=8, checksum=True)
 _SPARSE_BELOW = 1 / 8  # store an array sparse when fewer of its values are nonzero
 _SPARSE_MIN_SIZE = 4_096  # values: smaller arrays are stored as they are
 # Dense values all sparse arrays of a snapshot may unfold to (2 GiB of float64): a small file
@@ -74,7 +74,7 @@ def save(model: NaiveBayes[Any, Any], path: str | os.PathLike[str], meta: dict[s
     meta : JSON-serialisable dict stored as is (the worker keeps source positions there).
     tables : store the smoothed tables too, for readers other than ``load`` (which
         recomputes them from the statistics, bit-identically, and checks stored ones).
-        Without them a snapshot is a third of the size for the discrete models.
+        Without them a snapshot holds the statistics alone: a count model's is much smaller.
     """
     header_bytes, arrays = _serialise(model, meta, tables=tables)
     return _write_atomically(Path(path), header_bytes, arrays)
@@ -127,7 +127,7 @@ def _laid_out(header: dict[str, Any], arrays: dict[str, AnyArray]) -> tuple[byte
         kept: Stored = dense
         if name.startswith("stats.") and dense.size >= _SPARSE_MIN_SIZE \
                 and sparse_values + dense.size <= SPARSE_MAX_VALUES:
-            where = np.flatnonzero(dense.reshape(-1) != 0)  # a mask first: 4x faster than on floats
+            where = np.flatnonzero(dense.reshape(-1) != 0)  # a mask first: faster than on floats
             if len(where) < dense.size * _SPARSE_BELOW:
                 sparse_values += dense.size
                 entry["nonzero"] = len(where)
@@ -143,21 +143,16 @@ def _laid_out(header: dict[str, Any], arrays: dict[str, AnyArray]) -> tuple[byte
 
 
 def _write_body(out: IO[bytes], header_bytes: bytes, arrays: dict[str, Stored]) -> None:
-    """Magic and version, header, arrays, then the SHA-256 of all of it."""
-    digest = hashlib.sha256()
+    """The frame of the header and the arrays (see the module docstring)."""
+    SNAPSHOT.write(out, header_bytes, _array_bytes(arrays), FORMAT_VERSION)
 
-    def write(chunk: bytes | memoryview) -> None:
-        digest.update(chunk)
-        out.write(chunk)
 
-    write(_MAGIC + bytes([FORMAT_VERSION]))
-    write(struct.pack("<Q", len(header_bytes)))
-    write(header_bytes)
+def _array_bytes(arrays: dict[str, Stored]) -> Iterator[memoryview | bytes]:
+    """The arrays' bytes in order, each part padded to 8."""
     for array in arrays.values():
         for part in _stored_parts(array):
-            write(part.reshape(-1).view(np.uint8).data)
-            write(b"\x00" * (-part.nbytes % 8))
-    out.write(digest.digest())
+            yield part.reshape(-1).view(np.uint8).data
+            yield b"\x00" * (-part.nbytes % 8)
 
 
 def _stored_parts(array: Stored) -> tuple[AnyArray, ...]:
@@ -269,25 +264,33 @@ def _check_header(header: object, payload_bytes: int) -> Header:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry["name"] in names:
             raise ValueError("an array entry has no name, or a duplicate one")
         names.add(entry["name"])
-        shape, offset = entry.get("shape"), entry.get("offset")
-        if entry.get("dtype") not in _ALLOWED_DTYPES:
-            raise SnapshotError(f"array {entry['name']!r} has disallowed dtype {entry.get('dtype')!r}.")
-        if not isinstance(shape, list) or len(shape) > 2 or not all(is_natural(n) for n in shape) \
-                or not is_natural(offset):
-            raise ValueError(f"array {entry['name']!r} has an invalid shape or offset")
-        itemsize = int(np.dtype(entry["dtype"]).itemsize)
-        if "nonzero" in entry:
-            if not is_natural(entry["nonzero"]) or entry["nonzero"] > _product(shape):
-                raise ValueError(f"sparse array {entry['name']!r} has an invalid count of nonzero values")
-            sparse_values += _product(shape)  # Python ints: no overflow
-            if sparse_values > SPARSE_MAX_VALUES:
-                raise ValueError(f"sparse arrays unfold to more than {SPARSE_MAX_VALUES} values")
-            size = (8 + itemsize) * entry["nonzero"]  # int64 indices, then the values
-        else:
-            size = itemsize * _product(shape)
-        if offset + size > payload_bytes:
-            raise ValueError(f"array {entry['name']!r} lies beyond the end of the file")
+        sparse_values += _check_array_entry(entry, payload_bytes)
+        if sparse_values > SPARSE_MAX_VALUES:
+            raise ValueError(f"sparse arrays unfold to more than {SPARSE_MAX_VALUES} values")
     return header
+
+
+def _check_array_entry(entry: dict[str, Any], payload_bytes: int) -> int:
+    """Check one array's entry of the directory (its dtype, shape and place inside the payload);
+    the values it unfolds to when it is stored sparse (0 when dense)."""
+    shape, offset = entry.get("shape"), entry.get("offset")
+    if entry.get("dtype") not in _ALLOWED_DTYPES:
+        raise SnapshotError(f"array {entry['name']!r} has disallowed dtype {entry.get('dtype')!r}.")
+    if not isinstance(shape, list) or len(shape) > 2 or not all(is_natural(n) for n in shape) \
+            or not is_natural(offset):
+        raise ValueError(f"array {entry['name']!r} has an invalid shape or offset")
+    itemsize = int(np.dtype(entry["dtype"]).itemsize)
+    unfolds = 0
+    if "nonzero" in entry:
+        if not is_natural(entry["nonzero"]) or entry["nonzero"] > _product(shape):
+            raise ValueError(f"sparse array {entry['name']!r} has an invalid count of nonzero values")
+        unfolds = _product(shape)  # Python ints: no overflow
+        size = (8 + itemsize) * entry["nonzero"]  # int64 indices, then the values
+    else:
+        size = itemsize * _product(shape)
+    if offset + size > payload_bytes:
+        raise ValueError(f"array {entry['name']!r} lies beyond the end of the file")
+    return unfolds
 
 
 def _is_a(value: object, kind: type) -> bool:
@@ -326,27 +329,15 @@ def _open_no_wait(path: str, flags: int) -> int:
 
 
 def _verified(data: bytes, source: object) -> tuple[object, memoryview]:
-    prefix = len(_MAGIC) + 1 + 8
-    if len(data) < prefix + 32 or not data.startswith(_MAGIC):
-        raise SnapshotError(f"{source}: not an nbstream snapshot (bad magic or too short).")
-    version = data[len(_MAGIC)]
-    if version not in _READABLE_VERSIONS:
-        unreadable = NewerFormatError if version > max(_READABLE_VERSIONS) else SnapshotError
-        raise unreadable(f"{source}: snapshot format version {version}; this nbstream reads "
-                         f"versions {', '.join(map(str, _READABLE_VERSIONS))}.")
-    body, checksum = data[:-32], data[-32:]
-    if hashlib.sha256(body).digest() != checksum:
-        raise SnapshotError(f"{source}: checksum mismatch: the file is truncated or was altered.")
-    (header_length,) = struct.unpack_from("<Q", body, len(_MAGIC) + 1)
-    if header_length > len(body) - prefix:
-        raise SnapshotError(f"{source}: the header length runs past the end of the file.")
     try:
-        header = json.loads(body[prefix:prefix + header_length])
-    except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise SnapshotError(f"{source}: the header is not valid JSON ({type(error).__name__}).") from None
-    if isinstance(header, dict):
-        header["format_version"] = version  # what the magic says, for readers of the header
-    return header, memoryview(body)[prefix + header_length:]
+        opened = SNAPSHOT.open(data, str(source))
+    except NewerFrameError as error:
+        raise NewerFormatError(f"{error}.") from None
+    except FrameError as error:
+        raise SnapshotError(f"{error}.") from None
+    header = opened.header
+    header["format_version"] = opened.version  # what the magic says, for readers of the header
+    return header, opened.body
 
 
 def _array_from(payload: memoryview, entry: dict[str, Any]) -> AnyArray:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from .kernels import add_class_sums, class_sums, class_totals, one_hot, row_blocks
+from .kernels import add_class_sums, class_totals
+from .moments import Moments, batch_moments, pool, pooled_variance
 from .ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
 
@@ -22,7 +23,7 @@ def _pad_rows(array: FloatArray, n_rows: int) -> FloatArray:
     """The array with zero rows added up to n_rows (itself when it has them: no copy per batch)."""
     if array.shape[0] >= n_rows:
         return array
-    padded = np.zeros((n_rows, *array.shape[1:]), dtype=array.dtype)  # np.pad costs 30 us of Python a call
+    padded = np.zeros((n_rows, *array.shape[1:]), dtype=array.dtype)  # np.pad is slow Python for this
     padded[: array.shape[0]] = array
     return padded
 
@@ -124,44 +125,6 @@ class DiscreteCounts(Statistics):
         _check_table("feature_count", self.feature_count, (n_classes, n_features), non_negative=True)
 
 
-class Moments(NamedTuple):
-    """Weight, mean and M2 (sum of squared deviations from the mean) of some rows, per class and
-    feature: weight (..., n_classes), mean and m2 (..., n_classes, n_features)."""
-
-    weight: FloatArray
-    mean: FloatArray
-    m2: FloatArray
-
-
-def pool(earlier: Moments, later: Moments) -> Moments:
-    """The moments of two sets of rows together, by the pairwise update of Chan, Golub and LeVeque
-    (no sum of squares, so no cancellation): weight (k,), mean and m2 (k, n_features) each."""
-    total = earlier.weight + later.weight
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(total > 0, later.weight / total, 0.0)[:, None]
-    delta = later.mean - earlier.mean
-    mean = delta * share
-    mean += earlier.mean
-    m2 = delta  # reused: m2_a + (m2_b + delta^2 * n_a * share), in place
-    m2 *= delta
-    m2 *= earlier.weight[:, None] * share
-    m2 += later.m2
-    m2 += earlier.m2
-    return Moments(total, mean, m2)
-
-
-def pooled_variance(moments: Moments) -> FloatArray:
-    """Variance of each feature over all classes together, shape (..., n_features) (0 where
-    nothing was learned)."""
-    weight, mean, m2 = moments
-    total = weight.sum(axis=-1)[..., None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        grand_mean = (weight[..., None, :] @ mean) / total[..., None]
-        between = (weight[..., None, :] @ (mean - grand_mean) ** 2)[..., 0, :]
-        variance: FloatArray = (m2.sum(axis=-2) + between) / total
-    return np.where(total > 0, variance, 0.0)
-
-
 class GaussianMoments(Statistics):
     """Per class and feature: weight, mean and M2 (sum of squared deviations from the mean).
 
@@ -189,19 +152,7 @@ class GaussianMoments(Statistics):
 
     def update(self, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
         n_classes = len(self.class_count)
-        count = class_totals(rows, weights, n_classes)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = class_sums(X, rows, weights, n_classes) / count[:, None]
-        mean[count == 0] = 0.0
-        # Second pass over the chunk, centred on its class means: no cancellation.
-        m2 = np.zeros_like(mean)
-        for block in row_blocks(X.shape[0], X.shape[1]):
-            deviation = X[block].astype(np.float64)
-            deviation -= mean[rows[block]]
-            deviation *= deviation
-            Y = one_hot(rows[block], None if weights is None else weights[block], n_classes)
-            m2 += Y.T @ deviation
-        self._combine(Moments(count, mean, m2), np.arange(n_classes))
+        self._combine(batch_moments(X, rows, weights, n_classes), np.arange(n_classes))
 
     def _combine(self, moments: Moments, rows: IndexArray) -> None:
         """Pool moments of k classes into the given class rows, shape (k,)."""

@@ -71,6 +71,15 @@ def check_X(X: Features, *, n_features: int | None, accept_sparse: bool, model: 
     if X.shape[1] == 0:
         raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
                          f"required by {model}.")
+    _check_values(X, values, model)
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, but {model} is expecting {n_features} "
+                         "features as input (the number it was fitted with).")
+    return X
+
+
+def _check_values(X: Features, values: AnyArray, model: str) -> None:
+    """The values of X (its data, when sparse) are real numbers, finite and not beyond LARGEST_VALUE."""
     if values.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: {model} expects real numbers; got dtype {values.dtype}.")
     if values.dtype.kind not in "biuf":
@@ -87,10 +96,6 @@ def check_X(X: Features, *, n_features: int | None, accept_sparse: bool, model: 
         if float(largest) > LARGEST_VALUE:  # a float32 max compared with 1e150 would overflow in the cast
             raise ValueError(f"{model} input holds a value beyond ±{LARGEST_VALUE:g}: sums and squares of such "
                              f"values overflow the statistics to infinity.")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"X has {X.shape[1]} features, but {model} is expecting {n_features} "
-                         "features as input (the number it was fitted with).")
-    return X
 
 
 def _numeric(X: AnyArray, model: str) -> AnyArray:
@@ -165,13 +170,7 @@ def check_labels(y: npt.ArrayLike, n_samples: int | None) -> AnyArray:
     if n_samples is not None and y.shape[0] != n_samples:
         raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]} labels.")
     if y.dtype.kind == "O":
-        values = y.tolist()
-        if any(v is None for v in values):
-            raise ValueError("y contains None; every row needs a label.")
-        if all(isinstance(v, str) for v in values):
-            y = y.astype(str)
-        elif all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
-            y = y.astype(np.float64) if any(isinstance(v, float) for v in values) else y.astype(np.int64)
+        y = _typed_labels(y)
     if y.dtype.kind == "f":
         if np.isnan(y).any():
             raise ValueError("Input y contains NaN; every row needs a label.")
@@ -183,6 +182,18 @@ def check_labels(y: npt.ArrayLike, n_samples: int | None) -> AnyArray:
     if y.dtype.kind == "c":
         raise ValueError("Complex data not supported as labels (Unknown label type: complex); labels are integers "
                          "or strings.")
+    return y
+
+
+def _typed_labels(y: AnyArray) -> AnyArray:
+    """An object array of labels as strings, or as numbers, when all are of that kind."""
+    values = y.tolist()
+    if any(v is None for v in values):
+        raise ValueError("y contains None; every row needs a label.")
+    if all(isinstance(v, str) for v in values):
+        return y.astype(str)
+    if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+        return y.astype(np.float64) if any(isinstance(v, float) for v in values) else y.astype(np.int64)
     return y
 
 
@@ -203,10 +214,3 @@ def check_sample_weight(sample_weight: npt.ArrayLike | None, n_samples: int) -> 
                          "zero there is nothing to learn.")
     return w
 
-
-def check_positive(value: object, name: str, *, allow_none: bool = False) -> None:
-    """A parameter that must be a positive number."""
-    if value is None and allow_none:
-        return
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < float(value) < float("inf"):
-        raise ValueError(f"{name} must be a finite positive number; got {value!r}.")

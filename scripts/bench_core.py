@@ -1,21 +1,30 @@
 """Side-by-side training and prediction speed on MNIST: nbstream vs scikit-learn vs River.
 
 Every contender learns the same 10,000-row chunks of the 60,000 training images, in one
-process, interleaved round by round; the best of --rounds is reported as rows/s together
-with the ratio to scikit-learn's partial_fit. River's learn_many takes pandas frames: the
-conversion is done beforehand and not timed. Absolute numbers vary with the machine's
-load; read the ratios.
+process, nbstream and scikit-learn taking turns round by round; the best of --rounds is
+reported as rows/s together with the ratio to scikit-learn's partial_fit. River's learn_many
+takes pandas frames: the conversion is done beforehand and not timed. Absolute numbers vary
+with the machine's load; read the ratios.
+
+--contended runs the same comparison with a busy process on every core, as on a shared
+machine, a container with a CPU quota or several replicas per host: a Python loop that never
+sleeps, or with --contended numpy a loop of matrix products on numpy's BLAS. BLAS threads are
+left as the environment sets them, for both libraries.
 
     python scripts/bench_core.py --data-dir ../shared/data/mnist
+    python scripts/bench_core.py --data-dir ../shared/data/mnist --contended [numpy]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +75,37 @@ def best_time(action, rounds: int) -> float:
     return best
 
 
+def best_times(actions: list[Callable], rounds: int) -> list[float]:
+    """The best seconds of each action over ``rounds`` rounds, the actions taking turns in each."""
+    best = [float("inf")] * len(actions)
+    for _ in range(rounds):
+        for i, action in enumerate(actions):
+            start = time.perf_counter()
+            action()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best
+
+
+# What a busy process runs: a Python loop that never sleeps, or matrix products on numpy's BLAS
+# with its default threads (as another replica or task on the host would).
+NEIGHBOURS = {"python": "while True: pass",
+              "numpy": "import numpy as np\nmatrix = np.random.rand(300, 300)\nwhile True: matrix @ matrix"}
+
+
+@contextlib.contextmanager
+def busy_cores(n_processes: int, neighbour: str = "python") -> Iterator[None]:
+    """``n_processes`` processes that each keep a core busy running ``NEIGHBOURS[neighbour]``,
+    for the length of the block."""
+    spinners = [subprocess.Popen([sys.executable, "-c", NEIGHBOURS[neighbour]]) for _ in range(n_processes)]
+    try:
+        time.sleep(0.5)  # until they run
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def trainer(factory: Callable, chunks: list[tuple[np.ndarray, np.ndarray]], classes: np.ndarray) -> Callable:
     """A function that builds a fresh model with ``factory`` and partial_fits it on every (X, y) chunk."""
     def run():
@@ -82,11 +122,10 @@ def race_sklearn(contenders: Contenders, sk, chunks: list[tuple[np.ndarray, np.n
     ``X_test`` (n_test, n_features); and whether the two predict the same labels."""
     ours_train = trainer(contenders.ours, chunks, classes)
     sklearn_train = trainer(lambda: contenders.sklearn(sk), chunks, classes)
-    ours_seconds = best_time(ours_train, rounds)
-    sklearn_seconds = best_time(sklearn_train, rounds)
+    ours_seconds, sklearn_seconds = best_times([ours_train, sklearn_train], rounds)
     ours_model, sklearn_model = ours_train(), sklearn_train()
-    ours_predict = best_time(lambda: ours_model.predict_proba(X_test), rounds)
-    sklearn_predict = best_time(lambda: sklearn_model.predict_proba(X_test), rounds)
+    ours_predict, sklearn_predict = best_times([lambda: ours_model.predict_proba(X_test),
+                                                lambda: sklearn_model.predict_proba(X_test)], rounds)
     same_predictions = bool((ours_model.predict(X_test) == sklearn_model.predict(X_test)).all())
     return ours_seconds, sklearn_seconds, ours_predict, sklearn_predict, same_predictions
 
@@ -122,8 +161,11 @@ def main() -> None:
                         help="folder with the four MNIST .gz files (default: $NBSTREAM_DATA_DIR/mnist)")
     parser.add_argument("--rounds", type=int, default=3, help="repetitions; the best is kept")
     parser.add_argument("--river-rows", type=int, default=10_000,
-                        help="River is timed on this many training rows (it is much slower)")
+                        help="River is timed on this many training rows (it is much slower); 0: not at all")
     parser.add_argument("--only", nargs="*", help="family names to run (default: all)")
+    parser.add_argument("--contended", nargs="?", const="python", choices=sorted(NEIGHBOURS),
+                        help="keep every core busy with another process while measuring: a Python loop "
+                             "(the default) or numpy's matrix products on its default BLAS threads")
     args = parser.parse_args()
 
     import sklearn.naive_bayes as sk
@@ -139,6 +181,18 @@ def main() -> None:
     chunks = [(X[i:i + CHUNK], y[i:i + CHUNK]) for i in range(0, len(y), CHUNK)]
     classes = np.arange(10)
 
+    load = busy_cores(os.cpu_count() or 1, args.contended) if args.contended else contextlib.nullcontext()
+    with load:
+        rows = race_all(args, sk, rv, X, y, X_test, chunks, classes)
+    if args.contended:
+        print(f"With a busy process ({args.contended}) on each of the {os.cpu_count()} cores.")
+    print_table(rows)
+
+
+def race_all(args: argparse.Namespace, sk, rv, X: np.ndarray, y: np.ndarray, X_test: np.ndarray,
+             chunks: list[tuple[np.ndarray, np.ndarray]], classes: np.ndarray) -> list[tuple]:
+    """One table row per family asked for: its name, rows/s of each contender and whether
+    nbstream and scikit-learn predict the same labels."""
     rows = []
     for name, contenders in FAMILIES.items():
         if args.only and not any(word in name for word in args.only):
@@ -146,13 +200,16 @@ def main() -> None:
         ours_seconds, sklearn_seconds, ours_predict, sklearn_predict, same_predictions = race_sklearn(
             contenders, sk, chunks, classes, X_test, args.rounds)
         river_train = river_predict = None
-        if rv is not None and contenders.river is not None:
+        if rv is not None and contenders.river is not None and args.river_rows:
             river_train, river_predict = river_rates(contenders.river, contenders.river_sparse, rv, X, y, X_test,
                                                        args.river_rows)
         rows.append((name, len(y) / ours_seconds, len(y) / sklearn_seconds, river_train,
                      len(X_test) / ours_predict, len(X_test) / sklearn_predict, river_predict,
                      same_predictions))
+    return rows
 
+
+def print_table(rows: list[tuple]) -> None:
     header = ("| model | train rows/s: nbstream | scikit-learn partial_fit | River learn_many | ratio "
               "| predict_proba rows/s: nbstream | scikit-learn | River | ratio | same predictions |")
     print(header)

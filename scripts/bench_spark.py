@@ -6,13 +6,20 @@ writes for small integers), and for Spark ML the same pixels as a vector column 
 and, for its Bernoulli model (which takes only 0/1), ``binary`` (pixels > 127.5).
 
 For each family Spark ML has (bernoulli, multinomial, complement, gaussian): the warm fit time
-(best of --rounds, after one warm-up fit) and the time to transform the test set and count the
-correct predictions, of Spark ML and of ``nbstream.spark`` (fit on ``pixels``; predict and
-evaluate through ``nbstream.spark.evaluate``), their ratio, and both accuracies; then
+and the time to transform the test set and count the correct predictions, of Spark ML and of
+``nbstream.spark`` (fit on ``pixels``; predict and evaluate through ``nbstream.spark.evaluate``),
+the two taking turns for --rounds rounds after one warm-up each (the best time and the range of
+the rounds: a shared machine is noisy), their ratio, and both accuracies; then
 ``worker train --engine local`` on the same files (Bernoulli, one process).
 
     pip install -e '.[spark,bench]'
     python scripts/bench_spark.py --data-dir "$NBSTREAM_DATA_DIR/mnist" --master 'local[2]'
+
+On a standalone cluster of two one-core workers (scripts/spark_cluster.py), whose executors run
+a Python without nbstream (it is shipped), interleaving the two libraries round by round:
+
+    master=$(python scripts/spark_cluster.py start --workers 2 --cores 1 --memory 3g)
+    python scripts/bench_spark.py --master "$master" --executor-python "$(python scripts/spark_cluster.py python)"
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ from scripts.datasets import default_data_dir, load_mnist, mnist_table  # noqa: 
 
 FAMILIES = {  # nbstream's parameters for the same model as Spark ML's NaiveBayes(modelType=...)
     "bernoulli": {"binarize": 127.5}, "multinomial": {}, "complement": {}, "gaussian": {}}
+
+
+LIBRARIES = ("Spark ML", "nbstream")
 
 
 def best_of(rounds: int, run: Callable[[], object]) -> tuple[float, object]:
@@ -69,31 +79,77 @@ def write_data(spark, mnist: dict, folder: Path, copies: int) -> tuple[str, str]
     return paths[0], paths[1]
 
 
-def spark_ml(family: str, train, test, rounds: int) -> tuple[float, float, float]:
-    """(fit seconds, predict seconds, accuracy) of Spark ML's NaiveBayes."""
-    from pyspark.ml.classification import NaiveBayes
-    from pyspark.sql import functions as F
-
-    column = "binary" if family == "bernoulli" else "features"
-    estimator = NaiveBayes(modelType=family, featuresCol=column, labelCol="label", smoothing=1.0)
-    fit_seconds, model = best_of(rounds, lambda: estimator.fit(train))
-
-    def correct() -> int:
-        predicted = model.transform(test.select("label", column))  # type: ignore[attr-defined]
-        return predicted.where(F.col("prediction") == F.col("label")).count()
-
-    predict_seconds, right = best_of(rounds, correct)
-    return fit_seconds, predict_seconds, right / test.count()  # type: ignore[operator]
+def timed(run: Callable[[], object]) -> tuple[float, object]:
+    """(seconds, result) of one run."""
+    started = time.perf_counter()
+    result = run()
+    return time.perf_counter() - started, result
 
 
-def ours(family: str, train, test, rounds: int) -> tuple[float, float, float]:
-    """(fit seconds, predict seconds, accuracy) of nbstream.spark."""
-    import nbstream.spark
+class Contender:
+    """One library's fit and predict of one family: ``fit()`` then ``predict()`` -> accuracy."""
 
-    fit_seconds, pipeline = best_of(rounds, lambda: nbstream.spark.fit(
-        train, label="label", features="pixels", model=family, **FAMILIES[family]))
-    predict_seconds, report = best_of(rounds, lambda: nbstream.spark.evaluate(pipeline, test))
-    return fit_seconds, predict_seconds, report["accuracy"]  # type: ignore[index]
+    def __init__(self, family: str, train, test, library: str):
+        self.family, self.train, self.test, self.library = family, train, test, library
+        self.model: object = None
+
+    def fit(self) -> None:
+        if self.library == "Spark ML":
+            from pyspark.ml.classification import NaiveBayes
+
+            estimator = NaiveBayes(modelType=self.family, featuresCol=self.column, labelCol="label", smoothing=1.0)
+            self.model = estimator.fit(self.train)
+        else:
+            import nbstream.spark
+
+            self.model = nbstream.spark.fit(self.train, label="label", features="pixels", model=self.family,
+                                            **FAMILIES[self.family])
+
+    def predict(self) -> float:
+        """The accuracy on the test rows (Spark ML: transform and count the right answers;
+        nbstream: ``nbstream.spark.evaluate``, which also computes log-loss and the confusion matrix)."""
+        if self.library == "Spark ML":
+            from pyspark.sql import functions as F
+
+            predicted = self.model.transform(self.test.select("label", self.column))  # type: ignore[attr-defined]
+            return predicted.where(F.col("prediction") == F.col("label")).count() / self.test.count()
+        import nbstream.spark
+
+        return nbstream.spark.evaluate(self.model, self.test)["accuracy"]  # type: ignore[arg-type]
+
+    @property
+    def column(self) -> str:
+        return "binary" if self.family == "bernoulli" else "features"
+
+
+def compare(family: str, train, test, rounds: int) -> dict[str, dict[str, list[float]]]:
+    """Seconds per round of each library's fit and predict, the libraries taking turns within
+    each round (after one warm-up of each), and their accuracies."""
+    contenders = [Contender(family, train, test, library) for library in LIBRARIES]
+    results: dict[str, dict[str, list[float]]] = {library: {"fit": [], "predict": [], "accuracy": []}
+                                                  for library in LIBRARIES}
+    for contender in contenders:
+        contender.fit()
+        contender.predict()
+    for _ in range(rounds):
+        for step in ("fit", "predict"):
+            for contender in contenders:
+                seconds, outcome = timed(getattr(contender, step))
+                results[contender.library][step].append(seconds)
+                if step == "predict":
+                    results[contender.library]["accuracy"].append(float(outcome))  # type: ignore[arg-type]
+    return results
+
+
+def cell(times: list[float]) -> str:
+    """The best time, and the range of the rounds."""
+    return f"{min(times):.2f} s ({min(times):.2f}–{max(times):.2f})"
+
+
+def ratio(theirs: list[float], ours: list[float]) -> str:
+    """Best over best, and the range of the rounds' own ratios."""
+    rounds = [mine / yours for mine, yours in zip(theirs, ours, strict=True)]
+    return f"{min(theirs) / min(ours):.1f}x ({min(rounds):.1f}–{max(rounds):.1f})"
 
 
 def local_engine(train_path: str, rounds: int) -> float:
@@ -117,13 +173,16 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=10, help="times the training set is replicated")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", choices=list(FAMILIES), action="append")
+    parser.add_argument("--executor-python", help="the executors' Python (default: this one, for a local master)")
+    parser.add_argument("--executor-memory", default="2g")
     args = parser.parse_args()
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_PYTHON"] = args.executor_python or sys.executable
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master(args.master).appName("bench_spark").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").config("spark.log.level", "ERROR")
+             .config("spark.executor.memory", args.executor_memory).config("spark.driver.memory", "2g")
              .config("spark.executorEnv.OPENBLAS_NUM_THREADS", "1").getOrCreate())  # one core a task: docs/spark.md
     mnist = load_mnist(args.data_dir)
     with tempfile.TemporaryDirectory() as folder:
@@ -131,16 +190,16 @@ def main() -> None:
         train, test = spark.read.parquet(train_path), spark.read.parquet(test_path)
         rows = train.count()
         print(f"Spark {spark.version}, {args.master}, {os.cpu_count()} cores; {rows:,} training rows, "
-              f"{test.count():,} test rows; best of {args.rounds} warm runs\n")
+              f"{test.count():,} test rows; {args.rounds} rounds, the libraries taking turns: best time "
+              f"(range of the rounds)\n")
         print("| family | fit: Spark ML | fit: nbstream | ratio | predict: Spark ML | predict: nbstream | ratio "
               "| accuracy: Spark ML | accuracy: nbstream |")
         print("|---|---|---|---|---|---|---|---|---|")
         for family in args.only or FAMILIES:
-            ml_fit, ml_predict, ml_accuracy = spark_ml(family, train, test, args.rounds)
-            nb_fit, nb_predict, nb_accuracy = ours(family, train, test, args.rounds)
-            print(f"| {family} | {ml_fit:.2f} s | {nb_fit:.2f} s | {ml_fit / nb_fit:.1f}x | {ml_predict:.2f} s | "
-                  f"{nb_predict:.2f} s | {ml_predict / nb_predict:.1f}x | {ml_accuracy:.4f} | {nb_accuracy:.4f} |",
-                  flush=True)
+            ml, nb = (compare(family, train, test, args.rounds)[library] for library in LIBRARIES)
+            print(f"| {family} | {cell(ml['fit'])} | {cell(nb['fit'])} | {ratio(ml['fit'], nb['fit'])} | "
+                  f"{cell(ml['predict'])} | {cell(nb['predict'])} | {ratio(ml['predict'], nb['predict'])} | "
+                  f"{ml['accuracy'][-1]:.4f} | {nb['accuracy'][-1]:.4f} |", flush=True)
         local = local_engine(train_path, args.rounds)
         print(f"\n`worker train --engine local` (bernoulli, one process, the same files): {local:.2f} s, "
               f"{rows / local:,.0f} rows/s")

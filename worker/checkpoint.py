@@ -46,7 +46,7 @@ class CheckpointPolicy:
     _rows: int = 0
     _since: float = field(default_factory=time.monotonic)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("every_rows", "every_seconds"):
             value = getattr(self, name)
             if value is not None and value <= 0:

@@ -35,28 +35,29 @@ class ModelOptions:
     window_buckets: int | None = None
     counts: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         """Any letter case; an unknown kind is refused here, with the closest name suggested.
-        (None: the kind of the snapshot resumed.) Window options that contradict each other or
-        --half-life are refused here too."""
-        self._check_window()
-        if self.kind is None:
-            return
-        kind = self.kind.strip().lower()
-        if kind not in nbstream.MODEL_KINDS:
-            close = difflib.get_close_matches(kind, nbstream.MODEL_KINDS, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ConfigError(f"unknown model {self.kind!r}{hint}; choose one of {', '.join(nbstream.MODEL_KINDS)}.")
-        self.kind = kind
+        (None: the kind of the snapshot resumed.) The parameters given are checked by the
+        library's rules before any data is read (resuming, by the rules every kind shares:
+        forgetting and windows)."""
+        if self.kind is not None:
+            kind = self.kind.strip().lower()
+            if kind not in nbstream.MODEL_KINDS:
+                close = difflib.get_close_matches(kind, nbstream.MODEL_KINDS, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise ConfigError(f"unknown model {self.kind!r}{hint}; choose one of "
+                                  f"{', '.join(nbstream.MODEL_KINDS)}.")
+            self.kind = kind
+        given = self._given()
+        rules = nbstream.model_class(self.kind or nbstream.MODEL_KINDS[0]).parameter_rules()
+        try:
+            rules.check(given, given=set(given), spell=option_name)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
-    def _check_window(self) -> None:
-        if self.window is not None and self.half_life is not None:
-            raise ConfigError("--window and --half-life cannot be used together: a model either keeps a window of "
-                              "examples or forgets them gradually.")
-        if self.window_buckets is not None and self.window is None:
-            raise ConfigError("--window-buckets sets how finely --window moves; give --window too.")
-        if self.window is not None and self.window_buckets is not None and self.window_buckets > self.window:
-            raise ConfigError(f"--window-buckets ({self.window_buckets}) must be at most --window ({self.window}).")
+    def _given(self) -> dict[str, object]:
+        """The parameters given (not None), by name."""
+        return {name: value for name, value in asdict(self).items() if name != "kind" and value is not None}
 
     @property
     def chosen_kind(self) -> str:
@@ -65,20 +66,20 @@ class ModelOptions:
             raise ValueError("no model kind: it comes from the snapshot resumed")
         return self.kind
 
-    def parameters(self) -> dict:
+    def parameters(self) -> dict[str, Any]:
         """The parameters given, checked against what the kind accepts."""
         model_class = nbstream.model_class(self.chosen_kind)
         accepted = model_class.param_names()
-        given = {name: value for name, value in asdict(self).items() if name != "kind" and value is not None}
+        given = self._given()
         if self.window is not None and self.window_buckets is None:  # the default, or one example a bucket
             given["window_buckets"] = min(self.window, model_class().window_buckets)
         unused = sorted(set(given) - set(accepted))
         if unused:
-            options = ", ".join("--" + name.replace("_", "-") for name in unused)
+            options = ", ".join(option_name(name) for name in unused)
             raise ConfigError(f"the {self.kind} model takes no {options}.")
         return given
 
-    def build(self) -> nbstream.base.NaiveBayes:
+    def build(self) -> nbstream.base.NaiveBayes[Any, Any]:
         """A fresh model with these parameters, checked before any data is read."""
         parameters = self.parameters()
         model = nbstream.model_class(self.chosen_kind)(**parameters)
@@ -87,6 +88,11 @@ class ModelOptions:
         except ValueError as error:
             raise ConfigError(str(error)) from None
         return model
+
+
+def option_name(parameter: str) -> str:
+    """A model parameter as the command line names it: ``window_buckets`` is ``--window-buckets``."""
+    return "--" + parameter.replace("_", "-")
 
 
 def hash_bits_setting() -> Any:
@@ -171,7 +177,7 @@ class ScoreConfig:
     skip_invalid: bool = False
 
 
-def parse_classes(values: list[str]) -> list:
+def parse_classes(values: list[str]) -> list[int | float | str]:
     """Class labels given on the command line: integers if all are, else numbers if all are, else text.
 
     >>> parse_classes(["0", "1"]), parse_classes(["0.5", "1"]), parse_classes(["ham", "spam"])
@@ -179,7 +185,7 @@ def parse_classes(values: list[str]) -> list:
 
     A class listed twice (``1`` and ``1.0`` among numbers too) is a ConfigError.
     """
-    classes: list = list(values)
+    classes: list[int | float | str] = list(values)
     for convert in (int, float):
         try:
             classes = [convert(value) for value in values]

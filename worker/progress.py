@@ -43,6 +43,6 @@ class RowProgress:
         if self._progress:
             self._progress.advance(self._task, rows)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._progress:
             self._progress.stop()

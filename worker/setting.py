@@ -79,7 +79,7 @@ def setting(default: Any = dataclasses.MISSING, flag: str = "", help: str = "", 
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def settings_of(cls: type) -> list[tuple[dataclasses.Field, Setting]]:
+def settings_of(cls: type) -> list[tuple[dataclasses.Field[Any], Setting]]:
     """The fields of a config dataclass that options give, with their settings, in declaration order."""
     return [(f, f.metadata[SETTING]) for f in dataclasses.fields(cls) if SETTING in f.metadata]
 

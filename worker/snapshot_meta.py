@@ -16,8 +16,10 @@ produces is the ``meta`` of the snapshot header::
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbstream
 from nbstream.arrow import FeatureEncoder, Pipeline, feature_encoder_of, files_source
@@ -34,7 +36,7 @@ class ParquetProgress:
     position: Position
     complete: bool
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "parquet", "files": self.files, "position": self.position.to_json(),
                 "complete": self.complete}
 
@@ -57,7 +59,7 @@ class KafkaOffsets:
     topic: str
     offsets: dict[int, int]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "kafka", "topic": self.topic,
                 "offsets": {str(partition): offset for partition, offset in sorted(self.offsets.items())}}
 
@@ -74,7 +76,7 @@ class MergedFrom:
     """The snapshots a merged model was made of."""
     snapshots: list[str]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "merge", "snapshots": self.snapshots}
 
     def describe(self) -> str:
@@ -86,7 +88,7 @@ class FilesRead:
     """The files whose every row a model learned, in no particular order (a Spark fit)."""
     files: list[str]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return files_source(self.files)
 
     def describe(self) -> str:
@@ -99,7 +101,7 @@ class FilesRead:
 Source = ParquetProgress | KafkaOffsets | MergedFrom | FilesRead
 
 
-def _source_from_json(data) -> Source | None:
+def _source_from_json(data: object) -> Source | None:
     if not isinstance(data, dict):
         return None
     if data.get("type") == "parquet":
@@ -122,13 +124,13 @@ class SnapshotMeta:
     features: FeatureEncoder
     label: str | None = None
     source: Source | None = None
-    run: dict | None = None
+    run: dict[str, Any] | None = None
     rows_read: int = 0
     rows_rejected: int = 0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
-        data: dict = {"features": self.features.to_json()}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"features": self.features.to_json()}
         if self.label is not None:
             data["label"] = self.label
         if self.source is not None:
@@ -138,7 +140,7 @@ class SnapshotMeta:
         return {**self.extra, **data}
 
     @classmethod
-    def from_json(cls, meta: dict, path) -> SnapshotMeta:
+    def from_json(cls, meta: dict[str, Any], path: str | os.PathLike[str]) -> SnapshotMeta:
         """Raise SnapshotError when the snapshot was not written by a worker command."""
         features = feature_encoder_of(meta, path)
         try:
@@ -152,12 +154,12 @@ class SnapshotMeta:
             raise nbstream.SnapshotError(f"{path}: worker metadata is inconsistent ({error!r}).") from None
 
 
-def read_snapshot(path) -> tuple[NaiveBayes, SnapshotMeta]:
+def read_snapshot(path: str | os.PathLike[str]) -> tuple[NaiveBayes[Any, Any], SnapshotMeta]:
     """A snapshot written by a worker command: the model and its metadata, from one read."""
     model, header = load_with_header(path)
     return model, SnapshotMeta.from_json(header["meta"], path)
 
 
-def write_snapshot(model: NaiveBayes, path, meta: SnapshotMeta) -> Path:
+def write_snapshot(model: NaiveBayes[Any, Any], path: str | os.PathLike[str], meta: SnapshotMeta) -> Path:
     """Write the model and its metadata atomically, as ``Pipeline.save`` does."""
     return Pipeline(model, meta.features, label=meta.label, meta=meta.to_json()).save(path)

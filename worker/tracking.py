@@ -17,15 +17,20 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
-from nbstream.arrow import load_pipeline
+from nbstream.arrow import Pipeline, load_pipeline
+from nbstream.base import NaiveBayes
 from nbstream.optional import optional_module
 
+from .config import ScoreConfig, TrainConfig
 from .errors import ConfigError, UserError
 from .io.parquet.source import expand_paths
+
+if TYPE_CHECKING:
+    from .batch.train import TrainSummary
 
 URI_VARIABLE = "MLFLOW_TRACKING_URI"
 EXAMPLE_ROWS = 5  # rows of the input example logged with the model
@@ -80,7 +85,7 @@ def _local_files(paths: list[str]) -> list[str]:
         return []
 
 
-def model_params(model) -> dict[str, str]:
+def model_params(model: NaiveBayes[Any, Any]) -> dict[str, str]:
     """The model's kind and constructor parameters, as MLflow params."""
     return {"model": model.kind, **{f"model.{name}": str(value) for name, value in model.get_params().items()}}
 
@@ -108,8 +113,8 @@ class LoggedRun:
         return lines
 
 
-def log_run(uri: str, *, params: dict[str, str], metrics: dict[str, float], model, example,
-            register: str | None) -> LoggedRun:
+def log_run(uri: str, *, params: dict[str, str], metrics: dict[str, float], model: NaiveBayes[Any, Any] | Pipeline,
+            example: Any, register: str | None) -> LoggedRun:
     """Log params, metrics and the model (a model or pipeline: ``nbstream.mlflow``) to a run of the
     server at ``uri``; register the model as a new version of ``register`` when given."""
     mlflow = optional_module("mlflow", "mlflow")
@@ -145,7 +150,7 @@ def _environment(**variables: str) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def log_training(uri: str, config, summary, register: str | None) -> LoggedRun:
+def log_training(uri: str, config: TrainConfig, summary: TrainSummary, register: str | None) -> LoggedRun:
     """The run of ``worker train``: its settings, its counters and the pipeline it wrote."""
     params = {**model_params(summary.model), "features": summary.features.describe(), "label": config.label,
               "train.data": _data_param(config.paths), "train.batch_size": str(config.batch_size)}
@@ -156,7 +161,8 @@ def log_training(uri: str, config, summary, register: str | None) -> LoggedRun:
                    example=input_example(config.paths, pipeline.features.columns), register=register)
 
 
-def log_evaluation(uri: str, config, label: str | None, report: dict, register: str | None) -> LoggedRun:
+def log_evaluation(uri: str, config: ScoreConfig, label: str | None, report: dict[str, Any],
+                   register: str | None) -> LoggedRun:
     """The run of ``worker evaluate``: the model's settings, the quality measured and the model."""
     pipeline = load_pipeline(config.snapshot)
     params = {**model_params(pipeline.model), "features": pipeline.features.describe(),

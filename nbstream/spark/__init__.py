@@ -7,6 +7,10 @@ so the discrete models equal the single-process fit bit for bit and GaussianNB a
 1e-9; classes are in order of first appearance in partition order. Nothing here needs a
 ``sparkContext``, so it runs on Spark Connect too.
 
+nbstream ships itself to the executors (``shipping``): their Python needs only numpy and pyarrow
+(and scipy for text or sparse vectors). An executor Python that cannot serve is reported in one
+line (``ExecutorEnvironmentError``) naming the setting to change.
+
 >>> pipeline = nbstream.spark.fit(df, label="label", features="pixels", model="bernoulli",
 ...                               binarize=127.5)                              # doctest: +SKIP
 >>> nbstream.spark.predict(pipeline, test_df, proba=True, id="id").write.parquet("out")  # doctest: +SKIP
@@ -28,18 +32,19 @@ from ..arrow.learning import DEFAULT_MAX_CLASSES
 from ..arrow.predictions import label_type, proba_column
 from ..evaluation import ConfusionCounts
 from ..registry import model_class
-from . import tasks
+from . import shipping, tasks
+from .executors import ExecutorEnvironmentError, explained
 from .frames import arrow_schema, feature_spec, spark_schema, with_places
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["RowRefused", "evaluate", "first_bad_row", "fit", "predict"]
+__all__ = ["ExecutorEnvironmentError", "RowRefused", "evaluate", "first_bad_row", "fit", "predict"]
 
 RowRefused = tasks.RowRefused
 
 
-def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpec | None = None,
+def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpec | None = None,  # noqa: PLR0913
         text: str | None = None, model: str = "multinomial", hash_bits: int = 20, ngrams: int = 1,
         max_classes: int = DEFAULT_MAX_CLASSES, skip_invalid: bool = False, rejects: str | None = None,
         locate_rows: bool = False, **params: Any) -> Pipeline:
@@ -58,7 +63,7 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     The pipeline's ``meta`` records the files read (``source``), ``rows_read`` and
     ``rows_rejected``. Raises RowRefused (one line) for the first bad row in partition order,
     FeatureError for a column that is missing or of a type that cannot be read, ValueError for
-    invalid settings.
+    invalid settings, ExecutorEnvironmentError for executors whose Python cannot run the tasks.
     """
     if params.get("half_life") is not None or params.get("window") is not None:
         raise ValueError("half_life and window follow the order of rows in one stream; a DataFrame's partitions "
@@ -78,12 +83,13 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     if rejects is not None:
         learned = learned.persist()
     try:
-        summaries = learned.where(learned[tasks.ROWS].isNotNull()) \
-            .select(tasks.PARTITION, tasks.ROWS, tasks.SET_ASIDE, tasks.FAILURE, tasks.PIPELINE).collect()
-        pipeline = _merged(start, sorted(summaries, key=lambda row: row[tasks.PARTITION]), max_classes)
-        if rejects is not None and pipeline.meta["rows_rejected"]:
-            learned.where(learned[tasks.ROWS].isNull()).select(*reject_columns, *tasks.REJECT_COLUMNS) \
-                .write.mode("overwrite").parquet(rejects)
+        with explained():
+            summaries = learned.where(learned[tasks.ROWS].isNotNull()) \
+                .select(tasks.PARTITION, tasks.ROWS, tasks.SET_ASIDE, tasks.FAILURE, tasks.PIPELINE).collect()
+            pipeline = _merged(start, sorted(summaries, key=lambda row: row[tasks.PARTITION]), max_classes)
+            if rejects is not None and pipeline.meta["rows_rejected"]:
+                learned.where(learned[tasks.ROWS].isNull()).select(*reject_columns, *tasks.REJECT_COLUMNS) \
+                    .write.mode("overwrite").parquet(rejects)
     finally:
         if rejects is not None:
             learned.unpersist()
@@ -124,7 +130,9 @@ def predict(pipeline: Pipeline, df: DataFrame, *, proba: bool = False, id: str |
             skip_invalid: bool = False, locate_rows: bool = False) -> DataFrame:
     """The predictions of every row of ``df``, lazily: the columns ``worker predict`` writes,
     [id], prediction, [proba_<class>...], [error] (with ``skip_invalid``: bad rows get nulls and
-    their error). Without skip_invalid a bad row fails the Spark job with RowRefused."""
+    their error). Without skip_invalid a bad row fails the Spark job with RowRefused. Run its
+    actions ``with nbstream.spark.executors.explained():`` to have an executor Python that
+    cannot serve reported in one line."""
     import pyarrow as pa
 
     columns = list(dict.fromkeys(pipeline.features.columns + ([id] if id else [])))
@@ -176,8 +184,9 @@ def _scored(pipeline: Pipeline, df: DataFrame, label: str | None, skip_invalid: 
 
     data = _selected(df, columns, check, locate_rows)
     task = tasks.EvaluateTask(pipeline.to_bytes(), label, skip_invalid)
-    summaries = sorted(data.mapInArrow(task, spark_schema(tasks.EVALUATE_SUMMARY)).collect(),
-                       key=lambda row: row[tasks.PARTITION])
+    with explained():
+        summaries = sorted(data.mapInArrow(task, spark_schema(tasks.EVALUATE_SUMMARY)).collect(),
+                           key=lambda row: row[tasks.PARTITION])
     failures = [row[tasks.FAILURE] for row in summaries if row[tasks.FAILURE] is not None]
     if failures:
         raise RowRefused(tasks.describe_failure(json.loads(failures[0])))
@@ -189,7 +198,8 @@ def _scored(pipeline: Pipeline, df: DataFrame, label: str | None, skip_invalid: 
 
 def _selected(df: DataFrame, columns: list[str], check: Any, locate_rows: bool) -> DataFrame:
     """The columns needed (checked here, on the driver, by ``check(arrow_schema, source)``), with
-    each row's file and row when asked."""
+    each row's file and row when asked; nbstream shipped to the executors that will read them."""
+    shipping.ship(df.sparkSession)
     missing = [name for name in columns if name not in df.columns]
     if missing:
         raise FeatureError(f"the DataFrame: column {missing[0]!r} not found; columns are {df.columns}.")

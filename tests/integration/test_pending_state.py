@@ -33,7 +33,8 @@ DROPPED = b"partition-0/pending/examples/0"
 def replica(client: KafkaClient, topic: str) -> GroupState:
     """A replica's view of the group's states, read from the topic's beginning."""
     fresh = nbstream.MultinomialNB
-    follower = StateFollower(client.reader(read_committed=True), topic)
+    follower = StateFollower(client.reader(read_committed=True), topic,
+                             reopen=lambda: client.reader(read_committed=True))
     return GroupState(fresh, FeatureSpec.vector("features").encoder(), follower,
                       settings=PartitionSettings(labels=LabelsConfig("labels", max_pending=10_000)))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nbstream
 from nbstream.arrow import Pipeline
@@ -15,7 +16,7 @@ from ..snapshot_meta import MergedFrom, SnapshotMeta, read_snapshot, write_snaps
 _MAX_DEPTH = 8  # merges of merges followed this deep when looking for shared sources
 
 
-def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBayes, list[str]]:
+def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBayes[Any, Any], list[str]]:
     """Merge into the first snapshot's pipeline (``Pipeline.merge``: categories aligned); refused
     when kinds, parameters or features differ.
 
@@ -66,7 +67,7 @@ def _learned_from(meta: SnapshotMeta, depth: int = 0) -> set[str]:
     return sources
 
 
-def _meta_of(path) -> SnapshotMeta | None:
+def _meta_of(path: str) -> SnapshotMeta | None:
     """The worker metadata of a snapshot, from its header alone; None if it cannot be read."""
     try:
         return SnapshotMeta.from_json(read_header(path)["meta"], path)

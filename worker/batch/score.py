@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from nbstream.arrow import FeatureEncoder, RowProblems, extract_labels
 from nbstream.arrow.predictions import prediction_table
+from nbstream.base import NaiveBayes
 from nbstream.evaluation import ConfusionCounts
+from nbstream.ndarrays import AnyArray, FloatArray
 
 from ..config import ScoreConfig
 from ..errors import ConfigError, InvalidRowError
@@ -26,12 +30,12 @@ class Scored:
     """One batch with its predictions; rows with problems have none (``problems.bad``)."""
     batch: Batch
     problems: RowProblems
-    classes: np.ndarray  # (n_classes,) the classes of proba's columns
-    proba: np.ndarray  # (n_good_rows, n_classes)
-    labels: np.ndarray | None  # (n_good_rows,) when a label column was asked for
+    classes: AnyArray  # (n_classes,) the classes of proba's columns
+    proba: FloatArray  # (n_good_rows, n_classes)
+    labels: AnyArray | None  # (n_good_rows,) when a label column was asked for
 
 
-def score_batches(config: ScoreConfig, model, features: FeatureEncoder, extra_columns: list[str],
+def score_batches(config: ScoreConfig, model: NaiveBayes[Any, Any], features: FeatureEncoder, extra_columns: list[str],
                   label: str | None = None, progress: bool | None = None,
                   prequential: bool = False) -> Iterator[Scored]:
     """Predicted probabilities for every batch, and its labels when ``label`` is given.
@@ -41,7 +45,7 @@ def score_batches(config: ScoreConfig, model, features: FeatureEncoder, extra_co
     files = expand_paths(config.paths)
     columns = list(dict.fromkeys(features.columns + extra_columns + ([label] if label else [])))
 
-    def check(schema, path):
+    def check(schema: pa.Schema, path: str) -> None:
         features.check_schema(schema, path)
         for name in columns:
             if name not in schema.names:
@@ -81,7 +85,7 @@ def predict(config: ScoreConfig, out: Path, with_proba: bool, id_column: str | N
 
 
 def evaluate(config: ScoreConfig, label: str | None = None, progress: bool | None = None,
-             prequential: bool = False) -> dict:
+             prequential: bool = False) -> dict[str, Any]:
     """Accuracy, macro-F1, log-loss, Brier score, per-class precision/recall/F1 and the confusion
     matrix; ``prequential``: of test-then-train predictions, the snapshot's model learning each
     row after predicting it (classes the rows teach join the report)."""

@@ -8,8 +8,12 @@ counted twice); a different command refuses to overwrite it unless --fresh.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
 
 import nbstream
 from nbstream.arrow import FeatureEncoder, Pipeline, PipelineLearner, UnusableRow
@@ -33,11 +37,11 @@ class TrainSummary:
     seconds: float
     resumed_from: Position | None
     snapshot: Path
-    model: nbstream.base.NaiveBayes
+    model: nbstream.base.NaiveBayes[Any, Any]
     features: FeatureEncoder
 
 
-def run_signature(config: TrainConfig, files: list[str]) -> dict:
+def run_signature(config: TrainConfig, files: list[str]) -> dict[str, Any]:
     """What must match for a restart to continue a checkpointed run."""
     base = None
     if config.resume:
@@ -52,8 +56,9 @@ class TrainRun:
     counters. Its ``write`` is the checkpoint's state step: the snapshot at --out, holding the
     position reached."""
 
-    def __init__(self, config: TrainConfig, signature: dict, model, features: FeatureEncoder,
-                 start: Position | None = None, rows_read: int = 0, rows_rejected: int = 0):
+    def __init__(self, config: TrainConfig, signature: dict[str, Any], model: nbstream.base.NaiveBayes[Any, Any],
+                 features: FeatureEncoder, start: Position | None = None, rows_read: int = 0,
+                 rows_rejected: int = 0):
         self.config, self.signature = config, signature
         self.pipeline = Pipeline(model, features, label=config.label)
         self.learner = PipelineLearner(self.pipeline, max_classes=config.max_classes,
@@ -64,7 +69,7 @@ class TrainRun:
         self.rejects = ParquetRejects(config.rejects_dir, count=rows_rejected)
 
     @property
-    def model(self) -> nbstream.base.NaiveBayes:
+    def model(self) -> nbstream.base.NaiveBayes[Any, Any]:
         return self.pipeline.model
 
     @property
@@ -88,7 +93,7 @@ class TrainRun:
         return True
 
 
-def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> TrainRun:
+def _initial_run(config: TrainConfig, files: list[str], signature: dict[str, Any]) -> TrainRun:
     """Continue the checkpointed run at --out, keep training --resume's model, or start fresh."""
     if config.resume and Path(config.resume).resolve() == Path(config.out).resolve():
         raise ConfigError("--out must differ from --resume: the base snapshot identifies the run.")
@@ -118,9 +123,9 @@ def _initial_run(config: TrainConfig, files: list[str], signature: dict) -> Trai
     return TrainRun(config, signature, config.model.build(), encoder)
 
 
-def _schema_check(encoder: FeatureEncoder, label: str):
+def _schema_check(encoder: FeatureEncoder, label: str) -> Callable[[pa.Schema, str], None]:
     """check_schema(schema, path) for every file read: its feature columns, then its label column."""
-    def check(schema, path: str) -> None:
+    def check(schema: pa.Schema, path: str) -> None:
         encoder.check_schema(schema, path)
         if label not in schema.names:
             raise ConfigError(f"{path}: label column {label!r} not found; columns are {schema.names}.")

@@ -8,6 +8,7 @@ exits with status 2. Anything else is a bug and surfaces as one, with its traceb
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
@@ -51,7 +52,7 @@ def _os_error_line(error: OSError) -> str:
 
 
 @contextmanager
-def reported_errors(log: logging.Logger | None = None):
+def reported_errors(log: logging.Logger | None = None) -> Iterator[None]:
     """Errors about the data or the settings, and what the system refused (a full disk, a
     path that cannot be written): one line on stderr, exit status 2.
 

@@ -207,7 +207,7 @@ def evaluate(
         typer.echo(line)
 
 
-def _print_report(report: dict) -> None:
+def _print_report(report: dict[str, Any]) -> None:
     """The metrics, per-class scores and confusion matrix, as a table."""
     typer.echo(f"rows:      {report['rows']:,}" + (f" ({report['rows_skipped']:,} skipped)"
                                                    if report["rows_skipped"] else ""))

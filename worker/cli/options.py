@@ -17,6 +17,8 @@ from typing import Any
 
 import typer
 
+import nbstream
+
 from ..io.kafka.settings import ConnectionGiven, KafkaSettings, OAuthGiven, settings_from
 from ..io.registry.settings import RegistrySettings, registry_settings_from
 from ..setting import Setting, settings_of
@@ -101,7 +103,7 @@ def setting_option(cls: type, name: str) -> Any:
     return _typer_option(f, rule, typing.get_type_hints(cls)[name])[1]
 
 
-def _typer_option(f: dataclasses.Field, rule: Setting, annotation: Any) -> tuple[Any, Any]:
+def _typer_option(f: dataclasses.Field[Any], rule: Setting, annotation: Any) -> tuple[Any, Any]:
     """(the parameter's type, its typer.Option) for one setting."""
     default: Any
     if rule.parse is not None:  # the text given, or shown: the default as one would write it
@@ -136,39 +138,35 @@ MLFLOW = typer.Option(False, "--mlflow", envvar=env("MLFLOW"),
                            "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]').")
 REGISTER = typer.Option(None, "--register", envvar=env("REGISTER"),
                         help="With --mlflow: register the logged model as a new version of this name.")
-ALPHA = typer.Option(None, "--alpha", min=0, envvar=env("ALPHA"), help="Additive smoothing (default: 1.0).",
-                     rich_help_panel=MODEL_PANEL)
-BINARIZE = typer.Option(None, "--binarize", envvar=env("BINARIZE"),
-                        help="Bernoulli: features > this become 1 (default: 0.0).", rich_help_panel=MODEL_PANEL)
-FIT_PRIOR = typer.Option(None, "--fit-prior/--uniform-prior", envvar=env("FIT_PRIOR"),
-                         help="Learn class priors, or use uniform ones (default: learn).", rich_help_panel=MODEL_PANEL)
-NORM = typer.Option(None, "--norm/--no-norm", envvar=env("NORM"),
-                    help="Complement: normalise the weights (default: no).", rich_help_panel=MODEL_PANEL)
-VAR_SMOOTHING = typer.Option(None, "--var-smoothing", min=0, envvar=env("VAR_SMOOTHING"),
-                             help="Gaussian: variance smoothing (default: 1e-9).", rich_help_panel=MODEL_PANEL)
-MIN_CATEGORIES = typer.Option(None, "--min-categories", min=1, envvar=env("MIN_CATEGORIES"),
-                              help="Categorical: minimum categories per feature.", rich_help_panel=MODEL_PANEL)
-HALF_LIFE = typer.Option(None, "--half-life", min=0, envvar=env("HALF_LIFE"),
-                         help="Forget: an example's weight halves every N newer examples.", rich_help_panel=MODEL_PANEL)
-WINDOW = typer.Option(None, "--window", min=2, envvar=env("WINDOW"),
-                      help="Keep a sliding window: the model of exactly the last N examples (less at most a "
-                           "bucket).", rich_help_panel=MODEL_PANEL)
-WINDOW_BUCKETS = typer.Option(None, "--window-buckets", min=1, envvar=env("WINDOW_BUCKETS"),
-                              help="The window moves a bucket of N/K examples at a time, and costs K + 1 models' "
-                                   "memory (default: 10, or N when smaller).", rich_help_panel=MODEL_PANEL)
-COUNTS = typer.Option(None, "--counts", envvar=env("COUNTS"),
-                      help="Bernoulli, multinomial, complement: hold the counts as a dense table of classes x "
-                           "features, or sparse, only the (class, feature) pairs seen; auto (default): sparse "
-                           "from 2^16 features on (hashed text). Predictions are the same.",
-                      rich_help_panel=MODEL_PANEL)
+# The model parameters the commands take (the library's others keep their defaults), each with
+# the negative of a flag where it has one. Everything else comes from the library's rules.
+MODEL_OPTIONS = {"alpha": None, "binarize": None, "fit_prior": "--uniform-prior", "norm": "--no-norm",
+                 "var_smoothing": None, "min_categories": None, "half_life": None, "window": None,
+                 "window_buckets": None, "counts": None}
+_STRICTER_MINIMUM = {"window": 2}  # the commands' own: a window of one example keeps nothing to learn from
+_ANNOTATIONS = {"bool": bool | None, "int": int | None, "float": float | None, "choice": str | None}
+
+
+def _parameter_option(name: str, negative: str | None) -> tuple[Any, Any]:
+    """(type, typer.Option) of one model parameter, from the library's rule of it: its help, default,
+    range (where an end is a number that belongs to it), and the kinds that take it."""
+    kinds = [kind for kind in nbstream.MODEL_KINDS if name in nbstream.model_class(kind).parameter_rules()]
+    rule = nbstream.model_class(kinds[0]).parameter_rules()[name]
+    takers = "" if len(kinds) == len(nbstream.MODEL_KINDS) else f"{', '.join(k.capitalize() for k in kinds)}: "
+    choices = f" ({', '.join(rule.choices)})" if rule.choices else ""
+    bounds = rule.bounds
+    low = bounds.low if bounds and isinstance(bounds.low, int | float) and bounds.closed in ("both", "left") else None
+    high = bounds.high if bounds and isinstance(bounds.high, int | float) and bounds.closed in ("both", "right") \
+        else None
+    low = _STRICTER_MINIMUM.get(name, low)
+    flag = f"--{name.replace('_', '-')}" + (f"/{negative}" if negative else "")
+    return _ANNOTATIONS[rule.kind], typer.Option(
+        None, flag, min=low, max=high, envvar=env(name.upper()), rich_help_panel=MODEL_PANEL,
+        help=f"{takers}{rule.help}{choices}" + ("" if rule.default is None else f" Default: {rule.default}."))
 
 
 model_parameters = option_group("model_parameters", dict, {
-    "alpha": (float | None, ALPHA), "binarize": (float | None, BINARIZE),
-    "fit_prior": (bool | None, FIT_PRIOR), "norm": (bool | None, NORM),
-    "var_smoothing": (float | None, VAR_SMOOTHING), "min_categories": (int | None, MIN_CATEGORIES),
-    "half_life": (float | None, HALF_LIFE), "window": (int | None, WINDOW),
-    "window_buckets": (int | None, WINDOW_BUCKETS), "counts": (str | None, COUNTS)})
+    name: _parameter_option(name, negative) for name, negative in MODEL_OPTIONS.items()})
 """Gives a command the model parameters, received as one dict ``model_parameters`` (ModelOptions' fields)."""
 
 

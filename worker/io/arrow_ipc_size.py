@@ -47,7 +47,7 @@ def _body_size(metadata: memoryview, body: pa.Buffer | None) -> int:
     if batch is None or body is None:
         return 0
     if batch.table(3) is None:  # no BodyCompression: the body is what is there
-        return body.size
+        return body.size  # type: ignore[no-any-return]  # pyarrow is untyped
     data = memoryview(body)
     total = 0
     for offset, length in batch.structs(2, "<qq"):  # Buffer {offset: long, length: long}
@@ -78,7 +78,7 @@ class _Table:
     def root(cls, data: memoryview) -> _Table:
         return cls(data, cls._read_in(data, "<I", 0))
 
-    def scalar(self, field: int, fmt: str, default):
+    def scalar(self, field: int, fmt: str, default: int) -> int:
         offset = self._field_offset(field)
         return default if offset == 0 else self._read(fmt, self.position + offset)
 
@@ -86,7 +86,7 @@ class _Table:
         target = self._target(field)
         return None if target is None else _Table(self.data, target)
 
-    def structs(self, field: int, fmt: str) -> list[tuple]:
+    def structs(self, field: int, fmt: str) -> list[tuple[int, ...]]:
         """The elements of a vector of structs (empty when the field is absent)."""
         target = self._target(field)
         if target is None:
@@ -108,11 +108,12 @@ class _Table:
         entry = 4 + 2 * field
         return 0 if entry + 2 > self.vtable_size else self._read("<H", self.vtable + entry)
 
-    def _read(self, fmt: str, position: int):
+    def _read(self, fmt: str, position: int) -> int:
         return self._read_in(self.data, fmt, position)
 
     @staticmethod
-    def _read_in(data: memoryview, fmt: str, position: int):
+    def _read_in(data: memoryview, fmt: str, position: int) -> int:
+        """The integer of format ``fmt`` at ``position``."""
         if position < 0 or position + struct.calcsize(fmt) > len(data):
             raise _Malformed
-        return struct.unpack_from(fmt, data, position)[0]
+        return struct.unpack_from(fmt, data, position)[0]  # type: ignore[no-any-return]  # an integer format

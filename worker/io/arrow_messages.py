@@ -19,7 +19,9 @@ lists in the schema metadata (``classes``, JSON).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import orjson
@@ -28,10 +30,12 @@ import pyarrow.compute as pc
 
 from nbstream.arrow import FeatureSpec, RowProblems
 from nbstream.arrow.arrays import is_string_type
+from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
 from .arrow_ipc_size import decompressed_size
 from .fields import ID_COLUMN, LABEL_COLUMN, MessageFields
 from .messages import EXACT_LABELS, NUMBER, Decoded, label_kind_of_type, label_problem, value_problem
+from .records import FieldValue, Origin, Polled
 
 WHOLE_MESSAGE = -1  # row index of a message that could not be read at all
 
@@ -50,7 +54,7 @@ def write_stream(table: pa.Table | pa.RecordBatch, compression: str | None = Non
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=compression)) as writer:
         writer.write(table)
-    return sink.getvalue().to_pybytes()
+    return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]  # pyarrow is untyped
 
 
 @dataclass
@@ -60,7 +64,7 @@ class _Message:
     sent: pa.Table | None = None  # every column, as sent (what a bad row's dead letter holds)
 
 
-def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
+def decode_arrow(values: Sequence[bytes | None], spec: FeatureSpec, fields: MessageFields,
                  label_kind: str | None = None) -> Decoded:
     """Decode a poll's messages into one batch of all their rows (see the module docstring).
 
@@ -73,9 +77,9 @@ def decode_arrow(values: list[bytes | None], spec: FeatureSpec, fields: MessageF
             kind = label_kind_of_type(message.table.column(LABEL_COLUMN).type)
             label_kind = label_kind or kind
     pieces: list[pa.Table | None] = []
-    message_of: list[np.ndarray] = []
-    row_in_message: list[np.ndarray] = []
-    problem_rows: list[np.ndarray] = []
+    message_of: list[IntArray] = []
+    row_in_message: list[IntArray] = []
+    problem_rows: list[BoolArray] = []
     problem_columns: list[str] = []
     problem_messages: list[str | None] = []
     for index, message in enumerate(messages):
@@ -173,7 +177,7 @@ def _dictionary_strings_bytes(column: pa.ChunkedArray) -> int:
                for chunk in column.chunks)
 
 
-def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[np.ndarray, str | None]:
+def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[BoolArray, str | None]:
     """(rows, problem): the labeled rows of a message whose labels are not of the model's kind."""
     n = table.num_rows
     if LABEL_COLUMN not in table.column_names or table.column(LABEL_COLUMN).null_count == n:
@@ -185,8 +189,8 @@ def _foreign_labels(table: pa.Table, label_kind: str | None) -> tuple[np.ndarray
     return labeled, f"labels of this message are {kind}s; the model's labels are {label_kind}s"
 
 
-def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
-             ) -> tuple[pa.RecordBatch, list, list[tuple[np.ndarray, np.ndarray]]]:
+def _combine(pieces: list[pa.Table | None], spec: FeatureSpec, label_kind: str | None
+             ) -> tuple[pa.RecordBatch, list[FieldValue], list[tuple[BoolArray, AnyArray]]]:
     """One batch of every message's rows (a placeholder null row for an unreadable message), their
     ids, and the rows whose label cannot be learned: a mask over the batch, and one problem per batch row
     (None elsewhere)."""
@@ -195,9 +199,9 @@ def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
         p.column(LABEL_COLUMN).type) != label_kind else p.column(LABEL_COLUMN).combine_chunks() for p in pieces]
     integers = all(pa.types.is_integer(column.type) for column in labels if column is not None)
     label_type = pa.string() if label_kind != NUMBER else pa.int64() if integers else pa.float64()
-    columns: dict[str, list] = {name: [] for name in (*spec.columns, LABEL_COLUMN)}
-    ids: list = []
-    label_problems: list[tuple[np.ndarray, np.ndarray]] = []
+    columns: dict[str, list[pa.Array]] = {name: [] for name in (*spec.columns, LABEL_COLUMN)}
+    ids: list[FieldValue] = []
+    label_problems: list[tuple[BoolArray, AnyArray]] = []
     total = sum(1 if piece is None else piece.num_rows for piece in pieces)
     start = 0
     for piece, piece_labels in zip(pieces, labels, strict=True):
@@ -226,7 +230,7 @@ def _combine(pieces: list, spec: FeatureSpec, label_kind: str | None
     return pa.record_batch(arrays), ids, label_problems
 
 
-def _labels_as(labels: pa.Array, label_type: pa.DataType) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def _labels_as(labels: pa.Array, label_type: pa.DataType) -> tuple[pa.Array, BoolArray, AnyArray]:
     """(labels cast to label_type, the rows whose number label lies beyond ±EXACT_LABELS (nulls
     there), each such row's problem) — the rule of JSON labels: within it every integer is exact,
     whether the poll's label column holds integers or doubles."""
@@ -273,11 +277,12 @@ def _all_integral(labels: pa.Array) -> bool:
                 and np.all(np.abs(values) <= EXACT_LABELS))
 
 
-class RowValues:
+class RowValues(Sequence[bytes | None]):
     """values[i]: what goes to the dead-letter topic for row i of a decoded poll: the message
     itself when it could not be read, else the row alone as a one-row Arrow stream."""
 
-    def __init__(self, messages: list, tables: list, message_of: np.ndarray, row_in_message: np.ndarray):
+    def __init__(self, messages: Sequence[bytes | None], tables: list[pa.Table | None], message_of: IntArray,
+                 row_in_message: IntArray):
         """tables[m] : message m's columns as sent (None when it could not be read)."""
         self.messages, self.tables = messages, tables
         self.message_of, self.row_in_message = message_of, row_in_message
@@ -285,15 +290,26 @@ class RowValues:
     def __len__(self) -> int:
         return len(self.message_of)
 
-    def __getitem__(self, i: int) -> bytes | None:
+    @overload
+    def __getitem__(self, i: int) -> bytes | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes | None]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | None | list[bytes | None]:
+        if isinstance(i, slice):  # as a Sequence takes it
+            return [self[j] for j in range(*i.indices(len(self)))]
         message, row = int(self.message_of[i]), int(self.row_in_message[i])
         if row == WHOLE_MESSAGE:
             return self.messages[message]
-        return write_stream(self.tables[message].slice(row, 1))
+        table = self.tables[message]
+        assert table is not None  # the message was read: it has rows
+        return write_stream(table.slice(row, 1))
 
 
-def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, proba, classes,
-                       versions: np.ndarray | int) -> tuple[list[int], list[bytes]]:
+def encode_predictions(polled: Polled, decoded: Decoded, rows: IndexArray, predicted: AnyArray | None,
+                       proba: FloatArray | None, classes: AnyArray | None,
+                       versions: IntArray | int) -> tuple[list[int], list[bytes]]:
     """One Arrow stream per input message with good rows: (message indexes, values).
 
     polled : the poll (one row per message); rows : (n_good,) the decoded rows predicted, in order;
@@ -335,14 +351,14 @@ def encode_predictions(polled, decoded: Decoded, rows: np.ndarray, predicted, pr
     return messages, values
 
 
-def _ids(values: list) -> pa.Array:
+def _ids(values: list[FieldValue]) -> pa.Array:
     try:
         return pa.array(values)
     except (pa.ArrowException, TypeError, OverflowError):
         return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
-def prediction_origin(value: bytes) -> tuple | None:
+def prediction_origin(value: bytes) -> Origin | None:
     """(topic, partition, offset) of the input message an Arrow prediction message answers."""
     try:
         table = read_stream(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +15,7 @@ SMALL_FILE_BYTES = 1 << 20  # more than any properties file, password or certifi
 
 
 @contextmanager
-def writing(path: Path):
+def writing(path: Path) -> Iterator[None]:
     """Re-raise an OSError inside the block as one naming ``path`` (not the temporary file
     beside it): "PATH: cannot write (No space left on device)"."""
     try:

@@ -6,29 +6,32 @@ The service is handed one ``MessageFormat`` and never asks which one it is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
 from nbstream.arrow import FeatureSpec
+from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
 from .arrow_messages import decode_arrow, encode_predictions
 from .fields import REGISTRY_FORMATS, MessageFields
 from .json_predictions import prediction_values
-from .messages import Decoded, decode, decode_objects, decode_table, decode_vectors
-from .records import Polled
+from .messages import Decoded as Decoded
+from .messages import decode, decode_objects, decode_table, decode_vectors
+from .records import FieldValue, Polled
 from .registry.records import RegistryRecords
 
 
 class MessageFormat(Protocol):
-    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+    def decode(self, values: Sequence[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         """The examples of a poll's message values; label_kind : the kind of label the model learns
         (a label of another kind is a problem), None to read labels of any kind. May raise
         RegistryUnavailable (a format whose schemas a registry holds): nothing of the poll was used,
         and the same poll decodes once the registry answers."""
 
-    def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
-               best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
+    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
+               best: IndexArray | None, proba: FloatArray | None, versions: IntArray
                ) -> tuple[list[int], list[bytes]]:
         """The predictions of the good rows as (message index to key each by, value).
 
@@ -38,8 +41,9 @@ class MessageFormat(Protocol):
 
 
 class PredictionEncoder(Protocol):
-    def __call__(self, ids: list, classes: np.ndarray | None, best: np.ndarray | None, proba: np.ndarray | None,
-                 versions: np.ndarray | int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
+    def __call__(self, ids: list[FieldValue], classes: AnyArray | None, best: IndexArray | None,
+                 proba: FloatArray | None, versions: IntArray | int, topic: str, partitions: list[int],
+                 offsets: list[int]) -> list[bytes]:
         """The prediction of each message, as ``json_predictions.prediction_values`` takes them."""
 
 
@@ -50,11 +54,11 @@ class JsonMessages:
     def __init__(self, fields: MessageFields, predictions: PredictionEncoder = prediction_values):
         self.fields, self.predictions = fields, predictions
 
-    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+    def decode(self, values: Sequence[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         return decode(values, spec, self.fields, label_kind=label_kind)
 
-    def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
-               best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
+    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
+               best: IndexArray | None, proba: FloatArray | None, versions: IntArray
                ) -> tuple[list[int], list[bytes]]:
         rows = np.flatnonzero(good).tolist()
         values = self.predictions([decoded.ids[i] for i in rows], classes, best, proba, versions, polled.topic,
@@ -71,11 +75,11 @@ class RegistryMessages(JsonMessages):
         super().__init__(fields, predictions)
         self.records = records
 
-    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+    def decode(self, values: Sequence[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         with self.records.poll():
             return self._decode(values, spec, label_kind)
 
-    def _decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+    def _decode(self, values: Sequence[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         if spec.kind == "vector" and len(values) > 1:
             read = self.records.vectors(values, self.fields)
             decoded = None if read is None else decode_vectors(read, spec, label_kind)
@@ -96,11 +100,11 @@ class ArrowMessages:
     def __init__(self, fields: MessageFields):
         self.fields = fields
 
-    def decode(self, values: list[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
+    def decode(self, values: Sequence[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         return decode_arrow(values, spec, self.fields, label_kind=label_kind)
 
-    def encode(self, polled: Polled, decoded: Decoded, good: np.ndarray, classes: np.ndarray | None,
-               best: np.ndarray | None, proba: np.ndarray | None, versions: np.ndarray
+    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
+               best: IndexArray | None, proba: FloatArray | None, versions: IntArray
                ) -> tuple[list[int], list[bytes]]:
         labels = None if classes is None or best is None else classes[best]
         return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions)

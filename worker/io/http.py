@@ -24,9 +24,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from email.message import Message
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .excerpts import excerpt
+
+if TYPE_CHECKING:
+    from http.client import _DataType  # what HTTPConnection.send takes
+
+    from _typeshed import WriteableBuffer
 
 READ_BYTES = 64 << 10  # an answer is read in pieces of this size, so that its cap is never allocated whole
 
@@ -63,7 +69,7 @@ class Reply:
     body: bytes
 
 
-def request(url: str, *, deadline_s: float, max_bytes: int, method: str = "GET", headers: dict | None = None,
+def request(url: str, *, deadline_s: float, max_bytes: int, method: str = "GET", headers: dict[str, str] | None = None,
             data: bytes | None = None, context: ssl.SSLContext | None = None) -> Reply:
     """One request to ``url``, answered within ``deadline_s`` seconds (redirects within its origin
     included) by at most ``max_bytes`` bytes. context : how an https server's certificate is
@@ -106,7 +112,19 @@ def origin(url: str) -> str:
     return f"{parts.scheme.lower()}://{host}:{port or {'http': 80, 'https': 443}.get(parts.scheme.lower(), 0)}"
 
 
-def _body(answer, max_bytes: int) -> bytes:
+class _Answer(Protocol):
+    """What is read of an answer: an HTTPResponse, or the HTTPError of a status other than 2xx."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Message: ...
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+def _body(answer: _Answer, max_bytes: int) -> bytes:
     """The answer's body, or AnswerTooLarge once more than ``max_bytes`` came, or IncompleteRead
     when the connection ended before the Content-Length it gave (a read of a size does not say)."""
     pieces, size = [], 0
@@ -145,7 +163,7 @@ class _DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int | None:
+    def readinto(self, buffer: WriteableBuffer) -> int | None:
         self.sock.settimeout(_time_left(self.deadline))
         return self.raw.readinto(buffer)
 
@@ -157,7 +175,7 @@ class _DeadlineReader(io.RawIOBase):
 class _Response(http.client.HTTPResponse):
     """An answer read by a _DeadlineReader: its status line and headers too."""
 
-    def __init__(self, sock: socket.socket, *args, deadline: float, **kwargs):
+    def __init__(self, sock: socket.socket, *args: Any, deadline: float, **kwargs: Any):
         super().__init__(sock, *args, **kwargs)
         self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline))
 
@@ -168,7 +186,7 @@ class _Bounded:
     timeout: float | None
     response_class: Any  # an HTTPResponse class, given the deadline
 
-    def __init__(self, *args, deadline: float, **kwargs):
+    def __init__(self, *args: Any, deadline: float, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.deadline = deadline
         self.response_class = functools.partial(_Response, deadline=deadline)
@@ -177,7 +195,7 @@ class _Bounded:
         self.timeout = _time_left(self.deadline)  # create_connection's, and the TLS handshake's in all
         super().connect()  # type: ignore[misc]
 
-    def send(self, data) -> None:
+    def send(self, data: _DataType | str) -> None:
         if self.sock is not None:
             self.sock.settimeout(_time_left(self.deadline))  # sendall's in all
         super().send(data)  # type: ignore[misc]
@@ -196,7 +214,7 @@ class _HttpHandler(urllib.request.HTTPHandler):
         super().__init__()
         self.deadline = deadline
 
-    def http_open(self, req):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(functools.partial(_BoundedHTTPConnection, deadline=self.deadline), req)
 
 
@@ -205,7 +223,7 @@ class _HttpsHandler(urllib.request.HTTPSHandler):
         super().__init__(context=context)
         self.deadline, self.tls = deadline, context
 
-    def https_open(self, req):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(functools.partial(_BoundedHTTPSConnection, deadline=self.deadline), req,
                             context=self.tls)
 
@@ -213,7 +231,8 @@ class _HttpsHandler(urllib.request.HTTPSHandler):
 class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
     """Follows a redirect only within the origin of the request it answers."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
+                         headers: http.client.HTTPMessage, newurl: str) -> urllib.request.Request | None:
         target = origin(newurl)
         if target != origin(req.full_url):
             fp.close()

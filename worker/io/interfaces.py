@@ -7,11 +7,13 @@ the prequential loop runs without a broker.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from nbstream.arrow import RowProblems
 
-from .records import Polled
+from .records import Origin, Polled
+
+RowsT_contra = TypeVar("RowsT_contra", contravariant=True)
 
 
 class PredictionSink(Protocol):
@@ -23,11 +25,11 @@ class PredictionSink(Protocol):
         """Return once every prediction sent is durable; raise if one failed."""
 
 
-class RejectSink(Protocol):
+class RejectSink(Protocol[RowsT_contra]):
     """Where rows that cannot be used go (dead-letter topic, rejects folder). ``count``: rows so far."""
     count: int
 
-    def reject(self, rows, problems: RowProblems) -> None:
+    def reject(self, rows: RowsT_contra, problems: RowProblems) -> None:
         """Set aside every bad row of ``rows`` (a poll's messages, or a file's rows) with its problem."""
 
     def flush(self) -> None:
@@ -38,8 +40,8 @@ class RejectSink(Protocol):
 class Refusals:
     """What the output refused (the broker: see ``kafka/sink.py``), kept across sessions; inputs
     are (topic, partition, offset)."""
-    suspects: set = field(default_factory=set)  # in a refused batch: next time, sent alone
-    poisoned: dict = field(default_factory=dict)  # refused alone: next time, a dead letter with this error
+    suspects: set[Origin] = field(default_factory=set)  # in a refused batch: next time, sent alone
+    poisoned: dict[Origin, str] = field(default_factory=dict)  # refused alone: next time, a dead letter with this error
 
     def poisoned_errors(self, polled: Polled) -> list[str | None]:
         """(n,) the error of each of a poll's inputs whose output was refused alone, else None."""

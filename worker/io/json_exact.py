@@ -31,7 +31,7 @@ class DuplicateKey(ValueError):
         super().__init__(f"duplicate key {key!r}")
 
 
-def needs_exact_reading(value: bytes, message: dict, id_field: str) -> bool:
+def needs_exact_reading(value: bytes, message: dict[str, Any], id_field: str) -> bool:
     """Whether orjson's reading of ``value`` (``message``) may have dropped a key given twice, or
     rounded an integer of the id. Cheap, and sure when it says no."""
     return _may_repeat_a_key(value, message) or _may_be_rounded(message.get(id_field))
@@ -50,7 +50,7 @@ def write_exactly(value: object) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _object(pairs: list[tuple[str, object]]) -> dict:
+def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     """A JSON object from its key pairs in order; DuplicateKey when a key comes twice."""
     found = dict(pairs)
     if len(found) < len(pairs):
@@ -65,7 +65,7 @@ def _object(pairs: list[tuple[str, object]]) -> dict:
 _KEY_ENDINGS = (b'":', b" :", b"\t:", b"\n:", b"\r:")  # what the colon after a key follows
 
 
-def _may_repeat_a_key(value: bytes, message: dict) -> bool:
+def _may_repeat_a_key(value: bytes, message: dict[str, Any]) -> bool:
     """Each key of the text ends with a quote, maybe white space, and a colon: the colons right after
     a quote or white space are at least as many as the keys written. When they are exactly as many as
     the keys of the objects reached through objects, no key was dropped. Such a colon inside a

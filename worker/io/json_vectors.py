@@ -10,10 +10,16 @@ simdjson skips, or a key given twice, of which it keeps the first).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import simdjson
+
+from nbstream.ndarrays import FloatArray
+
+from .records import FieldValue
 
 _PLAIN = (str, int, float, bool, type(None))  # ids and labels: anything else is left to the general path
 
@@ -21,13 +27,13 @@ _PLAIN = (str, int, float, bool, type(None))  # ids and labels: anything else is
 @dataclass
 class Vectors:
     """The messages' lists, labels and ids, message i at index i."""
-    offsets: np.ndarray  # (n_messages + 1,) int32: message i's numbers are values[offsets[i]:offsets[i + 1]]
-    values: np.ndarray  # (n_numbers,) float64
-    labels: list  # a str, int, float, bool or None per message
-    ids: list
+    offsets: npt.NDArray[np.int32]  # (n_messages + 1,): message i's numbers are values[offsets[i]:offsets[i + 1]]
+    values: FloatArray  # (n_numbers,)
+    labels: list[FieldValue]  # a str, int, float, bool or None per message
+    ids: list[FieldValue]
 
 
-def read_vectors(values: list[bytes], features: str, label: str, id_field: str) -> Vectors | None:
+def read_vectors(values: Sequence[bytes], features: str, label: str, id_field: str) -> Vectors | None:
     """The lists of ``features`` in the messages, or None when any message is not a JSON object
     starting with "{", with such a list of numbers, plain label and plain id, and no key twice.
 
@@ -57,7 +63,7 @@ def read_vectors(values: list[bytes], features: str, label: str, id_field: str) 
 
 
 def _read_one(parser: simdjson.Parser, value: bytes, features: str, label: str, id_field: str,
-              distinct_fields: bool) -> tuple | None:
+              distinct_fields: bool) -> tuple[FloatArray, FieldValue, FieldValue] | None:
     """(numbers, label, id) of one message, or None. No reference into the parser's document
     outlives the call: the parser refuses to parse again while one does."""
     document = parser.parse(value)

@@ -31,7 +31,9 @@ otherwise. So, in every path:
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import numpy as np
 import orjson
@@ -40,11 +42,12 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from nbstream.arrow import FeatureSpec, RowProblems
+from nbstream.ndarrays import IntArray
 
 from .fields import LABEL_COLUMN, MessageFields
 from .json_exact import MAX_DEPTH, DuplicateKey, needs_exact_reading, read_exactly
 from .json_vectors import Vectors, read_vectors
-from .records import Polled
+from .records import FieldValue, Polled
 
 STRING, NUMBER = "string", "number"  # the two kinds of label
 EXACT_LABELS = 2**53  # number labels lie within ±EXACT_LABELS: every integer there is exact as a double
@@ -56,26 +59,26 @@ MOST_ID_BITS = 3_400  # an integer id of about MOST_ID_CHARACTERS decimal digits
 class Decoded:
     """One example per message, in message order."""
     batch: pa.RecordBatch  # the spec's columns plus LABEL_COLUMN (strings, or numbers)
-    ids: list
+    ids: list[FieldValue]  # each message's id as it came (None: none)
     problems: RowProblems
     label_kind: str | None  # the kind of the labels read (None: no label in the batch)
     # Arrow batch messages only (None for JSON, where row i is message i):
-    message_of: np.ndarray | None = None  # (n_rows,) the message each row came from
-    row_in_message: np.ndarray | None = None  # (n_rows,) its row inside that message (-1: the whole message)
-    row_values: object = None  # row_values[i]: row i alone, as the dead-letter topic gets it
+    message_of: IntArray | None = None  # (n_rows,) the message each row came from
+    row_in_message: IntArray | None = None  # (n_rows,) its row inside that message (-1: the whole message)
+    row_values: Sequence[bytes | None] | None = None  # row_values[i]: row i alone, as the dead-letter topic gets it
 
-    def message_index(self) -> np.ndarray:
+    def message_index(self) -> IntArray:
         """(n_rows,) the message each row came from."""
         return np.arange(self.batch.num_rows) if self.message_of is None else self.message_of
 
     def rows_of(self, polled: Polled) -> Polled:
         """The poll with one row per example: itself when each message holds one."""
-        if self.message_of is None or self.row_in_message is None:
+        if self.message_of is None or self.row_in_message is None or self.row_values is None:
             return polled
         return polled.expand(self.message_of, self.row_in_message, self.row_values)
 
 
-def label_kind_of(value) -> str | None:
+def label_kind_of(value: object) -> str | None:
     """STRING or NUMBER for a usable label, None for anything else (booleans included)."""
     if isinstance(value, str):
         return STRING
@@ -84,7 +87,7 @@ def label_kind_of(value) -> str | None:
     return None
 
 
-def label_problem(label, label_kind: str | None) -> str | None:
+def label_problem(label: FieldValue, label_kind: str | None) -> str | None:
     """What makes a message's label unusable, if anything (a missing label is no problem).
 
     label_kind : the kind of label the model learns, None while any kind may be learned."""
@@ -120,7 +123,7 @@ def value_problem(value: bytes | None, max_bytes: int) -> str | None:
     return None
 
 
-def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
+def decode(values: Sequence[bytes | None], spec: FeatureSpec, fields: MessageFields,
            label_kind: str | None = None) -> Decoded:
     """Decode a poll's message values.
 
@@ -138,16 +141,22 @@ def decode(values: list[bytes | None], spec: FeatureSpec, fields: MessageFields,
         _bulk(values, spec, fields, label_kind) or _one_by_one(values, spec, fields, label_kind)
 
 
-def _all_usable_sizes(values: list, max_bytes: int) -> bool:
+def _all_usable_sizes(values: Sequence[bytes | None], max_bytes: int) -> TypeGuard[Sequence[bytes]]:
     """Whether no value has a ``value_problem``: every one present, not empty, within the limit
     (in passes that stay in C, where a per-message check would cost more than parsing)."""
-    if None in values:
+    if not all_present(values):
         return False
     sizes = list(map(len, values))
     return min(sizes) > 0 and max(sizes) <= max_bytes
 
 
-def _bulk_vectors(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
+def all_present(values: Sequence[bytes | None]) -> TypeGuard[Sequence[bytes]]:
+    """Whether no value is None (a null value)."""
+    return None not in values
+
+
+def _bulk_vectors(values: Sequence[bytes], spec: FeatureSpec, fields: MessageFields,
+                  label_kind: str | None) -> Decoded | None:
     """The batch (of present values within the size limit) read by simdjson, or None to try the
     general ways."""
     read = read_vectors(values, fields.features, fields.label, fields.id)
@@ -173,14 +182,14 @@ def decode_vectors(read: Vectors, spec: FeatureSpec, label_kind: str | None) -> 
 _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task
 
 
-def _bulk(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
+def _bulk(values: Sequence[bytes], spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded | None:
     """The batch (of present values within the size limit) parsed by Arrow's JSON reader, or
     None to decode it message by message."""
     table = json_table(values)
     return None if table is None else decode_table(table, spec, fields, label_kind)
 
 
-def json_table(values: list[bytes]) -> pa.Table | None:
+def json_table(values: Sequence[bytes]) -> pa.Table | None:
     """JSON objects (present values within the size limit), one per value, read by Arrow's JSON
     reader into a table of a row each; None where anything leaves room for doubt."""
     data, longest = b"\n".join(values), max(map(len, values))
@@ -221,14 +230,14 @@ def decode_table(table: pa.Table, spec: FeatureSpec, fields: MessageFields, labe
     return Decoded(batch, ids, RowProblems(table.num_rows), labels[1])
 
 
-def _one_object_per_line(values: list[bytes], data: bytes) -> bool:
+def _one_object_per_line(values: Sequence[bytes], data: bytes) -> bool:
     """Whether the values, joined by line breaks into ``data``, are one line each, each starting
     with "{". A value holding a line break would read as two; and Arrow's reader skips a byte order
     mark on the first line, and crashes the process on a first line of ``null``."""
     return data.count(b"\n") == len(values) - 1 and all(value[:1] == b"{" for value in values)
 
 
-def _may_nest_too_deep(values: list[bytes]) -> bool:
+def _may_nest_too_deep(values: Sequence[bytes]) -> bool:
     """Whether a value may nest arrays and objects deeper than MAX_DEPTH: orjson refuses that, and
     Arrow's reader crashes the process some thousands of levels down. Each level takes two bytes,
     so only long values can; their brackets bound their depth."""
@@ -268,7 +277,7 @@ def _all_finite(table: pa.Table) -> bool:
     return True
 
 
-def _bulk_features(table: pa.Table, spec: FeatureSpec, fields: MessageFields) -> dict | None:
+def _bulk_features(table: pa.Table, spec: FeatureSpec, fields: MessageFields) -> dict[str, pa.Array] | None:
     """The spec's columns from the reader's table, when every message has them with the right type."""
     if spec.kind == "text":
         column = table.column(fields.text) if fields.text in table.column_names else None
@@ -299,7 +308,7 @@ def _bulk_features(table: pa.Table, spec: FeatureSpec, fields: MessageFields) ->
     return wanted
 
 
-def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None) -> tuple | None:
+def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None) -> tuple[pa.Array, str | None] | None:
     """(label column, label kind) when every label present is of one usable kind (the model's, if known)."""
     if fields.label not in table.column_names:
         return pa.nulls(table.num_rows, pa.string()), None
@@ -316,21 +325,23 @@ def _bulk_labels(table: pa.Table, fields: MessageFields, label_kind: str | None)
     return labels, kind
 
 
-def _one_by_one(values: list, spec: FeatureSpec, fields: MessageFields, label_kind: str | None) -> Decoded:
+def _one_by_one(values: Sequence[bytes | None], spec: FeatureSpec, fields: MessageFields,
+                label_kind: str | None) -> Decoded:
     parsed = [parse_object(value, fields) for value in values]
     return decode_objects([message for message, _ in parsed], [error for _, error in parsed], spec, fields,
                           label_kind)
 
 
-def decode_objects(objects: list[dict | None], errors: list[str | None], spec: FeatureSpec, fields: MessageFields,
-                   label_kind: str | None = None) -> Decoded:
+def decode_objects(objects: list[dict[str, Any] | None], errors: list[str | None], spec: FeatureSpec,
+                   fields: MessageFields, label_kind: str | None = None) -> Decoded:
     """The examples of messages already read into objects (JSON objects, or records of a schema),
     one per message: objects[i] is message i's, or None and errors[i] says why it could not be
     read. Fields are found by name as in a JSON object; label_kind as ``decode`` takes it."""
     n = len(objects)
     errors = list(errors)
-    ids, labels = [None] * n, [None] * n
-    columns: dict[str, list] = {name: [None] * n for name in spec.columns}
+    ids: list[FieldValue] = [None] * n
+    labels: list[FieldValue] = [None] * n
+    columns: dict[str, list[FieldValue]] = {name: [None] * n for name in spec.columns}
     for i, message in enumerate(objects):
         if message is None:
             continue
@@ -354,12 +365,12 @@ def decode_objects(objects: list[dict | None], errors: list[str | None], spec: F
 class LabelEvents:
     """Label events, one per message: ``{"id": ..., "label": ...}`` under the fields' names.
     ids[i], labels[i] : message i's (None where it is unusable); errors[i] : why it is unusable, or None."""
-    ids: list
-    labels: list
+    ids: list[FieldValue]
+    labels: list[FieldValue]
     errors: list[str | None]
 
 
-def read_label_events(values: list[bytes | None], fields: MessageFields, label_kind: str | None) -> LabelEvents:
+def read_label_events(values: Sequence[bytes | None], fields: MessageFields, label_kind: str | None) -> LabelEvents:
     """The label events of a poll's message values, read as messages are (``parse_object``). An event
     needs an id (a string or an integer: the id of the message it labels) and a label of the
     model's kind (label_kind as ``decode`` takes it)."""
@@ -380,7 +391,7 @@ def read_label_events(values: list[bytes | None], fields: MessageFields, label_k
     return events
 
 
-def id_problem(key, field: str) -> str | None:
+def id_problem(key: object, field: str) -> str | None:
     """What keeps ``key`` from naming a message that waits for its label, if anything: it must be a
     string or an integer, of MOST_ID_CHARACTERS at most (so that a store of waiting messages,
     bounded in number, is bounded in bytes too)."""
@@ -394,7 +405,7 @@ def id_problem(key, field: str) -> str | None:
     return None
 
 
-def parse_object(value: bytes | None, fields: MessageFields) -> tuple[dict | None, str | None]:
+def parse_object(value: bytes | None, fields: MessageFields) -> tuple[dict[str, Any] | None, str | None]:
     """One message's JSON object: (message, None) or (None, the problem), by the rules above."""
     problem = value_problem(value, fields.max_bytes)
     if value is None or problem is not None:
@@ -414,11 +425,12 @@ def parse_object(value: bytes | None, fields: MessageFields) -> tuple[dict | Non
         return None, str(error)
 
 
-def _json_type(value) -> str:
+def _json_type(value: object) -> str:
     return {bool: "a boolean", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
-def _take_features(message: dict, spec: FeatureSpec, fields: MessageFields, columns: dict, i: int) -> str | None:
+def _take_features(message: dict[str, Any], spec: FeatureSpec, fields: MessageFields,
+                   columns: dict[str, list[FieldValue]], i: int) -> str | None:
     if spec.kind == "text":
         text = message.get(fields.text)
         if not isinstance(text, str):
@@ -441,7 +453,7 @@ def _take_features(message: dict, spec: FeatureSpec, fields: MessageFields, colu
     return None
 
 
-def _column(name: str, values: list, spec: FeatureSpec, problems: RowProblems) -> pa.Array:
+def _column(name: str, values: list[FieldValue], spec: FeatureSpec, problems: RowProblems) -> pa.Array:
     """One column of the spec's type for the whole batch; a value of the wrong type becomes a
     null and a problem of its row."""
     if spec.kind in ("text", "categorical"):
@@ -459,7 +471,7 @@ def _column(name: str, values: list, spec: FeatureSpec, problems: RowProblems) -
     return array
 
 
-def _as_doubles(values: list, lists: bool) -> list:
+def _as_doubles(values: list[FieldValue], lists: bool) -> list[FieldValue]:
     """The values (or lists of values) with each integer its nearest double. As a double, Arrow
     refuses an integer beyond ±2**53; a feature is a double however it is written."""
     if lists:
@@ -468,10 +480,10 @@ def _as_doubles(values: list, lists: bool) -> list:
 
 
 def _numeric(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+    return bool(pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
 
 
-def _typed(name: str, values: list, arrow_type: pa.DataType, problems: RowProblems) -> pa.Array:
+def _typed(name: str, values: list[FieldValue], arrow_type: pa.DataType, problems: RowProblems) -> pa.Array:
     try:
         return pa.array(values, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -487,7 +499,7 @@ def _typed(name: str, values: list, arrow_type: pa.DataType, problems: RowProble
         return pa.array(cleaned, type=arrow_type)
 
 
-def _label_column(labels: list, kind: str | None) -> pa.Array:
+def _label_column(labels: Sequence[FieldValue], kind: str | None) -> pa.Array:
     """Strings, or numbers (int64 when all are integers, else float64); nulls where unlabeled.
     labels : each None or free of any ``label_problem`` (so a number lies within ±2**53)."""
     if kind == STRING:

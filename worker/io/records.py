@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-Header = tuple[str, bytes | None]  # a Kafka record header: its name, and its value (None: a null value)
+from nbstream.ndarrays import BoolArray, IntArray
+
+Header: TypeAlias = tuple[str, bytes | None]  # a Kafka record header: its name, and its value (None: a null value)
+Origin: TypeAlias = tuple[str, int, int]  # where an input message was read: (topic, partition, offset)
+# A field's value as a message gives it (JSON's, or a record's of a schema format, read alike): a
+# string, number, boolean, None, list or object, whose type is checked where it is used.
+FieldValue: TypeAlias = Any
 
 
 @dataclass(slots=True)
@@ -22,18 +30,36 @@ class Record:
     row: int | None = None  # the row inside an Arrow batch message (-1: the whole message)
 
 
+class RecordLike(Protocol):
+    """What ``Polled.of`` reads of a consumed message: a Record, or kafka-python's ConsumerRecord."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> list[Header]: ...
+    @property
+    def timestamp(self) -> int: ...
+
+
 @dataclass
 class Polled:
     """What one poll brought, column by column: building an object per message would cost more
     than the rest of its journey. Row i is one message."""
     topic: str
-    values: list  # bytes or None
-    keys: list  # bytes or None
-    partitions: np.ndarray  # int64
-    offsets: np.ndarray  # int64
-    timestamps: np.ndarray  # int64, milliseconds since the epoch (0 or less: none)
-    rows: np.ndarray | None = None  # per row, its row inside an Arrow batch message (None: JSON messages)
-    headers: list | None = None  # per row, its message's headers (a list of Header, or None); None: no row has any
+    values: Sequence[bytes | None]
+    keys: Sequence[bytes | None]
+    partitions: IntArray
+    offsets: IntArray
+    timestamps: IntArray  # milliseconds since the epoch (0 or less: none)
+    rows: IntArray | None = None  # per row, its row inside an Arrow batch message (None: JSON messages)
+    # per row, its message's headers (None: none); None: no row has any
+    headers: Sequence[list[Header] | None] | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -46,7 +72,7 @@ class Polled:
         return Record(self.topic, int(self.partitions[i]), int(self.offsets[i]), self.keys[i], self.values[i],
                       self.headers_of(i), int(self.timestamps[i]), None if self.rows is None else int(self.rows[i]))
 
-    def expand(self, message_of: np.ndarray, rows: np.ndarray, values) -> Polled:
+    def expand(self, message_of: IntArray, rows: IntArray, values: Sequence[bytes | None]) -> Polled:
         """One row per example when messages hold many (Arrow batches): row i comes from message
         message_of[i], where it is row rows[i]; values[i] is what stands for it alone."""
         index = message_of.tolist()
@@ -54,7 +80,7 @@ class Polled:
                       self.offsets[message_of], self.timestamps[message_of], rows,
                       None if self.headers is None else [self.headers[m] for m in index])
 
-    def only(self, keep: np.ndarray) -> Polled:
+    def only(self, keep: BoolArray) -> Polled:
         """The messages where ``keep`` (a bool mask of length len(self)) is true."""
         rows = np.flatnonzero(keep)
         index = rows.tolist()
@@ -64,7 +90,7 @@ class Polled:
                       None if self.headers is None else [self.headers[i] for i in index])
 
     @classmethod
-    def of(cls, topic: str, records: list) -> Polled:
+    def of(cls, topic: str, records: Sequence[RecordLike]) -> Polled:
         """From Record-like objects (kafka-python's ConsumerRecord, or Record)."""
         headers = [r.headers for r in records]
         return cls(topic, [r.value for r in records], [r.key for r in records],

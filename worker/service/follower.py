@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import nbstream
 from nbstream.arrow import FeatureEncoder
@@ -43,11 +44,17 @@ def is_state_name(name: str) -> bool:
 
 
 class StateFollower:
-    """Reads the state topic from its beginning and keeps following it."""
+    """Reads the state topic from its beginning and keeps following it.
 
-    def __init__(self, reader: Reader, topic: str):
-        self.reader, self.topic = reader, topic
-        self.assembler = StateAssembler(on_skip=self.skipped, is_name=is_state_name)
+    reopen() : a new reader of the topic, to read again the chunks of pending examples of the
+        partitions being taken over: without it they are kept as read; with it only their sizes
+        are, so that a replica's memory does not grow with the group's pending examples."""
+
+    def __init__(self, reader: Reader, topic: str, reopen: Callable[[], Reader] | None = None):
+        self.reader, self.topic, self._reopen = reader, topic, reopen
+        self.assembler = StateAssembler(on_skip=self.skipped, is_name=is_state_name,
+                                        holds_bytes=lambda name: reopen is None or pending_of(name) is None)
+        self._fetched: StateAssembler | None = None  # pending chunks read again for a take-over
         self.bytes_read = 0
         reader.assign(topic)
 
@@ -64,13 +71,30 @@ class StateFollower:
 
     def catch_up(self, timeout_s: float) -> list[str]:
         """Read to the end of the topic (its last stable offset); names completed on the way."""
-        deadline = time.monotonic() + timeout_s
-        completed = self.poll(0.2)
-        while not self.reader.caught_up():
-            if time.monotonic() > deadline:
-                raise KafkaFailure(f"the state topic {self.topic} could not be read to its end within {timeout_s:.0f}s")
-            completed += self.poll(0.2)
-        return completed
+        return _read_to_end(self.reader, self.poll, self.topic, timeout_s)
+
+    def fetch_pending(self, states: list[str], timeout_s: float) -> None:
+        """Read again, from the topic, the chunks of pending examples of these states (of the
+        partitions being taken over), until ``forget_fetched``."""
+        wanted = {name for state in states for name in self.assembler.names(pending_name(state, ""))}
+        if self._reopen is None or not wanted:
+            return
+        fetched = StateAssembler(is_name=wanted.__contains__)
+        reader = self._reopen()
+        try:
+            reader.assign(self.topic)
+
+            def poll(timeout: float) -> list[str]:
+                for record in reader.poll(timeout):
+                    fetched.add(record.key, record.value)
+                return []
+            _read_to_end(reader, poll, self.topic, timeout_s)
+        finally:
+            reader.close()
+        self._fetched = fetched
+
+    def forget_fetched(self) -> None:
+        self._fetched = None
 
     def take(self, name: str, fresh_model: nbstream.base.NaiveBayes) -> tuple[PartitionRecord, FeatureEncoder] | None:
         """The newest state of ``name`` that reads, and the feature encoder it was learned with
@@ -105,7 +129,10 @@ class StateFollower:
         """The bytes of one chunk of the pending examples of the state ``name``, from its record of
         that digest (which stays, for another take-over). Raises ForeignRecord when it is not there
         or does not read."""
-        return self.assembler.read(pending_name(name, segment), digest)
+        record = pending_name(name, segment)
+        if self._fetched is not None and not self.assembler.holds_bytes_of(record, digest):
+            return self._fetched.read(record, digest)
+        return self.assembler.read(record, digest)
 
     def drop(self, name: str) -> None:
         """Forget the states of ``name`` read so far without reading them."""
@@ -122,3 +149,14 @@ class StateFollower:
 def unreadable(reason: str) -> str:
     """The problem a skipped partition state is reported with."""
     return f"unreadable partition state ({reason})"
+
+
+def _read_to_end(reader: Reader, poll: Callable[[float], list[str]], topic: str, timeout_s: float) -> list[str]:
+    """Poll until the reader has read its topic to the end (its last stable offset)."""
+    deadline = time.monotonic() + timeout_s
+    completed = poll(0.2)
+    while not reader.caught_up():
+        if time.monotonic() > deadline:
+            raise KafkaFailure(f"the state topic {topic} could not be read to its end within {timeout_s:.0f}s")
+        completed += poll(0.2)
+    return completed

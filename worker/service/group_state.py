@@ -147,6 +147,8 @@ class GroupState:
         if behind and strict:
             raise KafkaFailure(f"the states of partitions {behind} are still behind their committed offsets after "
                                f"{wait_s:.0f}s (an open transaction on the state topic)")
+        if self.settings.labels is not None:
+            self.follower.fetch_pending([state_name(p) for p in partitions if p in self.latest], max(wait_s, 30.0))
         starts: dict[int, Start] = {}
         for partition in partitions:
             record = self._taken_over(partition, committed.get(partition), partition in behind)
@@ -156,6 +158,7 @@ class GroupState:
             self._written[name] = self.follower.assembler.chunk_keys(name)
             starts[partition] = owned.next_offset if owned.next_offset is not None \
                 else self._default_start(partition)
+        self.follower.forget_fetched()
         self._membership += 1
         return starts
 

@@ -100,7 +100,8 @@ class Session:
             self.producer = TransactionalProducer(raw)
         else:
             self.producer = raw
-        self.follower = StateFollower(client.reader(read_committed=True), config.topics.states)
+        self.follower = StateFollower(client.reader(read_committed=True), config.topics.states,
+                                      reopen=lambda: client.reader(read_committed=True))
         self.group = GroupState(fresh, encoder, self.follower, start=config.consumer.start,
                                 settings=partition_settings(config))
         self.group.take_updates(self.follower.catch_up(timeout_s=timeout + 30))

@@ -22,7 +22,7 @@ class DelayedLabels:
         self.waiting: deque[tuple[bytes, bytes]] = deque()
         self.sent = 0
 
-    def follow(self, key: bytes, message_id, label) -> None:
+    def follow(self, key: bytes, message_id: object, label: object) -> None:
         """The label of a message just sent, to send once ``delay`` more messages went."""
         self.waiting.append((key, orjson.dumps({"id": message_id, "label": label})))
         while len(self.waiting) > self.delay:

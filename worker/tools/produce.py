@@ -10,7 +10,9 @@ Every record is confirmed by the broker; the count of those that were not is rep
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol, Self
 
 import orjson
 import pyarrow as pa
@@ -26,7 +28,7 @@ from ..io.registry.json_schema_writer import JsonSchemaWriter
 from ..io.registry.settings import RegistrySettings
 from ..progress import RowProgress
 from ..setting import Checked, setting
-from .sender import CONFIRM_EVERY, MessageMaker, Produced, Sender
+from .sender import CONFIRM_EVERY, Message, MessageMaker, Produced, Sender
 
 PRODUCED_FORMATS = ("json", "avro", "json-schema", "protobuf", "arrow")
 MIN_RATE = 0.001  # rows per second: a row every 17 minutes; slower rates overflow a sleep
@@ -147,7 +149,7 @@ def _message_maker(request: ProduceRequest, registry: RegistrySettings | None) -
     return _arrow_messages if request.message_format == "arrow" else _json_messages
 
 
-def _json_messages(table: pa.Table, rows_per_message: int):
+def _json_messages(table: pa.Table, rows_per_message: int) -> Iterator[Message]:
     """(1, key, value) per row: a JSON object keyed by its id."""
     data = table.to_pydict()
     ids = data.get("id")
@@ -156,22 +158,23 @@ def _json_messages(table: pa.Table, rows_per_message: int):
         yield 1, None if ids is None else str(ids[i]).encode(), orjson.dumps(message)
 
 
-def _arrow_messages(table: pa.Table, rows_per_message: int):
+def _arrow_messages(table: pa.Table, rows_per_message: int) -> Iterator[Message]:
     """(rows, None, value) per rows_per_message rows: an Arrow IPC stream."""
     for start in range(0, table.num_rows, rows_per_message):
         part = table.slice(start, rows_per_message)
         yield part.num_rows, None, write_stream(part, compression="lz4")  # far fewer bytes for pixel rows
 
 
-def _registry_messages(client: RegistryClient, message_format: str, subject: str, schema_id: int | None):
+def _registry_messages(client: RegistryClient, message_format: str, subject: str,
+                       schema_id: int | None) -> MessageMaker:
     """A message maker of (1, key, value) per row: a record of ``message_format`` in the wire format,
     keyed by its id, by the schema ``schema_id`` or (None) one derived from the first table's
     columns and registered under ``subject``."""
     require_package(message_format)
     records_writer = writer_class(message_format)
-    writers: list = []
+    writers: list[RecordsWriter] = []
 
-    def messages(table: pa.Table, rows_per_message: int):
+    def messages(table: pa.Table, rows_per_message: int) -> Iterator[Message]:
         if not writers:
             writers.append(records_writer.of_id(client, schema_id) if schema_id is not None else
                            records_writer.registered(client, subject, table.schema))
@@ -181,7 +184,19 @@ def _registry_messages(client: RegistryClient, message_format: str, subject: str
     return messages
 
 
-def writer_class(message_format: str):
+class RecordsWriter(Protocol):
+    """Rows to framed records of a registry format: AvroWriter, JsonSchemaWriter, ProtobufWriter."""
+
+    @classmethod
+    def registered(cls, client: RegistryClient, subject: str, columns: pa.Schema) -> Self: ...
+
+    @classmethod
+    def of_id(cls, client: RegistryClient, schema_id: int) -> Self: ...
+
+    def values(self, table: pa.Table) -> list[bytes]: ...
+
+
+def writer_class(message_format: str) -> type[RecordsWriter]:
     """The writer of a registry format's records (imported here: avro and protobuf are optional)."""
     if message_format == "avro":
         from ..io.registry.avro_writer import AvroWriter

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import pyarrow as pa
 
@@ -16,8 +16,9 @@ from .labels import DelayedLabels
 if TYPE_CHECKING:
     from .produce import ProduceRequest
 
-# (table, rows per message) -> (rows, key, value) of each message
-MessageMaker = Callable[[pa.Table, int], Iterator[tuple[int, bytes | None, bytes]]]
+Message: TypeAlias = tuple[int, bytes | None, bytes]  # (rows, key, value) of one message
+# (table, rows per message) -> each message
+MessageMaker: TypeAlias = Callable[[pa.Table, int], Iterator[Message]]
 CONFIRM_EVERY = 10_000  # records between confirmations at most: bounds what a failure leaves unconfirmed
 
 

@@ -1,5 +1,5 @@
-"""The estimators need only numpy: the library (its routes out to scikit-learn, ONNX and MLflow included)
-imports and works with the optional dependencies absent."""
+"""The estimators need only numpy (and threadpoolctl): the library (its routes out to scikit-learn, ONNX
+and MLflow included) imports and works with the optional dependencies absent."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ print(nbstream.load(path).predict([[1, 0]]).tolist())
 """
 
 
-def test_the_library_works_with_numpy_alone():
+def test_the_library_works_without_the_worker_s_dependencies():
     result = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['a']"

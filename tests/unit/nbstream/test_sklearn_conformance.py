@@ -133,7 +133,7 @@ def test_not_fitted_error_is_scikit_learns(family):
 
 
 def test_negative_binarize_threshold_is_refused():
-    with pytest.raises(ValueError, match="binarize must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="binarize must be None or a finite number >= 0"):
         nbstream.BernoulliNB(binarize=-0.5).fit([[0, 1], [1, 0]], [0, 1])
 
 
@@ -367,7 +367,7 @@ def test_a_class_prior_that_is_not_a_distribution_is_refused():
     X, y = np.array([[1, 0], [0, 1], [1, 1]]), [0, 1, 1]
     assert np.isnan(reference.MultinomialNB(class_prior=[2.0, -1.0]).fit(X, y).predict_proba(X)).all()
     for prior in ([0.5, 0.2], [2.0, -1.0]):
-        with pytest.raises(ValueError, match="class_prior must be non-negative and sum to 1"):
+        with pytest.raises(ValueError, match="class_prior must be None or non-negative numbers that sum to 1, one per"):
             nbstream.MultinomialNB(class_prior=prior).fit(X, y)
 
 

@@ -62,11 +62,11 @@ def test_one_dimensional_X_and_text_dtype(family):
     (lambda: nbstream.MultinomialNB(alpha=-1), "alpha must be a finite number >= 0"),
     (lambda: nbstream.MultinomialNB(alpha=[1.0, 2.0, 3.0]), r"one value per feature \(2\); got shape \(3,\)"),
     (lambda: nbstream.MultinomialNB(class_prior=[0.5, 0.2]), "sum to 1"),
-    (lambda: nbstream.MultinomialNB(half_life=0), "half_life must be a finite positive number"),
+    (lambda: nbstream.MultinomialNB(half_life=0), "half_life must be None or a finite number > 0"),
     (lambda: nbstream.GaussianNB(var_smoothing=-1), "var_smoothing must be a finite number >= 0"),
-    (lambda: nbstream.GaussianNB(priors=[0.7, 0.7]), "priors must be non-negative and sum to 1"),
-    (lambda: nbstream.CategoricalNB(alpha=[1.0, 1.0]), "needs a scalar alpha"),
-    (lambda: nbstream.CategoricalNB(min_categories=0), "min_categories must be a positive integer"),
+    (lambda: nbstream.GaussianNB(priors=[0.7, 0.7]), "priors must be None or non-negative numbers that sum to 1"),
+    (lambda: nbstream.CategoricalNB(alpha=[1.0, 1.0]), r"alpha must be a finite number >= 0 \(one value, not an"),
+    (lambda: nbstream.CategoricalNB(min_categories=0), "min_categories must be None or an integer >= 1, or one per"),
 ])
 def test_invalid_parameters(make, message):
     with pytest.raises(ValueError, match=message):

@@ -102,8 +102,13 @@ class FakeStateReader(Reader):
 class FakeFollower(StateFollower):
     """A state topic that holds what was put in it, followed as the service follows one."""
 
-    def __init__(self, records: list[tuple[bytes | None, bytes | None]] = ()):
-        super().__init__(FakeStateReader(records), "state")
+    def __init__(self, records: list[tuple[bytes | None, bytes | None]] = (), reread: bool = True):
+        """reread : pending chunks are read again at take-over (as the service reads them), else kept."""
+        reader = FakeStateReader(records)
+        super().__init__(reader, "state", reopen=self._reread if reread else None)
+
+    def _reread(self) -> FakeStateReader:
+        return FakeStateReader([(record.key, record.value) for record in self.reader.log])
 
     def put(self, records) -> None:
         self.reader.put(records)

@@ -60,7 +60,7 @@ def test_model_options_are_checked_before_any_data():
         ModelOptions("bernouli").build()
     with pytest.raises(ConfigError, match="the multinomial model takes no --norm"):
         ModelOptions("multinomial", norm=True).build()
-    with pytest.raises(ConfigError, match="half_life must be a finite positive number"):
+    with pytest.raises(ConfigError, match="--half-life must be None or a finite number > 0"):
         ModelOptions("multinomial", half_life=0.0).build()
 
 

@@ -23,7 +23,7 @@ def _one_by_one(ids, classes, best, proba, version, topic, partitions, offsets):
                                        strict=True)]
 
 
-HOSTILE_STRINGS = ['},{"id":', '"}', "\\", '{"id":1}', "a,b", "ünï\u2028", "", "id", "],["]
+HOSTILE_STRINGS = ["%", "50%b", "%%s", '},{"id":', '"}', "\\", '{"id":1}', "a,b", "ünï\u2028", "", "id", "],["]
 IDS = st.one_of(st.none(), st.integers(-2**63, 2**64 - 1), st.sampled_from(HOSTILE_STRINGS), st.text(), st.booleans(),
                 st.floats(allow_nan=False, allow_infinity=False),
                 st.lists(st.integers(-5, 5), max_size=3),

@@ -106,9 +106,9 @@ def with_ids(ids: bytes):
 
 
 FRAMES = {
-    "too few bytes": (b"NBP", "too few for a frame"),
+    "too few bytes": (b"NBP", "not a frame of pending examples"),
     "another format": (b"NBPS" + bytes(20), "not a frame of pending examples"),
-    "a newer version": (frame({}, version=2), "frame version 2; this version reads 1"),
+    "a newer version": (frame({}, version=2), "format version 2; this nbstream reads versions 1"),
     "a header past the end": (struct.pack("<4sBI", b"NBPF", 1, 1 << 30) + b"{}", "a header of 1,073,741,824 bytes"),
     "a header not JSON": (frame(b"{\xff"), "the header is not JSON"),
     "a header too deep": (frame(b"[" * 100_000), "the header is not JSON"),
@@ -127,7 +127,7 @@ FRAMES = {
         "cannot hold"),
     "a body that does not decompress": (
         frame({"compression": "zstd", "arrays": [["x", "|u1", [100]]], "meta": {}}, bytes(10)),
-        "the body does not decompress to 100 bytes"),
+        "its zstd data do not decompress"),
     "a raw body of another size": (frame({"compression": "none", "arrays": [["x", "<i8", [2]]], "meta": {}},
                                          bytes(15)), "its arrays take 16 bytes; the body holds 15"),
     "an array listed twice": (frame({"compression": "none", "arrays": [["x", "|u1", [1]], ["x", "|u1", [1]]],

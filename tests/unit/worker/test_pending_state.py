@@ -140,6 +140,8 @@ def test_another_replica_following_the_topic_takes_the_partition_over_and_goes_o
         first.commit()
         second.follow()  # reads every commit as it comes, the partition not being its own
     assert second.group.latest[0].pending is None  # restored only when taken over
+    held = [key for key in second.follower.assembler._chunks if key.startswith(PENDING)]
+    assert held == []  # nor held meanwhile: read again from the topic at the take-over
     taken = second.take()
     assert_same_store(taken.pending, state.pending)
     serve(taken.pending, X, 4_000, 100)

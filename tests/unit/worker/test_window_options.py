@@ -85,10 +85,11 @@ def test_the_window_comes_from_the_environment_too(rows, tmp_path):
 
 
 @pytest.mark.parametrize("options, line", [
-    (("--window", 10, "--half-life", 5), "error: --window and --half-life cannot be used together: a model either "
-                                         "keeps a window of examples or forgets them gradually."),
-    (("--window-buckets", 5), "error: --window-buckets sets how finely --window moves; give --window too."),
-    (("--window", 10, "--window-buckets", 20), "error: --window-buckets (20) must be at most --window (10)."),
+    (("--window", 10, "--half-life", 5), "error: --half-life and --window cannot be used together (--half-life=5.0, "
+                                         "--window=10): a model either forgets gradually or keeps a window."),
+    (("--window-buckets", 5), "error: --window-buckets needs --window: it sets how finely the window moves."),
+    (("--window", 10, "--window-buckets", 20), "error: --window must be None or an integer >= --window-buckets (20); "
+                                               "got 10."),
 ])
 def test_train_refuses_window_options_that_contradict_in_one_line(options, line, rows, tmp_path):
     result = invoke("train", rows[0], "--label", "label", "--features", "x,y", "--out", tmp_path / "m.nbs", *options)
@@ -122,7 +123,7 @@ def test_serve_takes_the_window_and_the_drift_options_into_its_config(served):
      "--on-drift reset-to-window needs a --drift-detector (adwin or page-hinkley)."),
     (("--drift-detector", "kswin"), "--drift-detector must be one of adwin, page-hinkley, none; got 'kswin'."),
     (("--on-drift", "restart"), "--on-drift must be one of report, reset-to-window; got 'restart'."),
-    (("--window", 100, "--half-life", 50), "--window and --half-life cannot be used together"),
+    (("--window", 100, "--half-life", 50), "--half-life and --window cannot be used together"),
 ])
 def test_serve_refuses_drift_settings_that_cannot_work_in_one_line(options, message, served):
     line = one_line(invoke(*SERVE, *options))
@@ -135,7 +136,7 @@ def test_the_config_checks_the_drift_settings_itself():
     assert config.drift.reset_to_window
     with pytest.raises(ConfigError, match="needs --window"):
         serve_config(drift_detector="adwin", on_drift="reset-to-window")
-    with pytest.raises(ConfigError, match="--window-buckets sets how finely"):
+    with pytest.raises(ConfigError, match="--window-buckets needs --window: it sets how finely"):
         ModelOptions(None, window_buckets=3)  # refused on resume too, where the kind comes later
 
 

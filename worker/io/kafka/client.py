@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import UserError
-from ..records import Header, Polled
+from ..records import Header, Polled, RecordLike
 from .settings import KafkaSettings
 
 
@@ -40,7 +40,7 @@ class Failure:
     topic: str
     key: bytes | None
     value: bytes | None
-    headers: list
+    headers: list[Header]
     error: str
     rejected: bool  # the broker refuses this record itself (too large, invalid): retrying cannot help
 
@@ -149,7 +149,7 @@ class Reader(ABC):
         topic just created to show them; KafkaFailure when it has none after ``timeout_s``."""
 
     @abstractmethod
-    def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
+    def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:
         """The next records, in partition order."""
 
     @abstractmethod
@@ -171,7 +171,8 @@ class Producer(ABC):
 
         timestamp_ms : the record's timestamp, milliseconds since the epoch (None: the time of sending)."""
 
-    def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None], headers: list | None = None,
+    def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None],
+                  headers: list[list[Header] | None] | None = None,
                   timestamps_ms: list[int | None] | None = None) -> None:
         """Queue one record per value, keyed alike, with headers[i] (a list of Header, or None) and
         timestamps_ms[i] when given (as ``send`` each, faster where the client allows)."""

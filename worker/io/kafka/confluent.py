@@ -8,19 +8,22 @@ import logging
 import operator
 import time
 import uuid
+from collections.abc import Callable
 from itertools import repeat
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 import confluent_kafka as ck
 import numpy as np
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from ...errors import ConfigError
-from ..records import Polled, Record
+from ..records import Header, Polled, Record, RecordLike
 from .client import (
     LAPSED,
     PARTITION_FETCH_BYTES,
     RECORD_BATCH_OVERHEAD,
     Admin,
+    AssignHandler,
     Consumer,
     ConsumerOptions,
     DeliveryFailed,
@@ -30,6 +33,8 @@ from .client import (
     KafkaFailure,
     Producer,
     Reader,
+    RevokeHandler,
+    Start,
     TopicInfo,
     mismatched_assignment,
     refuses_access,
@@ -45,18 +50,37 @@ _REJECTED = {_E.MSG_SIZE_TOO_LARGE, _E.INVALID_RECORD, _E.RECORD_LIST_TOO_LARGE,
              _E.INVALID_TIMESTAMP}
 _library_log = logging.getLogger("kafka.librdkafka")
 _SECOND = operator.itemgetter(1)  # of a (timestamp type, timestamp) pair
+P = ParamSpec("P")
+R = TypeVar("R")
+ClientT = TypeVar("ClientT")
+ReportingT = TypeVar("ReportingT", bound="_Reporting")
+
+
+class _Message(Protocol):
+    """A message librdkafka gives back (consumed, or reported undelivered): its topic, partition and
+    offset are set (confluent-kafka's types allow None) and its headers are (name, bytes) pairs."""
+
+    def topic(self) -> str: ...
+    def partition(self) -> int: ...
+    def offset(self) -> int: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def headers(self) -> list[Header] | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+    def error(self) -> ck.KafkaError | None: ...
 
 
 def describe(error: ck.KafkaError) -> str:
     return f"{error.name()}: {error.str().strip()}"  # librdkafka ends some with a newline
 
 
-def failure(error) -> Exception:
+def failure(error: ck.KafkaError | ck.KafkaException) -> Exception:
     """The seam's exception for a librdkafka error (a KafkaError, or a KafkaException holding one)."""
     if isinstance(error, ck.KafkaException):
-        error = error.args[0] if error.args and isinstance(error.args[0], ck.KafkaError) else None
-        if error is None:
+        held = error.args[0] if error.args and isinstance(error.args[0], ck.KafkaError) else None
+        if held is None:
             return KafkaFailure("Kafka client error")
+        error = held
     if error.code() in _ACCESS:
         return KafkaAccessError(f"Kafka refused access: {describe(error)}")
     if error.code() == _E._INVALID_ARG:
@@ -64,11 +88,11 @@ def failure(error) -> Exception:
     return KafkaFailure(describe(error))
 
 
-def translated(method):
+def translated(method: Callable[Concatenate[ReportingT, P], R]) -> Callable[Concatenate[ReportingT, P], R]:
     """Raise the seam's exceptions instead of confluent-kafka's; an access error librdkafka
     reported meanwhile wins (a call against a cluster that refuses us fails only by timing out)."""
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: ReportingT, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
             result = method(self, *args, **kwargs)
         except ck.KafkaException as error:
@@ -85,7 +109,7 @@ def translated(method):
 class _Reporting:
     """Keeps what librdkafka reports through ``error_cb``: access errors end the command."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._access_error: Exception | None = None
 
     def _error_cb(self, error: ck.KafkaError) -> None:
@@ -103,7 +127,7 @@ class _Reporting:
         if self._access_error is not None:
             raise self._access_error
 
-    def _configured(self, factory, conf: dict):
+    def _configured(self, factory: Callable[[dict[str, Any]], ClientT], conf: dict[str, Any]) -> ClientT:
         try:
             return factory({**conf, "error_cb": self._error_cb, "logger": _library_log})
         except ck.KafkaException as error:
@@ -112,7 +136,7 @@ class _Reporting:
             raise ConfigError(f"Kafka client configuration: {error}") from None
 
 
-def connection(settings: KafkaSettings) -> dict:
+def connection(settings: KafkaSettings) -> dict[str, str]:
     """librdkafka properties for reaching the cluster (the --kafka-config properties pass through as written)."""
     conf = {"bootstrap.servers": settings.bootstrap, "security.protocol": settings.security_protocol.lower()}
     if settings.uses_ssl:
@@ -129,7 +153,7 @@ def connection(settings: KafkaSettings) -> dict:
     return conf
 
 
-def oidc(client: OAuthClient, cafile: str | None) -> dict:
+def oidc(client: OAuthClient, cafile: str | None) -> dict[str, str]:
     """librdkafka properties for fetching (and refreshing) OAUTHBEARER tokens itself."""
     conf = {"sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.token.endpoint.url": client.token_url,
             "sasl.oauthbearer.client.id": client.client_id,
@@ -142,7 +166,7 @@ def oidc(client: OAuthClient, cafile: str | None) -> dict:
 
 
 class _Consumer(_Reporting, Consumer):
-    def __init__(self, topic: str, conf: dict, labels_topic: str | None = None):
+    def __init__(self, topic: str, conf: dict[str, Any], labels_topic: str | None = None):
         super().__init__()
         self.topic, self.labels_topic = topic, labels_topic
         self._labels = Polled.of(labels_topic or "", [])
@@ -152,14 +176,15 @@ class _Consumer(_Reporting, Consumer):
     def _tp(self, partition: int, offset: int = ck.OFFSET_INVALID) -> ck.TopicPartition:
         return ck.TopicPartition(self.topic, partition, offset)
 
-    def _run(self, handler, partitions, topic: str | None = None):
+    def _run(self, handler: Callable[[list[int]], R], partitions: list[ck.TopicPartition],
+             topic: str | None = None) -> R | None:
         try:
             return handler(sorted(tp.partition for tp in partitions if tp.topic == (topic or self.topic)))
         except BaseException as error:  # noqa: BLE001 - re-raised by poll
             self._callback_error = self._callback_error or error
             return None
 
-    def _label_starts(self, handler, partitions) -> dict:
+    def _label_starts(self, handler: AssignHandler | None, partitions: list[ck.TopicPartition]) -> dict[int, Start]:
         """Where the labels topic's partitions start; none when they are not the topic's."""
         ours = {tp.partition for tp in partitions if tp.topic == self.topic}
         labels = {tp.partition for tp in partitions if tp.topic == self.labels_topic}
@@ -171,15 +196,17 @@ class _Consumer(_Reporting, Consumer):
         return (self._run(handler, partitions, self.labels_topic) or {}) if handler else {}
 
     @translated
-    def subscribe(self, on_assigned, on_revoked, on_lost, label_starts=None) -> None:
-        def assigned(consumer, partitions):
+    def subscribe(self, on_assigned: AssignHandler, on_revoked: RevokeHandler, on_lost: RevokeHandler,
+                  label_starts: AssignHandler | None = None) -> None:
+        def assigned(consumer: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             starts = {self.topic: self._run(on_assigned, partitions) or {}}
             if self.labels_topic is not None:
                 starts[self.labels_topic] = self._label_starts(label_starts, partitions)
             for tp in partitions:
                 start = starts.get(tp.topic, {}).get(tp.partition)
                 if start is not None:
-                    tp.offset = {"earliest": ck.OFFSET_BEGINNING, "latest": ck.OFFSET_END}.get(start, start)
+                    tp.offset = start if isinstance(start, int) else \
+                        {"earliest": ck.OFFSET_BEGINNING, "latest": ck.OFFSET_END}[start]
             consumer.assign(partitions)
 
         topics = [self.topic] if self.labels_topic is None else [self.topic, self.labels_topic]
@@ -255,10 +282,11 @@ class _Consumer(_Reporting, Consumer):
             pass
 
 
-def _polled(topic: str, messages: list) -> Polled:
+def _polled(topic: str, messages: list[ck.Message]) -> Polled:
     """The messages of one topic, column by column."""
     n = len(messages)  # each column in one pass of C calls: a Python loop per message costs more
-    headers = list(map(ck.Message.headers, messages))
+    # a consumed message's headers are (name, bytes) pairs
+    headers = cast(list[list[Header] | None], list(map(ck.Message.headers, messages)))
     return Polled(topic, list(map(ck.Message.value, messages)), list(map(ck.Message.key, messages)),
                   np.fromiter(map(ck.Message.partition, messages), np.int64, n),
                   np.fromiter(map(ck.Message.offset, messages), np.int64, n),
@@ -267,7 +295,7 @@ def _polled(topic: str, messages: list) -> Polled:
 
 
 class _Reader(_Reporting, Reader):
-    def __init__(self, conf: dict):
+    def __init__(self, conf: dict[str, Any]):
         super().__init__()
         self._consumer = self._configured(ck.Consumer, conf)
         self._at_end: dict[tuple[str, int], bool] = {}
@@ -288,9 +316,9 @@ class _Reader(_Reporting, Reader):
         return partitions
 
     @translated
-    def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
-        records = []
-        for m in self._consumer.consume(num_messages=max_records, timeout=timeout_s):
+    def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:
+        records: list[RecordLike] = []
+        for m in cast(list[_Message], self._consumer.consume(num_messages=max_records, timeout=timeout_s)):
             error = m.error()
             if error is not None:
                 if error.code() == _E._PARTITION_EOF:
@@ -311,7 +339,7 @@ class _Reader(_Reporting, Reader):
 
 
 class _Producer(_Reporting, Producer):
-    def __init__(self, conf: dict):
+    def __init__(self, conf: dict[str, Any]):
         super().__init__()
         self._producer = self._configured(ck.Producer, {**conf, "on_delivery": self._delivered,
                                                         "delivery.report.only.error": True})
@@ -321,24 +349,25 @@ class _Producer(_Reporting, Producer):
     def _serve(self) -> None:
         self._producer.poll(0.2)
 
-    def _delivered(self, error, message, headers=None) -> None:
+    def _delivered(self, error: ck.KafkaError | None, message: _Message, headers: list[Header] | None = None) -> None:
         """The producer's delivery callback; called for failures only (delivery.report.only.error).
         headers : those the record was sent with (librdkafka's report does not give them back)."""
         if error is not None:
             self._failures.append(Failure(message.topic(), message.key(), message.value(), headers or [],
                                           describe(error), error.code() in _REJECTED))
 
-    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
+             partition: int | None = None, timestamp_ms: int | None = None) -> None:
         produce = self._producer.produce
         stamp = timestamp_ms or 0  # librdkafka's "the time of sending"
         # a record's headers say where a dead letter came from, should it be refused
         reported = {"on_delivery": functools.partial(self._delivered, headers=headers)} if headers else {}
         while True:
-            try:
+            try:  # (confluent-kafka's types take no list[Header]: theirs is a list of another type)
                 if partition is None:
-                    produce(topic, value, key, headers=headers, timestamp=stamp, **reported)
+                    produce(topic, value, key, headers=headers, timestamp=stamp, **reported)  # type: ignore[arg-type]
                 else:
-                    produce(topic, value, key, partition, headers=headers, timestamp=stamp, **reported)
+                    produce(topic, value, key, partition, headers=headers, timestamp=stamp, **reported)  # type: ignore[arg-type]
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 self._producer.poll(0.1)
@@ -352,7 +381,9 @@ class _Producer(_Reporting, Producer):
         if self._queued % 1_000 == 0:
             self._producer.poll(0)  # serve delivery callbacks as we go
 
-    def send_many(self, topic, values, keys, headers=None, timestamps_ms=None) -> None:
+    def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None],
+                  headers: list[list[Header] | None] | None = None,
+                  timestamps_ms: list[int | None] | None = None) -> None:
         produce = self._producer.produce
         if headers is None and timestamps_ms is None:  # no argument more than needed: this runs per prediction
             for value, key in zip(values, keys, strict=True):
@@ -365,7 +396,7 @@ class _Producer(_Reporting, Producer):
             heads = repeat(None) if headers is None else headers
             for value, key, stamp, head in zip(values, keys, stamps, heads, strict=False):
                 try:
-                    produce(topic, value, key, timestamp=stamp, headers=head)
+                    produce(topic, value, key, timestamp=stamp, headers=head)  # type: ignore[arg-type]
                 except (BufferError, ck.KafkaException):
                     self.send(topic, value, key, head, None, stamp)
         self._producer.poll(0)  # serve delivery callbacks
@@ -388,7 +419,7 @@ class _Producer(_Reporting, Producer):
         self._producer.begin_transaction()
 
     @translated
-    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
+    def send_offsets(self, topic: str, offsets: dict[int, int], group_metadata: object, timeout_s: float) -> None:
         self._producer.send_offsets_to_transaction([ck.TopicPartition(topic, p, o) for p, o in offsets.items()],
                                                    group_metadata, timeout_s)
 
@@ -405,7 +436,7 @@ class _Producer(_Reporting, Producer):
 
 
 class _Admin(_Reporting, Admin):
-    def __init__(self, conf: dict):
+    def __init__(self, conf: dict[str, Any]):
         super().__init__()
         self._admin = self._configured(AdminClient, conf)
 
@@ -433,11 +464,11 @@ class _Admin(_Reporting, Admin):
 
     @translated
     def end_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        return self._offsets(topic, partitions, OffsetSpec.latest())
+        return self._offsets(topic, partitions, OffsetSpec.latest())  # type: ignore[no-untyped-call]
 
     @translated
     def start_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        return self._offsets(topic, partitions, OffsetSpec.earliest())
+        return self._offsets(topic, partitions, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
 
     def _offsets(self, topic: str, partitions: list[int], spec: OffsetSpec) -> dict[int, int]:
         futures = self._admin.list_offsets({ck.TopicPartition(topic, p): spec for p in partitions},
@@ -462,7 +493,7 @@ class ConfluentClient(KafkaClient):
         checked_source(settings)  # librdkafka fetches its own tokens: this checks the credentials at start
         self._connection = connection(settings)
 
-    def consumer(self, topic, group, options: ConsumerOptions = ConsumerOptions()) -> Consumer:
+    def consumer(self, topic: str, group: str, options: ConsumerOptions = ConsumerOptions()) -> Consumer:
         session_ms = int(options.session_timeout_s * 1000)
         conf = {**self._connection, "group.id": group, "enable.auto.commit": False,
                 "enable.auto.offset.store": False, "auto.offset.reset": options.start,
@@ -476,14 +507,15 @@ class ConfluentClient(KafkaClient):
             conf["client.id"] = options.client_id
         return _Consumer(topic, conf, options.labels_topic)
 
-    def reader(self, *, read_committed=True) -> Reader:
+    def reader(self, *, read_committed: bool = True) -> Reader:
         return _Reader({**self._connection, "group.id": f"nbstream-reader-{uuid.uuid4().hex}",
                         "enable.auto.commit": False, "enable.partition.eof": True,
                         "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                         "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES})
 
-    def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
-                 batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
+    def producer(self, *, transactional_id: str | None = None, transaction_timeout_s: float = 60.0,
+                 linger_ms: int = 20, max_request_bytes: int = 16 << 20, batch_bytes: int = 1 << 20,
+                 delivery_timeout_s: float = 120.0, compression: str | None = None) -> Producer:
         conf = {**self._connection, "acks": "all", "enable.idempotence": True, "linger.ms": linger_ms,
                 "message.max.bytes": max_request_bytes, "batch.size": max(64, batch_bytes - RECORD_BATCH_OVERHEAD),
                 "message.timeout.ms": int(delivery_timeout_s * 1000),

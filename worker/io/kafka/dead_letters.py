@@ -62,7 +62,8 @@ def error_headers(record: Record, error: str, field: str) -> list[Header]:
                       (CONNECT + "exception.message", text)]
 
 
-def dead_letter_record(record: Record, error: str, field: str, limit: int) -> tuple[bytes | None, bytes | None, list]:
+def dead_letter_record(record: Record, error: str, field: str,
+                       limit: int) -> tuple[bytes | None, bytes | None, list[Header]]:
     """(key, value, headers) of the dead letter of ``record``, within ``limit`` bytes: the input's
     headers then ours; the input's are left out (their count in ``headers.dropped``) when they
     alone leave no room, and the value (then the key) is cut as ``cut_to_fit`` says."""
@@ -76,7 +77,8 @@ def dead_letter_record(record: Record, error: str, field: str, limit: int) -> tu
     return key, value, headers
 
 
-def cut_to_fit(key: bytes | None, value: bytes | None, headers: list, limit: int) -> tuple[bytes | None, bytes | None]:
+def cut_to_fit(key: bytes | None, value: bytes | None, headers: list[Header],
+               limit: int) -> tuple[bytes | None, bytes | None]:
     """(key, value) of a dead letter cut so the record fits ``limit`` bytes: the value first, the key
     too when it alone is too large; each cut adds a header with the original size."""
     room = limit - record_bytes(None, None, headers) - CUT_HEADERS_BYTES

@@ -6,6 +6,8 @@ import functools
 import logging
 import re
 import time
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 import kafka.errors as errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
@@ -16,13 +18,14 @@ from kafka.net.sasl.oauth import AbstractTokenProvider
 from kafka.protocol.consumer import IsolationLevel
 
 from ...errors import ConfigError
-from ..records import Header, Polled
+from ..records import Header, Polled, RecordLike
 from . import kafka_python_fixes  # noqa: F401, I001  (applied on import)
 from .client import (
     LAPSED,
     PARTITION_FETCH_BYTES,
     RECORD_BATCH_OVERHEAD,
     Admin,
+    AssignHandler,
     Consumer,
     ConsumerOptions,
     DeliveryFailed,
@@ -32,6 +35,7 @@ from .client import (
     KafkaFailure,
     Producer,
     Reader,
+    RevokeHandler,
     Start,
     TopicInfo,
     mismatched_assignment,
@@ -45,6 +49,8 @@ _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, erro
            errors.IllegalSaslStateError)
 _REJECTED = (errors.MessageSizeTooLargeError, errors.RecordListTooLargeError, errors.InvalidRecordError,
              errors.CorruptRecordError, errors.InvalidTopicError, errors.InvalidTimestampError)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def describe(error: BaseException) -> str:
@@ -59,7 +65,7 @@ class _ConnectionCauses(logging.Handler):
 
     RECENT_SECONDS = 60.0
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.last: str | None = None
         self.refusal: tuple[float, str] | None = None  # (when, cause)
@@ -97,10 +103,10 @@ def failure(error: BaseException) -> Exception:
     return KafkaFailure(describe(error))
 
 
-def translated(method):
+def translated(method: Callable[P, R]) -> Callable[P, R]:
     """Raise the seam's exceptions instead of kafka-python's."""
     @functools.wraps(method)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return method(*args, **kwargs)
         except errors.KafkaError as error:
@@ -111,7 +117,7 @@ def translated(method):
 BOOTSTRAP_TIMEOUT_MS = 10_000  # a client that cannot reach any broker gives up after this
 
 
-class _TokenProvider(AbstractTokenProvider):
+class _TokenProvider(AbstractTokenProvider):  # type: ignore[misc]  # kafka-python is untyped
     """OAUTHBEARER tokens for kafka-python, which asks on its network thread each time it opens or
     re-authenticates a connection; a failure fails that connection, to be tried again."""
 
@@ -126,12 +132,12 @@ class _TokenProvider(AbstractTokenProvider):
         return repr(self.source)
 
 
-def connection(settings: KafkaSettings, tokens: TokenSource | None = None) -> dict:
+def connection(settings: KafkaSettings, tokens: TokenSource | None = None) -> dict[str, Any]:
     """kafka-python keyword arguments for reaching the cluster, common to its three clients (the
     --kafka-config properties come on top, see ``kafka_python_properties.py``).
 
     tokens : where OAUTHBEARER's tokens come from (one source for every client: they share its token)."""
-    options: dict = {"bootstrap_servers": settings.bootstrap.split(","),
+    options: dict[str, Any] = {"bootstrap_servers": settings.bootstrap.split(","),
                      "security_protocol": settings.security_protocol, "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS,
                      # several attempts within the bootstrap timeout, and so within a broker's restart
                      "reconnect_backoff_max_ms": 1_000}
@@ -154,35 +160,36 @@ def _sendable(headers: list[Header] | None) -> list[tuple[str, bytes]] | None:
     return [(name, b"" if value is None else value) for name, value in headers]
 
 
-def _log_failed_commit(offsets, response) -> None:
+def _log_failed_commit(offsets: dict[TopicPartition, OffsetAndMetadata], response: object) -> None:
     if isinstance(response, Exception):
         log.warning("offsets committed while partitions were revoked were refused", extra={"cause": describe(response)})
 
 
-class _Listener(ConsumerRebalanceListener):
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
     """kafka-python's rebalance callbacks, each running the consumer's handler for it."""
 
-    def __init__(self, consumer: _Consumer, on_assigned, on_revoked, on_lost, label_starts=None):
+    def __init__(self, consumer: _Consumer, on_assigned: AssignHandler, on_revoked: RevokeHandler,
+                 on_lost: RevokeHandler, label_starts: AssignHandler | None = None):
         self.consumer = consumer
         self.handlers = on_assigned, on_revoked, on_lost
         self.label_starts = label_starts
 
-    def on_partitions_assigned(self, assigned):
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         consumer = self.consumer
         consumer.start_from(consumer.run_handler(self.handlers[0], assigned) or {})
         if consumer.labels_topic is not None:
             consumer.start_labels_from(assigned, self.label_starts)
 
-    def on_partitions_revoked(self, revoked):
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
         self.consumer.run_handler(self.handlers[1], revoked)
 
-    def on_partitions_lost(self, lost):
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
         self.consumer.run_handler(self.handlers[2], lost)
 
 
 class _Consumer(Consumer):
     @translated
-    def __init__(self, topic: str, admin: dict, labels_topic: str | None = None, **options):
+    def __init__(self, topic: str, admin: dict[str, Any], labels_topic: str | None = None, **options: Any):
         """admin : the options of an admin client of the same cluster."""
         self.topic, self.labels_topic = topic, labels_topic
         self._labels = Polled.of(labels_topic or "", [])
@@ -198,11 +205,13 @@ class _Consumer(Consumer):
         return TopicPartition(self.topic, partition)
 
     @translated
-    def subscribe(self, on_assigned, on_revoked, on_lost, label_starts=None) -> None:
+    def subscribe(self, on_assigned: AssignHandler, on_revoked: RevokeHandler, on_lost: RevokeHandler,
+                  label_starts: AssignHandler | None = None) -> None:
         topics = [self.topic] if self.labels_topic is None else [self.topic, self.labels_topic]
         self._consumer.subscribe(topics, listener=_Listener(self, on_assigned, on_revoked, on_lost, label_starts))
 
-    def run_handler(self, handler, partitions: list[TopicPartition], topic: str | None = None):
+    def run_handler(self, handler: Callable[[list[int]], R], partitions: list[TopicPartition],
+                    topic: str | None = None) -> R | None:
         """Runs a rebalance handler on this topic's partitions among ``partitions`` (or ``topic``'s)
         and returns its result; keeps the first exception so ``poll`` can raise it (kafka-python
         would only log it)."""
@@ -215,7 +224,7 @@ class _Consumer(Consumer):
         finally:
             self._in_listener = False
 
-    def start_labels_from(self, assigned: list[TopicPartition], label_starts) -> None:
+    def start_labels_from(self, assigned: list[TopicPartition], label_starts: AssignHandler | None) -> None:
         """Moves the labels topic's partitions to where ``label_starts`` says; a member given other
         partitions of it than of the topic fails its next poll."""
         assert self.labels_topic is not None
@@ -302,7 +311,7 @@ class _Consumer(Consumer):
 
 class _Reader(Reader):
     @translated
-    def __init__(self, **options):
+    def __init__(self, **options: Any):
         self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, **options)
         self._partitions: list[TopicPartition] = []
         self._was_caught_up = False  # the last answer the broker gave
@@ -322,7 +331,7 @@ class _Reader(Reader):
         return sorted(partitions)
 
     @translated
-    def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
+    def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:
         batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         return [record for tp in sorted(batches, key=lambda tp: tp.partition) for record in batches[tp]]
 
@@ -343,14 +352,16 @@ class _Reader(Reader):
 
 class _Producer(Producer):
     @translated
-    def __init__(self, **options):
+    def __init__(self, **options: Any):
         self._producer = KafkaProducer(**options)
         self._failures: list[Failure] = []
 
-    def _failed(self, topic, key, value, headers, error) -> None:
+    def _failed(self, topic: str, key: bytes | None, value: bytes | None, headers: list[Header] | None,
+                error: BaseException) -> None:
         self._failures.append(Failure(topic, key, value, headers or [], describe(error), isinstance(error, _REJECTED)))
 
-    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
+             partition: int | None = None, timestamp_ms: int | None = None) -> None:
         try:
             future = self._producer.send(topic, value=value, key=key, headers=_sendable(headers), partition=partition,
                                          timestamp_ms=timestamp_ms)
@@ -386,7 +397,7 @@ class _Producer(Producer):
         self._producer.begin_transaction()
 
     @translated
-    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
+    def send_offsets(self, topic: str, offsets: dict[int, int], group_metadata: object, timeout_s: float) -> None:
         self._producer.send_offsets_to_transaction(
             {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}, group_metadata)
 
@@ -407,7 +418,7 @@ class _Producer(Producer):
 
 class _Admin(Admin):
     @translated
-    def __init__(self, **options):
+    def __init__(self, **options: Any):
         self._admin = KafkaAdminClient(**options)
 
     @translated
@@ -435,7 +446,7 @@ class _Admin(Admin):
     def start_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
         return self._offsets(topic, partitions, OffsetSpec.EARLIEST)
 
-    def _offsets(self, topic: str, partitions: list[int], spec) -> dict[int, int]:
+    def _offsets(self, topic: str, partitions: list[int], spec: OffsetSpec) -> dict[int, int]:
         found = self._admin.list_partition_offsets({TopicPartition(topic, p): spec for p in partitions},
                                                    IsolationLevel.READ_COMMITTED)
         return {tp.partition: answer.offset for tp, answer in found.items()}
@@ -454,7 +465,7 @@ class KafkaPythonClient(KafkaClient):
         common, by_client = connection(settings, checked_source(settings)), options_by_client(settings.properties)
         self._options = {client: {**common, **options} for client, options in by_client.items()}
 
-    def consumer(self, topic, group, options: ConsumerOptions = ConsumerOptions()) -> Consumer:
+    def consumer(self, topic: str, group: str, options: ConsumerOptions = ConsumerOptions()) -> Consumer:
         session_ms = int(options.session_timeout_s * 1000)
         named = {"client_id": options.client_id} if options.client_id else {}
         properties = {**self._options[CONSUMER], **named}
@@ -468,13 +479,14 @@ class KafkaPythonClient(KafkaClient):
                          isolation_level="read_committed" if options.read_committed else "read_uncommitted",
                          **properties)
 
-    def reader(self, *, read_committed=True) -> Reader:
+    def reader(self, *, read_committed: bool = True) -> Reader:
         return _Reader(isolation_level="read_committed" if read_committed else "read_uncommitted",
                        fetch_max_bytes=64 << 20, max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
                        **self._options[CONSUMER])
 
-    def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20, max_request_bytes=16 << 20,
-                 batch_bytes=1 << 20, delivery_timeout_s=120.0, compression=None) -> Producer:
+    def producer(self, *, transactional_id: str | None = None, transaction_timeout_s: float = 60.0,
+                 linger_ms: int = 20, max_request_bytes: int = 16 << 20, batch_bytes: int = 1 << 20,
+                 delivery_timeout_s: float = 120.0, compression: str | None = None) -> Producer:
         options = dict(acks="all", linger_ms=linger_ms, batch_size=max(64, batch_bytes - RECORD_BATCH_OVERHEAD),
                        max_request_size=max_request_bytes,
                        delivery_timeout_ms=int(delivery_timeout_s * 1000), max_block_ms=10_000,
@@ -495,7 +507,7 @@ def _committed(admin: KafkaAdminClient, group: str, topic: str, partitions: list
     return {p: offsets[p] if offsets.get(p, -1) >= 0 else None for p in partitions}
 
 
-def _reported_ends(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> dict | None:
+def _reported_ends(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> dict[TopicPartition, int] | None:
     """The end of each partition as the latest fetch responses reported it (no request to the
     broker); None while any is not known yet."""
     ends = {tp: consumer.highwater(tp) for tp in partitions}

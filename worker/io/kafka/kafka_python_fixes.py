@@ -20,7 +20,7 @@ from kafka.net import transport
 FIXED_VERSION = "3.0.12"
 
 
-async def _read_from_sock(self):
+async def _read_from_sock(self: transport.KafkaTCPTransport) -> None:
     while self._read and not self._closed:
         await self._net.wait_read(self._sock)
         received, error = self._sock_recv()
@@ -31,11 +31,11 @@ async def _read_from_sock(self):
             try:
                 self._protocol.data_received(received)
             except errors.KafkaProtocolError as protocol_error:
-                return self.abort(error=protocol_error)
+                return self.abort(error=protocol_error)  # type: ignore[no-any-return]  # kafka-python is untyped
             if error:  # let whoever waited for these bytes act on them first
                 await self._net.sleep(0)
         if error:
-            return self.abort(error=error)
+            return self.abort(error=error)  # type: ignore[no-any-return]  # kafka-python is untyped
 
 
 if kafka.__version__ == FIXED_VERSION:

@@ -23,6 +23,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 
 from ...errors import UserError
 from ...redaction import keep_secret
@@ -55,7 +56,7 @@ class TokenSource:
     Thread-safe: kafka-python's consumer, producer and admin client share one source.
     """
 
-    def __init__(self, client: OAuthClient, cafile: str | None = None, clock=time.monotonic):
+    def __init__(self, client: OAuthClient, cafile: str | None = None, clock: Callable[[], float] = time.monotonic):
         """cafile : PEM certificates that sign an https endpoint's certificate (else the system's)."""
         self.client = client
         self._context = ssl.create_default_context(cafile=cafile) if cafile else None
@@ -171,7 +172,7 @@ def _expiry_claim(token: str) -> float | None:
     return _seconds(expires)
 
 
-def _seconds(value) -> float | None:
+def _seconds(value: object) -> float | None:
     """A JSON number as a finite float, or None (not a number, or beyond a double)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None

@@ -64,7 +64,7 @@ class Secret:
 
     __str__ = __repr__
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Secret) and other._value == self._value
 
     def __hash__(self) -> int:
@@ -79,7 +79,7 @@ class OAuthClient:
     client_secret: Secret
     scope: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.token_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfigError(f"--sasl-oauth-token-url must be an http:// or https:// URL; got {self.token_url!r}.")
@@ -104,7 +104,7 @@ class KafkaSettings:
     properties: dict[str, str] = field(default_factory=dict)  # librdkafka's or Java's names, e.g. "client.id"
     oauth: OAuthClient | None = None  # under OAUTHBEARER
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.client not in CLIENTS:
             raise ConfigError(f"--kafka-client must be one of {', '.join(CLIENTS)}; got {self.client!r}.")
         if self.security_protocol not in SECURITY_PROTOCOLS:

@@ -21,6 +21,7 @@ restart it goes to the dead-letter topic with the broker's error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
@@ -29,7 +30,7 @@ from nbstream.arrow import RowProblems
 
 from ..arrow_messages import prediction_origin
 from ..interfaces import Refusals
-from ..records import Polled, Record
+from ..records import Header, Origin, Polled, Record
 from .client import DeliveryFailed, Failure, KafkaFailure, Producer, record_bytes
 from .dead_letters import dead_letter_record
 
@@ -40,7 +41,7 @@ class Destination:
     max_record_bytes: int  # the topic's max.message.bytes
 
 
-def input_key(record) -> tuple:
+def input_key(record: Record) -> Origin:
     return record.topic, record.partition, record.offset
 
 
@@ -57,7 +58,7 @@ class KafkaSink:
     """
 
     def __init__(self, producer: Producer, predictions: Destination, dead_letters: Destination,
-                 refusals: Refusals, flush_timeout_s: float = 60.0, on_dead_letter=None,
+                 refusals: Refusals, flush_timeout_s: float = 60.0, on_dead_letter: Callable[[str], None] | None = None,
                  input_timestamps: bool = True):
         """on_dead_letter(error) : told of every dead letter sent (for counting);
         input_timestamps : a prediction takes its input's timestamp (False: the time it is sent)."""
@@ -102,7 +103,7 @@ class KafkaSink:
             return None
         stamps = polled.timestamps[rows]
         if (stamps > 0).all():
-            return stamps.tolist()
+            return stamps.tolist()  # type: ignore[no-any-return]  # numpy's tolist is untyped
         return [_timestamp(stamp) for stamp in stamps.tolist()]
 
     def reject(self, polled: Polled, problems: RowProblems) -> None:
@@ -123,7 +124,7 @@ class KafkaSink:
         if self.on_dead_letter is not None:
             self.on_dead_letter(error)
 
-    def _alone(self, record: Record, topic: str, key: bytes | None, value: bytes | None, headers: list,
+    def _alone(self, record: Record, topic: str, key: bytes | None, value: bytes | None, headers: list[Header],
                timestamp_ms: int | None) -> None:
         """The output of a suspect input ``record`` in a batch of its own: a refusal now is this record's."""
         self.flush()
@@ -136,7 +137,7 @@ class KafkaSink:
                     f"the broker refused the output: {failed.failures[0].error}"
             raise
 
-    def _send(self, send, *record) -> None:
+    def _send(self, send: Callable[..., None], *record: object) -> None:
         """``send(*record)``. Within a transaction, both clients refuse to send once a record sent
         before was refused: the flush then says which it was, so that its input becomes a suspect
         (a new session would meet the same refusal, and restart, forever)."""
@@ -154,12 +155,12 @@ class KafkaSink:
                                           and (origin := self.origin_of(f)) is not None)
             raise
 
-    def origin_of(self, failure: Failure) -> tuple | None:
+    def origin_of(self, failure: Failure) -> Origin | None:
         """The input message (topic, partition, offset) an undelivered output came from: a dead
         letter names it in its headers (ours come last, after the input's), a prediction in its JSON
         (or Arrow) columns."""
         if failure.topic == self.dead_letters.topic:
-            headers = dict(failure.headers)
+            headers = {name: value for name, value in failure.headers if value is not None}  # ours have values
             try:
                 return (headers["source.topic"].decode(), int(headers["source.partition"]),
                         int(headers["source.offset"]))
@@ -174,7 +175,7 @@ class KafkaSink:
             return prediction_origin(failure.value)
 
 
-def _largest(headers: list | None) -> list:
+def _largest(headers: list[list[Header] | None] | None) -> list[Header]:
     """The headers of the most bytes among ``headers`` (each a list of headers, or None)."""
     if headers is None:
         return []

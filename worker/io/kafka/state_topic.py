@@ -31,19 +31,15 @@ a state (``worker/service/pending/records.py``).
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import re
 import uuid
-import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-import pyarrow as pa
-
 from nbstream.checked import integer, required, shown
+from nbstream.framing import CODECS, FrameError, compress, cut, decompress, digest
 
 from ...errors import ConfigError
 
@@ -53,12 +49,10 @@ TOPIC_CONFIG = {"cleanup.policy": "compact", "max.message.bytes": str(2 * CHUNK_
 # The largest state, compressed or not: what one manifest can make a reader hold in memory.
 MAX_STATE_BYTES = 1 << 30
 MAX_CHUNKS = -(-MAX_STATE_BYTES // CHUNK_BYTES)
-CODECS = ("zstd", "zlib")  # zlib: an older writer's, whose manifests name no codec
 _SEPARATOR = "#"
 _GENERATION = re.compile(r"[0-9a-f]{12}")
 _CHUNK_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_PIECE = 1 << 20  # bytes decompressed at a time
 T = TypeVar("T")
 Record = tuple[bytes, bytes | None]  # (key, value); value None is a tombstone
 
@@ -132,15 +126,14 @@ class StateWrite:
 def write_records(name: str, payload: bytes, replaced: Iterable[bytes] = ()) -> StateWrite:
     """Chunks, then the manifest, then tombstones for ``replaced`` chunk keys. A state larger than
     readers take (``MAX_STATE_BYTES``) is a ConfigError: readers would pass it over."""
-    packed = pa.compress(payload, codec="zstd", asbytes=True)
+    packed = compress(payload)
     if max(len(payload), len(packed)) > MAX_STATE_BYTES:
         raise ConfigError(f"the state {name} is {len(payload):,} bytes; a state topic holds states of at most "
                           f"{MAX_STATE_BYTES:,}. Use fewer features (--hash-bits) or classes (--max-classes).")
     generation = uuid.uuid4().hex[:12]
-    chunks = [packed[i:i + CHUNK_BYTES] for i in range(0, len(packed), CHUNK_BYTES)] or [b""]
+    chunks = cut(packed, CHUNK_BYTES)
     keys = [chunk_key(name, generation, i) for i in range(len(chunks))]
-    manifest = Manifest(generation, len(chunks), len(packed), hashlib.sha256(packed).hexdigest(), "zstd",
-                        len(payload))
+    manifest = Manifest(generation, len(chunks), len(packed), digest(packed), "zstd", len(payload))
     records: list[Record] = [*zip(keys, chunks, strict=True), (name.encode(), manifest.to_json())]
     records += [(key, None) for key in sorted(set(replaced) - set(keys))]
     return StateWrite(records, frozenset(keys), len(packed), manifest.sha256)
@@ -176,9 +169,14 @@ class StateAssembler:
     the newest one that does.
     """
 
-    def __init__(self, on_skip: Callable[[str, str], None] = _ignore, is_name: Callable[[str], bool] = _any_name):
-        self._on_skip, self._is_name = on_skip, is_name
+    def __init__(self, on_skip: Callable[[str, str], None] = _ignore, is_name: Callable[[str], bool] = _any_name,
+                 holds_bytes: Callable[[str], bool] = _any_name):
+        """holds_bytes(name) : whether the chunks of ``name`` are kept, or only their sizes (they are
+        then read from the topic again when needed, so that what a replica holds does not grow with
+        what it does not own)."""
+        self._on_skip, self._is_name, self._holds_bytes = on_skip, is_name, holds_bytes
         self._chunks: dict[bytes, bytes] = {}  # chunk bytes not taken yet
+        self._sizes: dict[bytes, int] = {}  # the sizes of the chunks whose bytes are not kept
         self._keys: dict[str, set[bytes]] = {}  # every live chunk key of each name
         self._manifests: dict[str, list[Manifest]] = {}  # each name's manifests not taken yet, oldest first
 
@@ -213,7 +211,10 @@ class StateAssembler:
                                 f"(12 hexadecimal digits, an index below {MAX_CHUNKS:,})")
         if len(value) > CHUNK_BYTES:
             raise ForeignRecord(f"chunk of {len(value):,} bytes; chunks hold at most {CHUNK_BYTES:,}")
-        self._chunks[key] = value
+        if self._holds_bytes(name):
+            self._chunks[key] = value
+        else:
+            self._sizes[key] = len(value)
         self._keys.setdefault(name, set()).add(key)
         return None
 
@@ -226,6 +227,7 @@ class StateAssembler:
             self.drop(name)
             return
         self._chunks.pop(key, None)
+        self._sizes.pop(key, None)
         keys = self._keys.get(name, set())
         keys.discard(key)
         if not keys:
@@ -284,15 +286,25 @@ class StateAssembler:
                 return self._payload(name, manifest)
         raise ForeignRecord(f"no record of digest {digest[:12]}... in the topic")
 
+    def holds_bytes_of(self, name: str, digest: str) -> bool:
+        """Whether the bytes of that state are here to be read (not only known to be in the topic)."""
+        return any(all(key in self._chunks for key in self._chunk_keys(name, manifest))
+                   for manifest in self._manifests.get(name, ()) if manifest.sha256 == digest)
+
     def _complete(self, name: str, manifest: Manifest) -> bool:
-        keys = [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
-        return all(key in self._chunks for key in keys) and \
-            sum(len(self._chunks[key]) for key in keys) == manifest.packed_bytes
+        sizes = [len(self._chunks[key]) if key in self._chunks else self._sizes.get(key)
+                 for key in self._chunk_keys(name, manifest)]
+        return None not in sizes and sum(sizes) == manifest.packed_bytes  # type: ignore[arg-type]
+
+    @staticmethod
+    def _chunk_keys(name: str, manifest: Manifest) -> list[bytes]:
+        return [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
 
     def _release(self, name: str, manifests: list[Manifest]) -> None:
         for manifest in manifests:
-            for index in range(manifest.chunks):
-                self._chunks.pop(chunk_key(name, manifest.generation, index), None)
+            for key in self._chunk_keys(name, manifest):
+                self._chunks.pop(key, None)
+                self._sizes.pop(key, None)
 
     def _payload(self, name: str, manifest: Manifest) -> bytes:
         keys = [chunk_key(name, manifest.generation, index) for index in range(manifest.chunks)]
@@ -303,43 +315,15 @@ class StateAssembler:
         if held != manifest.packed_bytes:
             raise ForeignRecord(f"its chunks hold {held:,} bytes; its manifest says {manifest.packed_bytes:,}")
         packed = b"".join(self._chunks[key] for key in keys)
-        if hashlib.sha256(packed).hexdigest() != manifest.sha256:
+        if digest(packed) != manifest.sha256:
             raise ForeignRecord("its manifest's digest does not match its chunks")
         return _decompressed(packed, manifest)
 
 
 def _decompressed(packed: bytes, manifest: Manifest) -> bytes:
-    """The payload, exactly ``manifest.size`` bytes (at most MAX_STATE_BYTES when the size is not recorded).
-
-    It is put together a piece at a time from what the data hold, never from what the manifest
-    declares, and stops within a piece (1 MiB) of the size allowed."""
+    """The payload, exactly ``manifest.size`` bytes (at most MAX_STATE_BYTES when the size is not recorded)."""
     limit = MAX_STATE_BYTES if manifest.size is None else manifest.size
-    out = io.BytesIO()
     try:
-        for piece in _zstd_pieces(packed) if manifest.codec == "zstd" else _zlib_pieces(packed):
-            out.write(piece)
-            if out.tell() > limit:
-                raise ForeignRecord(f"it decompresses to more than {limit:,} bytes"
-                                    + (" (its declared size)" if manifest.size is not None else ""))
-    except (OSError, zlib.error, pa.ArrowException) as error:
-        raise ForeignRecord(f"its {manifest.codec} data do not decompress ({str(error)[:200]})") from None
-    if manifest.size is not None and out.tell() != manifest.size:
-        raise ForeignRecord(f"it decompresses to {out.tell():,} bytes; its manifest says {manifest.size:,}")
-    return out.getvalue()  # the buffer itself, not a copy
-
-
-def _zstd_pieces(packed: bytes) -> Iterator[bytes]:
-    stream = pa.CompressedInputStream(pa.BufferReader(packed), "zstd")
-    while piece := stream.read(_PIECE):
-        yield piece
-
-
-def _zlib_pieces(packed: bytes) -> Iterator[bytes]:
-    inflater = zlib.decompressobj()
-    rest = packed
-    while not inflater.eof:
-        piece = inflater.decompress(rest, _PIECE)
-        rest = inflater.unconsumed_tail
-        if not piece and not rest:
-            raise zlib.error("the stream is truncated")
-        yield piece
+        return decompress(packed, limit, manifest.codec, exact=manifest.size, stated_by="its manifest")
+    except FrameError as error:
+        raise ForeignRecord(error.problem) from None

@@ -49,7 +49,7 @@ class PredictionWriter:
             self._file.commit()
             self._file = None
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             if self._writer is not None:
                 self._writer.close()

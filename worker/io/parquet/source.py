@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -30,11 +31,11 @@ class Position:
     file_index: int = 0
     row: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, int]:
         return {"file_index": self.file_index, "row": self.row}
 
     @classmethod
-    def from_json(cls, data: dict) -> Position:
+    def from_json(cls, data: dict[str, Any]) -> Position:
         return cls(int(data["file_index"]), int(data["row"]))
 
 
@@ -103,7 +104,8 @@ def count_rows(files: list[str]) -> int:
 
 
 def read_batches(files: list[str], columns: list[str], batch_size: int,
-                 start: Position = Position(), check_schema=None) -> Iterator[Batch]:
+                 start: Position = Position(),
+                 check_schema: Callable[[pa.Schema, str], None] | None = None) -> Iterator[Batch]:
     """Batches of ``columns`` from ``start`` on, in file and row order.
 
     check_schema(schema, path) is called once per file before its first batch (to raise a

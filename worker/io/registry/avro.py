@@ -13,17 +13,18 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import fastavro
-import numpy as np
 import pyarrow as pa
 from fastavro.schema import SchemaParseException, UnknownType
+
+from nbstream.ndarrays import IntArray
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from .avro_columns import read_columns, read_vector_columns
-from .avro_vectors import VectorPlan, scalar_plan, vector_plan
+from .avro_vectors import FieldReaders, VectorPlan, scalar_plan, vector_plan
 from .client import RegisteredSchema
 from .schemas import SchemaProblem
 
@@ -40,21 +41,21 @@ UNREADABLE = (EOFError, IndexError, UnicodeDecodeError, ValueError, OverflowErro
 class AvroSchema:
     """A writer schema, parsed: an Avro record."""
     schema_id: int
-    parsed: dict
+    parsed: dict[str, Any]
     field_names: frozenset[str]
 
 
 class AvroDecoder:
     """Avro records (a RecordDecoder)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         # (schema id, features field, or None for scalar records) -> the plan of its records
-        self._plans: dict[tuple[int, str | None], VectorPlan | tuple | None] = {}
+        self._plans: dict[tuple[int, str | None], VectorPlan | FieldReaders | None] = {}
 
     def parse(self, registered: RegisteredSchema) -> AvroSchema:
         return parse_avro(registered)
 
-    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def vectors(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
                 fields: MessageFields) -> Vectors | None:
         """The fast path for records whose features are one array of numbers, all of one writer
         schema (``avro_columns``); a poll of records of several versions goes the general way."""
@@ -63,16 +64,18 @@ class AvroDecoder:
         assert plan is None or isinstance(plan, VectorPlan), "a features field's plan is a VectorPlan"
         return None if plan is None else read_vector_columns(buffer, begins, ends, plan, fields.label, fields.id)
 
-    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def table(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """The fast path for records of scalar fields (text, label, id), all of one writer schema
         (``avro_columns``); a poll of records of several versions goes the general way."""
         plan = self._plan(schemas, (schemas[0].schema_id, None), scalar_plan)
+        assert plan is None or isinstance(plan, tuple), "a scalar record's plan is its fields' readers"
         columns = None if plan is None else read_columns(buffer, begins, ends, plan,
                                                          (fields.text, fields.label, fields.id))
         return None if columns is None else pa.table(columns)
 
-    def _plan(self, schemas: list[WriterSchema], key: tuple, make: Callable[[dict], VectorPlan | tuple | None]):
+    def _plan(self, schemas: list[WriterSchema], key: tuple[int, str | None],
+              make: Callable[[dict[str, Any]], VectorPlan | FieldReaders | None]) -> VectorPlan | FieldReaders | None:
         """The plan (made once per key) of a poll's records when they share one writer schema, else None."""
         if any(schema.schema_id != schemas[0].schema_id for schema in schemas):
             return None
@@ -81,7 +84,7 @@ class AvroDecoder:
             self._plans[key] = make(schemas[0].parsed)
         return self._plans[key]
 
-    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
+    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict[str, Any] | None, str | None]:
         assert isinstance(schema, AvroSchema), "an Avro record is read by an Avro schema"
         return read_avro(schema, encoded)
 
@@ -103,7 +106,7 @@ def parse_avro(registered: RegisteredSchema) -> AvroSchema:
     return AvroSchema(registered.schema_id, parsed, frozenset(f["name"] for f in parsed["fields"]))
 
 
-def read_avro(schema: AvroSchema, encoded: bytes) -> tuple[dict | None, str | None]:
+def read_avro(schema: AvroSchema, encoded: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """(the record, None), or (None, why it does not decode with its writer schema)."""
     stream = io.BytesIO(encoded)
     try:
@@ -115,4 +118,4 @@ def read_avro(schema: AvroSchema, encoded: bytes) -> tuple[dict | None, str | No
     if left:
         return None, (f"record does not decode with its schema {schema.schema_id}: {left} bytes are left over "
                       f"after its last field")
-    return cast(dict, record), None  # a record schema's datum is a dict
+    return cast(dict[str, Any], record), None  # a record schema's datum is a dict

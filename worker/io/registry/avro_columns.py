@@ -17,11 +17,30 @@ not ending where they should) gives None, and the poll is read the slower ways.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
+from nbstream.ndarrays import AnyArray, BoolArray, IntArray
+
 from ..json_vectors import Vectors
-from .avro_vectors import BOOLEAN, BYTES, DOUBLE, ENUM, FLOAT, NULL, STRING, UNION, VARINT, VectorPlan, array_items
+from ..records import FieldValue
+from .avro_vectors import (
+    BOOLEAN,
+    BYTES,
+    DOUBLE,
+    ENUM,
+    FLOAT,
+    NULL,
+    STRING,
+    UNION,
+    VARINT,
+    ByteArray,
+    FieldReaders,
+    VectorPlan,
+    array_items,
+)
 
 LONGEST_VARINT = 10
 
@@ -37,16 +56,17 @@ class _Column:
     def __init__(self, n: int):
         self.n = n
         self.kinds: set[int] = set()
-        self.rows: list[np.ndarray] = []
-        self.values: list = []  # per part: an array of numbers, or (starts, ends) of strings, or symbols
+        self.rows: list[IntArray] = []
+        # per part: an array of numbers or symbols, or (starts, ends) of strings
+        self.values: list[AnyArray | tuple[IntArray, IntArray]] = []
 
-    def add(self, kind: int, rows: np.ndarray, values) -> None:
+    def add(self, kind: int, rows: IntArray, values: AnyArray | tuple[IntArray, IntArray]) -> None:
         if len(rows):
             self.kinds.add(kind)
             self.rows.append(rows)
             self.values.append(values)
 
-    def array(self, data: np.ndarray) -> pa.Array | None:
+    def array(self, data: ByteArray) -> pa.Array | None:
         """The column as an Arrow array of n rows (nulls where no value), or None for a column of
         more than one kind (a union of long and string, say), of bytes, or of no value at all."""
         if len(self.kinds) != 1:
@@ -67,7 +87,7 @@ class _Column:
         values[rows] = np.concatenate(self.values)
         return pa.array(values, mask=~valid, type=pa.string() if kind == ENUM else None)
 
-    def to_list(self, data: np.ndarray) -> list | None:
+    def to_list(self, data: ByteArray) -> list[FieldValue] | None:
         """The column as a list of n Python values (None where no value), of any kinds but bytes;
         None where one is bytes or a string is not UTF-8."""
         if BYTES in self.kinds:
@@ -75,13 +95,13 @@ class _Column:
         if len(self.kinds) < 2:
             array = self.array(data)
             return None if array is None else array.to_pylist()
-        found: list = [None] * self.n
+        found: list[FieldValue] = [None] * self.n
         try:
-            for rows, values in zip(self.rows, self.values, strict=True):
-                if isinstance(values, tuple):  # strings: (starts, ends)
-                    values = [data[s:e].tobytes().decode() for s, e in zip(*(v.tolist() for v in values), strict=True)]
+            for rows, part in zip(self.rows, self.values, strict=True):
+                if isinstance(part, tuple):  # strings: (starts, ends)
+                    values = [data[s:e].tobytes().decode() for s, e in zip(*(v.tolist() for v in part), strict=True)]
                 else:
-                    values = values.tolist()
+                    values = part.tolist()
                 for row, value in zip(rows.tolist(), values, strict=True):
                     found[row] = value
         except UnicodeDecodeError:
@@ -89,7 +109,7 @@ class _Column:
         return found
 
 
-def read_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: tuple, wanted: tuple[str, ...]
+def read_columns(buffer: bytes, begins: IntArray, ends: IntArray, plan: FieldReaders, wanted: tuple[str, ...]
                  ) -> dict[str, pa.Array] | None:
     """The ``wanted`` fields (those the plan has) of the records at buffer[begins[i]:ends[i]], all
     written with the schema of ``plan`` (``avro_vectors.scalar_plan``); None for any doubt."""
@@ -106,7 +126,7 @@ def read_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: tupl
     return None if any(column is None for column in columns.values()) else columns
 
 
-def read_vector_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, plan: VectorPlan, label: str,
+def read_vector_columns(buffer: bytes, begins: IntArray, ends: IntArray, plan: VectorPlan, label: str,
                         id_field: str) -> Vectors | None:
     """The features, labels and ids of records all written with the schema of ``plan`` (an array
     of numbers among scalar fields): the scalars a field at a time, the array's items at once
@@ -143,15 +163,15 @@ def read_vector_columns(buffer: bytes, begins: np.ndarray, ends: np.ndarray, pla
     return Vectors(offsets.astype(np.int32), values, labels, ids)
 
 
-def _read_fields(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, fields: tuple,
+def _read_fields(data: ByteArray, at: IntArray, ends: IntArray, rows: IntArray, fields: FieldReaders,
                  into: dict[str, _Column]) -> None:
     for name, (kind, detail) in fields:
         into[name] = _Column(len(at))
         _read(data, at, ends, rows, kind, detail, into[name])
 
 
-def _read(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, kind: int, detail, column: _Column
-          ) -> None:
+def _read(data: ByteArray, at: IntArray, ends: IntArray, rows: IntArray, kind: int, detail: Any,
+          column: _Column) -> None:
     """Read one field of kind ``kind`` in the records ``rows``, moving their positions ``at``."""
     if not len(rows) or kind == NULL:
         return
@@ -163,7 +183,7 @@ def _read(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, 
             _read(data, at, ends, rows[branches == branch], branch_kind, branch_detail, column)
         return
     if kind in (VARINT, ENUM):
-        values = _varints(data, at, ends, rows)
+        values: AnyArray = _varints(data, at, ends, rows)  # varints, enum symbols, or booleans as bytes
         if kind == ENUM:
             if values.min() < 0 or values.max() >= len(detail):
                 raise _Refused
@@ -192,7 +212,7 @@ def _read(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray, 
         column.add(kind, rows, (starts, starts + sizes))
 
 
-def _varints(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _varints(data: ByteArray, at: IntArray, ends: IntArray, rows: IntArray) -> IntArray:
     """The zigzag varints at the positions of ``rows``, read a byte-pass at a time; moves the positions."""
     raw = np.zeros(len(rows), dtype=np.uint64)
     going = np.arange(len(rows))
@@ -208,12 +228,12 @@ def _varints(data: np.ndarray, at: np.ndarray, ends: np.ndarray, rows: np.ndarra
     raise _Refused
 
 
-def _within(positions: np.ndarray, ends: np.ndarray) -> None:
+def _within(positions: IntArray, ends: IntArray) -> None:
     if (positions > ends).any():
         raise _Refused
 
 
-def _strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray) -> pa.Array | None:
+def _strings(data: ByteArray, starts: IntArray, ends: IntArray, valid: BoolArray) -> pa.Array | None:
     """A string array of data[starts[i]:ends[i]] (null where not valid), gathered at once; None for
     invalid UTF-8 or more than 2 GiB of text."""
     sizes = np.where(valid, ends - starts, 0)

@@ -30,6 +30,9 @@ import json
 
 import numpy as np
 
+from nbstream.ndarrays import AnyArray, FloatArray, IndexArray, IntArray
+
+from ..records import FieldValue
 from .client import RegistryClient
 from .wire import frame
 
@@ -61,7 +64,7 @@ def string_bytes(text: str) -> bytes:
     return long_bytes(len(encoded)) + encoded
 
 
-def union_bytes(value) -> bytes:
+def union_bytes(value: object) -> bytes:
     """A value of the id's or class's union: its branch, then its encoding."""
     if value is None:
         return NULL
@@ -70,7 +73,7 @@ def union_bytes(value) -> bytes:
     if isinstance(value, int):
         return b"\x04" + long_bytes(value) if -2**63 <= value < 2**63 else b"\x02" + string_bytes(str(value))
     if isinstance(value, float):
-        return b"\x06" + np.float64(value).astype("<f8").tobytes()
+        return b"\x06" + np.float64(value).astype("<f8").tobytes()  # type: ignore[no-any-return]  # numpy: Any
     return b"\x02" + string_bytes(value if isinstance(value, str) else json.dumps(value))
 
 
@@ -87,8 +90,8 @@ class AvroPredictions:
         RegistryRefused (say, a schema incompatible with the subject's) or RegistryUnavailable."""
         return cls(client.register(subject, json.dumps(SCHEMA)))
 
-    def values(self, ids: list, classes: np.ndarray | None, best: np.ndarray | None, proba: np.ndarray | None,
-               versions: np.ndarray | int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
+    def values(self, ids: list[FieldValue], classes: AnyArray | None, best: IndexArray | None, proba: FloatArray | None,
+               versions: IntArray | int, topic: str, partitions: list[int], offsets: list[int]) -> list[bytes]:
         """The framed prediction of each message (arguments as ``json_predictions.prediction_values``
         takes them)."""
         n = len(ids)
@@ -110,7 +113,7 @@ class AvroPredictions:
                                             strict=True)]
 
 
-def _map_entries(proba: np.ndarray, labels: list) -> list[bytes]:
+def _map_entries(proba: FloatArray, labels: list[FieldValue]) -> list[bytes]:
     """Each row's probabilities as an Avro map<double> keyed by the classes' names: one block of
     the entries' count, the entries, and the closing 0."""
     keys = [string_bytes(str(label)) for label in labels]

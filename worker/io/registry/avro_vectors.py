@@ -18,27 +18,36 @@ where each problem gets its name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
+
+from nbstream.ndarrays import FloatArray, IntArray
 
 NULL, BOOLEAN, VARINT, FLOAT, DOUBLE, STRING, BYTES, ENUM, UNION = range(9)
 SCALARS = {"null": NULL, "boolean": BOOLEAN, "int": VARINT, "long": VARINT, "float": FLOAT,
             "double": DOUBLE, "string": STRING, "bytes": BYTES}
 _ITEM_BYTES = {"int": 5, "long": 10}  # the longest varint of each
 _FIXED_ITEMS: dict[str, np.dtype] = {"float": np.dtype("<f4"), "double": np.dtype("<f8")}
+# How a scalar field is read: (kind, detail), detail None, an enum's symbols, or a union's
+# branches (each a ScalarReader)
+ScalarReader: TypeAlias = tuple[int, Any]
+ByteArray: TypeAlias = npt.NDArray[np.uint8]  # a buffer's bytes
+FieldReaders: TypeAlias = tuple[tuple[str, ScalarReader], ...]  # (name, reader) of each field, in order
 
 
 @dataclass(frozen=True)
 class VectorPlan:
     """How a writer schema's records are read on the fast path: the scalar fields before the
     features array and after it, each (name, reader), and the array's item type."""
-    before: tuple
-    after: tuple
+    before: FieldReaders
+    after: FieldReaders
     items: str
     branch: int | None = None  # where the array is a union's branch (a nullable column), its index
 
 
-def vector_plan(schema: dict, features: str) -> VectorPlan | None:
+def vector_plan(schema: dict[str, Any], features: str) -> VectorPlan | None:
     """The plan for records of a parsed Avro record schema, or None when they cannot take the fast path."""
     names = [field["name"] for field in schema["fields"]]
     if names.count(features) != 1:
@@ -62,7 +71,7 @@ def vector_plan(schema: dict, features: str) -> VectorPlan | None:
     return VectorPlan(tuple(readers[:at]), tuple(readers[at:]), items, branch)
 
 
-def scalar_plan(schema: dict) -> tuple | None:
+def scalar_plan(schema: dict[str, Any]) -> FieldReaders | None:
     """(name, reader) of every field of a parsed Avro record schema of scalar fields (the plan
     ``avro_columns`` reads its records by), or None when a field is not a scalar."""
     readers = []
@@ -74,7 +83,7 @@ def scalar_plan(schema: dict) -> tuple | None:
     return tuple(readers)
 
 
-def _reader(avro_type) -> tuple | None:
+def _reader(avro_type: object) -> ScalarReader | None:
     """(kind, detail) of a scalar type, or None for any other."""
     if isinstance(avro_type, str):
         return (SCALARS[avro_type], None) if avro_type in SCALARS else None
@@ -88,8 +97,8 @@ def _reader(avro_type) -> tuple | None:
     return _reader(avro_type.get("type"))
 
 
-def array_items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: str
-           ) -> tuple[np.ndarray | None, np.ndarray]:
+def array_items(buffer: bytes, array_at: IntArray, counts: IntArray, items: str
+           ) -> tuple[FloatArray | None, IntArray]:
     """(every record's array items in one float64 array, the position just past each array's
     items); (None, ...) when they run past the buffer or a varint is too long for its type."""
     data = np.frombuffer(buffer, dtype=np.uint8)
@@ -118,11 +127,11 @@ def array_items(buffer: bytes, array_at: np.ndarray, counts: np.ndarray, items: 
     return signed.astype(np.float64), array_ends
 
 
-def _varints(data: np.ndarray, ends: np.ndarray, longest: int) -> np.ndarray | None:
+def _varints(data: ByteArray, ends: IntArray, longest: int) -> IntArray | None:
     """(n,) the unsigned varints (64 bits, as int64) whose last bytes are data[ends], each preceded
     by a byte below 0x80; None if one is longer than ``longest`` bytes. Most take a byte or two (values
     below 2**14): they cost a pass each, and only the longer ones more."""
-    raw = data[ends].astype(np.int64)
+    raw: IntArray = data[ends].astype(np.int64)
     before = data[ends - 1]
     longer = np.flatnonzero(before >= 0x80)  # the items of two bytes or more
     raw[longer] = (raw[longer] << 7) | (before[longer] & 0x7F)

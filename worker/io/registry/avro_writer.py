@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -23,7 +24,7 @@ RECORD_NAME = "Example"
 NAMESPACE = "nbstream"
 
 
-def avro_type(arrow_type: pa.DataType, name: str):
+def avro_type(arrow_type: pa.DataType, name: str) -> str | dict[str, Any]:
     """The Avro type of an Arrow type (``name``: the field's, which names an inner record)."""
     if pa.types.is_boolean(arrow_type):
         return "boolean"
@@ -46,13 +47,13 @@ def avro_type(arrow_type: pa.DataType, name: str):
     raise ConfigError(f"column {name!r} is of Arrow type {arrow_type}, which has no Avro type here")
 
 
-def _field(field: pa.Field) -> dict:
+def _field(field: pa.Field) -> dict[str, Any]:
     kind = avro_type(field.type, field.name)
     return {"name": field.name, "type": ["null", kind], "default": None} if field.nullable else \
         {"name": field.name, "type": kind}
 
 
-def avro_schema(schema: pa.Schema) -> dict:
+def avro_schema(schema: pa.Schema) -> dict[str, Any]:
     """The Avro record schema of rows with these columns."""
     return {"type": "record", "name": RECORD_NAME, "namespace": NAMESPACE, "fields": [_field(f) for f in schema]}
 
@@ -60,7 +61,7 @@ def avro_schema(schema: pa.Schema) -> dict:
 class AvroWriter:
     """Rows to framed Avro records, by the schema ``schema_id`` names in the registry."""
 
-    def __init__(self, schema_id: int, schema: dict):
+    def __init__(self, schema_id: int, schema: dict[str, Any]):
         self.schema_id = schema_id
         self.parsed = fastavro.parse_schema(schema)
 

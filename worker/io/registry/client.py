@@ -113,7 +113,7 @@ class RegistryClient:
             raise RegistryUnavailable(f"the Schema Registry's answer to registering under {subject} holds no id")
         return schema_id
 
-    def _call(self, method: str, path: str, body: dict | None = None):
+    def _call(self, method: str, path: str, body: dict[str, str] | None = None) -> object:
         """The registry's answer to a request, read as JSON; raises as ``_http_failure`` says, or
         AnswerTooLarge."""
         data = None if body is None else json.dumps(body).encode()
@@ -153,7 +153,7 @@ def schema_to_write(client: RegistryClient, schema_id: int, schema_type: str) ->
     return registered
 
 
-def registered_schema(schema_id: int, found) -> RegisteredSchema:
+def registered_schema(schema_id: int, found: object) -> RegisteredSchema:
     """The schema in the registry's answer for ``schema_id``, every field used checked for its type
     (else SchemaNotFound, naming the field)."""
     def unusable(what: str) -> SchemaNotFound:
@@ -175,7 +175,7 @@ def registered_schema(schema_id: int, found) -> RegisteredSchema:
                             tuple(reference["name"] for reference in references))
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     """A value of an answer, as JSON, cut short."""
     return excerpt(json.dumps(value), 200)
 

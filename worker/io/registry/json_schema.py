@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
+
+from nbstream.ndarrays import IntArray
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors, read_vectors
 from ..messages import json_table, parse_object
 from .client import RegisteredSchema
 from .schemas import SchemaProblem
+
+if TYPE_CHECKING:
+    from .records import WriterSchema
 
 
 @dataclass(frozen=True)
@@ -52,22 +57,22 @@ class JsonSchemaDecoder:
                                 "with named fields")
         return JsonSchema(registered.schema_id, frozenset(properties))
 
-    def read(self, schema, encoded: bytes) -> tuple[dict | None, str | None]:
+    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict[str, Any] | None, str | None]:
         record, problem = parse_object(encoded, self.fields)
         if problem is not None:
             return None, f"record does not decode with its schema {schema.schema_id}: {problem}"
         return record, None
 
-    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+    def vectors(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
                 fields: MessageFields) -> Vectors | None:
         """The bulk reader of plain JSON messages' lists, on the records after their frames."""
         return read_vectors(_payloads(buffer, begins, ends), fields.features, fields.label, fields.id)
 
-    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+    def table(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """Arrow's JSON reader, as for plain JSON messages, on the records after their frames."""
         return json_table(_payloads(buffer, begins, ends))
 
 
-def _payloads(buffer: bytes, begins: np.ndarray, ends: np.ndarray) -> list[bytes]:
+def _payloads(buffer: bytes, begins: IntArray, ends: IntArray) -> list[bytes]:
     return [buffer[begin:end] for begin, end in zip(begins.tolist(), ends.tolist(), strict=True)]

@@ -10,6 +10,7 @@ also takes ``null``.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -21,7 +22,7 @@ from .wire import frame
 TITLE = "Example"
 
 
-def json_type(arrow_type: pa.DataType, name: str) -> dict:
+def json_type(arrow_type: pa.DataType, name: str) -> dict[str, Any]:
     """The JSON Schema of an Arrow type (``name``: the column's, for the error)."""
     if pa.types.is_boolean(arrow_type):
         return {"type": "boolean"}
@@ -38,16 +39,16 @@ def json_type(arrow_type: pa.DataType, name: str) -> dict:
     raise ConfigError(f"column {name!r} is of Arrow type {arrow_type}, which has no JSON Schema type here")
 
 
-def _property(field: pa.Field) -> dict:
+def _property(field: pa.Field) -> dict[str, Any]:
     schema = json_type(field.type, field.name)
     return {**schema, "type": [schema["type"], "null"]} if field.nullable else schema
 
 
-def object_schema(fields: list[pa.Field]) -> dict:
+def object_schema(fields: list[pa.Field]) -> dict[str, Any]:
     return {"type": "object", "properties": {f.name: _property(f) for f in fields}}
 
 
-def json_schema(schema: pa.Schema) -> dict:
+def json_schema(schema: pa.Schema) -> dict[str, Any]:
     """The JSON Schema of rows with these columns."""
     return {"$schema": "http://json-schema.org/draft-07/schema#", "title": TITLE, **object_schema(list(schema))}
 

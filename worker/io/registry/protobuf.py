@@ -25,8 +25,10 @@ import operator
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,12 +36,17 @@ from google.protobuf import descriptor_pb2, descriptor_pool, json_format, messag
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
+from nbstream.ndarrays import IntArray
+
 from ...errors import UserError
 from ..excerpts import excerpt
 from ..fields import MessageFields
 from ..json_vectors import Vectors
 from .client import RegisteredSchema
 from .schemas import SchemaProblem
+
+if TYPE_CHECKING:
+    from .records import WriterSchema
 
 WELL_KNOWN = "google/protobuf/"
 WRAPPERS = frozenset(f"google.protobuf.{name}Value" for name in
@@ -73,7 +80,7 @@ class ProtobufSchema:
 
 
 def _message_class(messages: tuple[Descriptor, ...], indexes: tuple[int, ...]) -> type[Message] | str:
-    choices: tuple | list = messages
+    choices: Sequence[Descriptor] = messages
     descriptor = None
     for index in indexes:
         if not 0 <= index < len(choices):
@@ -81,7 +88,7 @@ def _message_class(messages: tuple[Descriptor, ...], indexes: tuple[int, ...]) -
         descriptor = choices[index]
         choices = descriptor.nested_types
     assert descriptor is not None, "a record names at least one index"
-    return message_factory.GetMessageClass(descriptor)
+    return message_factory.GetMessageClass(descriptor)  # type: ignore[no-any-return]  # protobuf is untyped
 
 
 class ProtobufDecoder:
@@ -95,7 +102,8 @@ class ProtobufDecoder:
     def parse(self, registered: RegisteredSchema) -> ProtobufSchema:
         return parse_protobuf(registered)
 
-    def read(self, schema, encoded: bytes) -> tuple[dict | None, str | None]:
+    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict[str, Any] | None, str | None]:
+        assert isinstance(schema, ProtobufSchema), "a Protobuf record is read by a Protobuf schema"
         message, problem = _message(schema, encoded)
         if message is None:
             return None, problem
@@ -104,7 +112,7 @@ class ProtobufDecoder:
         except UnreadableField as error:
             return None, f"record does not decode with its schema {schema.schema_id}: {error}"
 
-    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+    def vectors(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
                 fields: MessageFields) -> Vectors | None:
         """Each record parsed (upb, compiled) and its features copied into one float buffer,
         with no dict made per record; None when any record is not so simple."""
@@ -122,7 +130,7 @@ class ProtobufDecoder:
         values = np.concatenate(rows) if rows else np.zeros(0)
         return Vectors(offsets.astype(np.int32), values, [label for _, label, _ in read], ids)
 
-    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
+    def table(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """Each record parsed (upb) and only its text, label and id fields taken; None when any
         record does not parse or one of those is not a scalar."""
@@ -130,12 +138,13 @@ class ProtobufDecoder:
         read = self._scalars(buffer, begins, ends, schemas, names)
         return None if read is None else _table(dict(zip(names, zip(*read, strict=True), strict=True)))
 
-    def _scalars(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list,
-                 names: tuple[str, ...], first: int | None = None) -> list[tuple] | None:
+    def _scalars(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
+                 names: tuple[str, ...], first: int | None = None) -> list[tuple[Any, ...]] | None:
         """The values of ``names`` in each record (the first a ``first`` kind of field, if given,
         the others scalars), or None when a record does not parse or a field is of another kind."""
         read = []
         for schema, begin, end in zip(schemas, begins.tolist(), ends.tolist(), strict=True):
+            assert isinstance(schema, ProtobufSchema), "a Protobuf record is read by a Protobuf schema"
             message, _ = _message(schema, buffer[begin:end])
             if message is None:
                 return None
@@ -151,7 +160,7 @@ class ProtobufDecoder:
         return read
 
 
-def _table(columns: dict[str, tuple]) -> pa.Table | None:
+def _table(columns: dict[str, tuple[Any, ...]]) -> pa.Table | None:
     """The columns that hold a value (for ``messages.decode_table``), or None where one would mix
     types, or hold bytes or a list."""
     arrays = {}
@@ -179,7 +188,7 @@ class _FieldReader:
         self.unset = [(present.index(name), name, kind) for name, kind in zip(names, kinds, strict=True)
                       if kind in (OPTIONAL, WRAPPER)]
 
-    def __call__(self, message: Message) -> tuple:
+    def __call__(self, message: Message) -> tuple[Any, ...]:
         values = list(self.get(message))
         for at, name, kind in self.unset:
             if kind == WRAPPER:
@@ -208,7 +217,7 @@ def _kind(message: Descriptor, name: str) -> int:
     return OPTIONAL if descriptor.has_presence else PLAIN
 
 
-def _value(message: Message, name: str, kind: int):
+def _value(message: Message, name: str, kind: int) -> Any:
     """The value of a field of that kind: None when absent, unset with presence, or an unset wrapper."""
     if kind == PLAIN or kind == VECTOR:
         return getattr(message, name)
@@ -217,10 +226,10 @@ def _value(message: Message, name: str, kind: int):
     return getattr(message, name).value if kind == WRAPPER else getattr(message, name)
 
 
-def record_of(message: Message, names: tuple[str, ...] | None = None) -> dict:
+def record_of(message: Message, names: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The message as an object: the fields ``names`` (None: every field) that its type has, by
     name (see the module's docstring). Raises UnreadableField."""
-    record: dict = {}
+    record: dict[str, Any] = {}
     as_json = None  # the whole message as JSON objects, made once, for what has no plain value
     fields = message.DESCRIPTOR.fields_by_name
     for descriptor in (fields[name] for name in names if name in fields) if names else message.DESCRIPTOR.fields:
@@ -257,10 +266,10 @@ def _only(message: Message, names: tuple[str, ...]) -> Message:
     return copy
 
 
-def _as_json(message: Message) -> dict:
+def _as_json(message: Message) -> dict[str, Any]:
     """The message by protobuf's JSON mapping (for enums, maps, repeated messages, well-known types)."""
     try:
-        return json_format.MessageToDict(message, preserving_proto_field_name=True,
+        return json_format.MessageToDict(message, preserving_proto_field_name=True,  # type: ignore[no-any-return]
                                          always_print_fields_with_no_presence=True)
     except (json_format.Error, TypeError, ValueError) as error:  # what the mapping raises for what it refuses
         raise UnreadableField(str(error) or type(error).__name__) from None
@@ -345,7 +354,7 @@ def parse_protobuf(registered: RegisteredSchema) -> ProtobufSchema:
     return ProtobufSchema(registered.schema_id, file, messages, field_names)
 
 
-def _field_names(messages) -> set[str]:
+def _field_names(messages: Iterable[Descriptor]) -> set[str]:
     names: set[str] = set()
     for message in messages:
         names.update(message.fields_by_name)

@@ -13,6 +13,7 @@ FileDescriptorProto, as confluent-kafka's own Python serializer registers it.
 from __future__ import annotations
 
 import base64
+from typing import Protocol
 
 import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -24,7 +25,23 @@ from .protobuf import parse_protobuf
 from .schemas import SchemaProblem
 from .wire import frame
 
-FIELD = descriptor_pb2.FieldDescriptorProto
+
+class _FieldNumbers(Protocol):
+    """The numbers of FieldDescriptorProto used here (protobuf's classes are untyped)."""
+    TYPE_BOOL: int
+    TYPE_INT32: int
+    TYPE_INT64: int
+    TYPE_UINT32: int
+    TYPE_UINT64: int
+    TYPE_FLOAT: int
+    TYPE_DOUBLE: int
+    TYPE_STRING: int
+    TYPE_BYTES: int
+    LABEL_OPTIONAL: int
+    LABEL_REPEATED: int
+
+
+FIELD: _FieldNumbers = descriptor_pb2.FieldDescriptorProto
 MESSAGE_NAME = "Example"
 PACKAGE = "nbstream"
 FIRST_MESSAGE = b"\x00"  # the message indexes of a file's first message

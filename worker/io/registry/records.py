@@ -8,17 +8,19 @@ not of the format or lacks the field the features come from, a record that does 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from nbstream.arrow import FeatureSpec
+from nbstream.ndarrays import IntArray
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors
-from ..messages import value_problem
+from ..messages import all_present, value_problem
 from . import require_package
 from .client import RegisteredSchema, RegistryClient
 from .schemas import SchemaCache
@@ -44,16 +46,16 @@ class RecordDecoder(Protocol):
     def parse(self, registered: RegisteredSchema) -> WriterSchema:
         """The schema parsed for reading records (raises SchemaProblem)."""
 
-    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict | None, str | None]:
+    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict[str, Any] | None, str | None]:
         """(the record, None), or (None, why it does not decode with its writer schema)."""
 
-    def vectors(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def vectors(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
                 fields: MessageFields) -> Vectors | None:
         """The features, labels and ids of the records at buffer[begins[i]:ends[i]] (record i
         written with schemas[i]) whose features are one list of numbers, read in bulk; None to
         read them one by one (any doubt included)."""
 
-    def table(self, buffer: bytes, begins: np.ndarray, ends: np.ndarray, schemas: list[WriterSchema],
+    def table(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
               fields: MessageFields) -> pa.Table | None:
         """The text, label and id columns of such records whose text is one string, read in bulk
         (a column only where the schemas have the field); None to read them one by one (any doubt
@@ -72,30 +74,30 @@ class RegistryRecords:
         """The scope of one poll's reading: its registry lookups are bounded (``SchemaCache.poll``)."""
         return self.cache.poll()
 
-    def vectors(self, values: list[bytes | None], fields: MessageFields) -> Vectors | None:
+    def vectors(self, values: Sequence[bytes | None], fields: MessageFields) -> Vectors | None:
         """The fast path of a poll whose records all have a features list: None unless every value
         is a framed record of a known schema that can take it (then ``read`` names each problem).
         Raises RegistryUnavailable as ``read`` does."""
         framed = self._framed(values, fields, fields.features)
         return None if framed is None else self.decoder.vectors(*framed, fields)
 
-    def table(self, values: list[bytes | None], fields: MessageFields) -> pa.Table | None:
+    def table(self, values: Sequence[bytes | None], fields: MessageFields) -> pa.Table | None:
         """The fast path of a poll whose records all have a text field: their text, label and id
         columns (a row per record), or None as ``vectors``."""
         framed = self._framed(values, fields, fields.text)
         return None if framed is None else self.decoder.table(*framed, fields)
 
-    def _framed(self, values: list[bytes | None], fields: MessageFields, needed: str
-                ) -> tuple[bytes, np.ndarray, np.ndarray, list[WriterSchema]] | None:
+    def _framed(self, values: Sequence[bytes | None], fields: MessageFields, needed: str
+                ) -> tuple[bytes, IntArray, IntArray, list[WriterSchema]] | None:
         """(the values joined, where each record begins and ends after its frame, its writer
         schema), or None unless every value is a framed record of a known schema with the field
         ``needed``. Raises RegistryUnavailable as ``read`` does."""
-        if None in values:
+        if not all_present(values):
             return None
-        sizes = np.fromiter(map(len, values), np.int64, len(values))  # type: ignore[arg-type]
+        sizes = np.fromiter(map(len, values), np.int64, len(values))
         if sizes.min() < HEADER_BYTES or sizes.max() > fields.max_bytes:
             return None
-        buffer = b"".join(values)  # type: ignore[arg-type]
+        buffer = b"".join(values)
         data = np.frombuffer(buffer, dtype=np.uint8)
         ends = np.cumsum(sizes)
         starts = ends - sizes
@@ -108,12 +110,12 @@ class RegistryRecords:
             return None
         return buffer, starts + HEADER_BYTES, ends, [found[schema_id] for schema_id in ids]  # type: ignore[misc]
 
-    def read(self, values: list[bytes | None], spec: FeatureSpec, fields: MessageFields
-             ) -> tuple[list[dict | None], list[str | None]]:
+    def read(self, values: Sequence[bytes | None], spec: FeatureSpec, fields: MessageFields
+             ) -> tuple[list[dict[str, Any] | None], list[str | None]]:
         """(records, problems), one of each per value: a record, or None and its problem. Raises
         RegistryUnavailable, before reading any, when a schema cannot be fetched now."""
         n = len(values)
-        records: list[dict | None] = [None] * n
+        records: list[dict[str, Any] | None] = [None] * n
         problems: list[str | None] = [None] * n
         framed: list[tuple[int, bytes] | None] = [None] * n
         for i, value in enumerate(values):

@@ -24,7 +24,7 @@ class RegistrySettings:
     cafile: str | None = None
     timeout_s: float = 5.0
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, str | None]:
         """Where and how it connects, for a log line (no secret)."""
         return {"url": self.url, "user": self.user, "cafile": self.cafile}
 

@@ -4,8 +4,9 @@ Statistics are additive, so the model every replica predicts with is the merge o
 partition states (see ``global_model.py``), and a partition's state moves between replicas
 as one unit: the payload below, written to the state topic at every commit.
 
-Payload: b"NBPS", a uint32 header length, the JSON header, then (once the partition has
-learned something) the model as an nbstream snapshot without its smoothed tables. The header
+Payload (a frame of ``nbstream.framing``): b"NBPS", a uint32 header length, the JSON header,
+then (once the partition has learned something) the model as an nbstream snapshot without its
+smoothed tables. The header
 keeps the prequential quality under "quality" (``quality.py``), and its accuracy alone under
 "judged", "correct", "recent_judged" and "recent_correct" too: the previous version wrote and
 reads those (so its replicas still read these states during a rolling upgrade), and a state it
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 from dataclasses import dataclass, field
 
 import nbstream
 from nbstream.arrow import LONGEST_NGRAMS, FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
+from nbstream.framing import Framing
 from nbstream.quality import EXACT_COUNT, PredictionQuality
 from nbstream.snapshot import NewerFormatError, dumps, loads
 
@@ -37,7 +38,7 @@ from ...errors import ConfigError
 from ..pending.records import PendingRecords
 from ..pending.store import PendingExamples
 
-_MAGIC = b"NBPS"
+PARTITION_STATE = Framing(b"NBPS", "not a partition state", "partition state")  # no version: the header says
 MOST_FEATURES = 1 << 31  # text hashed into 2**31 columns, the most --hash-bits allows
 _ONE_COLUMN_KINDS = ("vector", "text")
 _PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
@@ -87,9 +88,8 @@ class PartitionRecord:
             header["pending"] = listing
         if self.labels_next_offset is not None:
             header["labels_next_offset"] = self.labels_next_offset
-        header_bytes = json.dumps(header).encode()
         model = dumps(self.model, tables=False) if self.model.is_fitted else b""
-        return _MAGIC + struct.pack("<I", len(header_bytes)) + header_bytes + model
+        return PARTITION_STATE.seal(json.dumps(header).encode(), [model])
 
     @classmethod
     def from_payload(cls, payload: bytes, fresh_model: NaiveBayes,
@@ -115,7 +115,7 @@ class PartitionRecord:
         except NewerFormatError as error:  # the service's own state, of a newer version: not to be passed over
             raise ConfigError(f"{error} A newer nbstream wrote this group's states: serve it with that version, "
                               "or use a new --group.") from None
-        except (ValueError, RecursionError, struct.error) as error:  # SnapshotError and FeatureError are ValueErrors
+        except (ValueError, RecursionError) as error:  # FrameError, SnapshotError and FeatureError are ValueErrors
             raise UnreadableState(source, str(error)[:300]) from None
 
 
@@ -137,16 +137,8 @@ def partition_number(text: str) -> int | None:
 
 
 def _header_and_model(payload: bytes) -> tuple[dict, bytes]:
-    if not payload.startswith(_MAGIC):
-        raise ValueError("not a partition state")
-    (length,) = struct.unpack_from("<I", payload, len(_MAGIC))
-    start = len(_MAGIC) + 4
-    if start + length > len(payload):
-        raise ValueError(f"a header of {length:,} bytes in a payload of {len(payload):,}")
-    header = json.loads(payload[start:start + length])
-    if not isinstance(header, dict):
-        raise ValueError(f"the header is not a JSON object but {shown(header)}")
-    return header, payload[start + length:]
+    opened = PARTITION_STATE.open(payload)
+    return opened.header, bytes(opened.body)
 
 
 def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes, encoder: FeatureEncoder) -> NaiveBayes:

@@ -1,6 +1,6 @@
 """Named numpy arrays and a JSON header as one compressed frame, read back strictly; never pickle.
 
-Layout (integers little-endian)::
+Layout (integers little-endian; the frame is ``nbstream.framing``'s)::
 
     b"NBPF", uint8 format version, uint32 header length, the header (UTF-8 JSON), the body
 
@@ -17,27 +17,24 @@ points); every failure is a ValueError of one line.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import struct
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from nbstream.checked import integer, shown
+from nbstream.framing import Framing, compress, decompress
 from nbstream.ndarrays import AnyArray
 
-MAGIC = b"NBPF"
 VERSION = 1
+PENDING_FRAME = Framing(b"NBPF", "not a frame of pending examples", "frame of pending examples", versions=(VERSION,))
 MOST_EXPANSION = 256
 MOST_ARRAYS = 256
 LONGEST_STRING = 4_096  # code points of one string label
 _NUMERIC = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "<i2", "<u2", "|i1", "|u1", "|b1"}
 _STRINGS = re.compile(r"<U([1-9][0-9]{0,3})")
-_PREFIX = struct.Struct("<4sBI")
-_ZSTD = pa.Codec("zstd", compression_level=1)
+_ZSTD_LEVEL = 1  # the fastest: a commit compresses what came since the last one, twice a second
 
 
 def pack(meta: dict[str, Any], arrays: dict[str, AnyArray]) -> bytes:
@@ -48,28 +45,18 @@ def pack(meta: dict[str, Any], arrays: dict[str, AnyArray]) -> bytes:
                              f"of {array.ndim} dimensions")
     listed = [[name, array.dtype.str, list(array.shape)] for name, array in arrays.items()]
     raw = b"".join(_bytes_of(array) for array in arrays.values())
-    body = _ZSTD.compress(raw, asbytes=True) if raw else b""
+    body = compress(raw, _ZSTD_LEVEL) if raw else b""
     compression = "zstd"
     if len(raw) > MOST_EXPANSION * len(body):
         body, compression = raw, "none"
-    header = json.dumps({"compression": compression, "arrays": listed, "meta": meta}, allow_nan=False).encode()
-    return _PREFIX.pack(MAGIC, VERSION, len(header)) + header + body
+    return PENDING_FRAME.seal({"compression": compression, "arrays": listed, "meta": meta}, [body], VERSION)
 
 
 def unpack(data: bytes, what: str) -> tuple[dict[str, Any], dict[str, AnyArray]]:
     """(meta, arrays) of a frame ``pack`` wrote; ``what`` names the frame in errors. Arrays are
     read-only. Raises ValueError for anything else."""
-    if len(data) < _PREFIX.size:
-        raise ValueError(f"{what}: {len(data):,} bytes are too few for a frame")
-    magic, version, length = _PREFIX.unpack_from(data)
-    if magic != MAGIC:
-        raise ValueError(f"{what}: not a frame of pending examples (it starts {bytes(data[:4])!r})")
-    if version != VERSION:
-        raise ValueError(f"{what}: frame version {version}; this version reads {VERSION}")
-    if length > len(data) - _PREFIX.size:
-        raise ValueError(f"{what}: a header of {length:,} bytes in a frame of {len(data):,}")
-    header = _header(data[_PREFIX.size:_PREFIX.size + length], what)
-    body = memoryview(data)[_PREFIX.size + length:]
+    opened = PENDING_FRAME.open(data, what)
+    header, body = _header(opened.header, what), opened.body
     listed = _listed(header["arrays"], what)
     raw = _raw(body, header["compression"], sum(size for _, _, _, size in listed), what)
     arrays, start = {}, 0
@@ -82,12 +69,8 @@ def unpack(data: bytes, what: str) -> tuple[dict[str, Any], dict[str, AnyArray]]
     return header["meta"], arrays
 
 
-def _header(text: bytes, what: str) -> dict[str, Any]:
-    try:
-        header = json.loads(text)
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-        raise ValueError(f"{what}: the header is not JSON ({str(error)[:100]})") from None
-    if not isinstance(header, dict) or set(header) != {"compression", "arrays", "meta"}:
+def _header(header: dict[str, Any], what: str) -> dict[str, Any]:
+    if set(header) != {"compression", "arrays", "meta"}:
         raise ValueError(f"{what}: the header must be an object of compression, arrays and meta; got {shown(header)}")
     if header["compression"] not in ("zstd", "none"):
         raise ValueError(f"{what}: compression must be zstd or none; got {shown(header['compression'])}")
@@ -132,10 +115,7 @@ def _raw(body: memoryview, compression: str, size: int, what: str) -> bytes | me
         raise ValueError(f"{what}: its arrays take {size:,} bytes, which {len(body):,} compressed bytes cannot hold")
     if not size:
         return b""
-    try:
-        return _ZSTD.decompress(body, decompressed_size=size, asbytes=True)
-    except OSError as error:  # corrupt data, or a size other than the one stated
-        raise ValueError(f"{what}: the body does not decompress to {size:,} bytes ({error})") from None
+    return decompress(body, size, exact=size, what=what)
 
 
 def _check_code_points(array: AnyArray, what: str) -> None:
