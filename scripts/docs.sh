@@ -5,7 +5,7 @@
 # (site/index.html). Installs the docs extra into .venv first when it is missing.
 #
 #   scripts/docs.sh [ARGS]            build; ARGS go to `mkdocs build` (e.g. --quiet, --site-dir /tmp/site)
-#   scripts/docs.sh --serve [ARGS]    serve it at http://127.0.0.1:8000/, rebuilt on every change;
+#   scripts/docs.sh --serve [ARGS]    serve it at http://127.0.0.1:8000/nbstream/, rebuilt on every change;
 #                                     ARGS go to `mkdocs serve` (e.g. --dev-addr 127.0.0.1:8001)
 set -euo pipefail
 cd "$(dirname "$0")/.."
