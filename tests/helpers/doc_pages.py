@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -197,11 +196,3 @@ PYTHON_SERVER = textwrap.dedent("""
         print(answer, file=status, flush=True)
 """)
 
-
-def wait_until(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
