@@ -9,7 +9,8 @@
 #                             from the service's /metrics. Everything it started is stopped and its
 #                             temporary folder removed when it ends, also on Ctrl-C.
 #
-# Both set up .venv first (scripts/setup.sh test). Environment:
+# Both set up .venv first with what they need and nothing more (scripts/setup.sh worker: the
+# worker command, its Parquet and Kafka libraries; not the tests' tools). Environment:
 #   NBSTREAM_DEMO_SKIP_SETUP=1   use the .venv that is there instead (setup reinstalls the project)
 #   NBSTREAM_DEMO_TIMEOUT=120    seconds the service demo waits for each of its steps at most
 # Results go to stdout, the demo's own notes to stderr.
@@ -42,9 +43,10 @@ fail() {
 
 setup_venv() {
     if [[ "${NBSTREAM_DEMO_SKIP_SETUP:-}" == 1 ]]; then
-        [[ -x .venv/bin/worker ]] || fail "NBSTREAM_DEMO_SKIP_SETUP=1 but there is no .venv/bin/worker; run scripts/setup.sh test"
+        [[ -x .venv/bin/worker ]] || fail "NBSTREAM_DEMO_SKIP_SETUP=1 but there is no .venv/bin/worker; run scripts/setup.sh worker"
     else
-        scripts/setup.sh test
+        say "setting up .venv (scripts/setup.sh worker; the first time it downloads the packages)"
+        scripts/setup.sh worker
     fi
 }
 

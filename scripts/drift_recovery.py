@@ -222,17 +222,21 @@ def recovery(changed: Run, unchanged: Run, change: int) -> Recovery:
 
 
 def table(results: list[tuple[Stream, Contender, Recovery]]) -> str:
-    """The results as a markdown table, one row per stream and model."""
-    lines = ["| stream | model | accuracy before | accuracy after | examples to recover | detection delay | "
-             "false alarms | accuracy, no change |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    """The results as markdown: for each stream a heading, then a table of one row per model."""
+    lines: list[str] = []
+    previous = None
     for stream, contender, found in results:
+        if stream is not previous:
+            lines += ([""] if lines else []) + [f"### {stream.name}", "",
+                                               "| model | before | after | to recover | detection delay | "
+                                               "false alarms | no change |", "|---|---:|---:|---:|---:|---:|---:|"]
+            previous = stream
         rest = stream.n_examples - stream.change
         recovered = f"{found.examples_to_recover:,}" if found.examples_to_recover is not None \
             else f"not within {rest:,}"
         delay = f"{found.detection_delay:,}" if found.detection_delay is not None else "none"
-        lines.append(f"| {stream.name} | {contender.name(stream)} | {found.accuracy_before:.4f} | "
-                     f"{found.accuracy_after:.4f} | {recovered} | {delay} | {found.false_alarms} | "
-                     f"{found.accuracy_unchanged:.4f} |")
+        lines.append(f"| {contender.name(stream)} | {found.accuracy_before:.4f} | {found.accuracy_after:.4f} | "
+                     f"{recovered} | {delay} | {found.false_alarms} | {found.accuracy_unchanged:.4f} |")
     return "\n".join(lines)
 
 
@@ -267,6 +271,23 @@ def plot(streams: list[tuple[Stream, list[tuple[Contender, Run]]]], out: Path) -
     figure.savefig(out, dpi=110)
 
 
+def measure(data_dir: Path) -> tuple[list[tuple[Stream, Contender, Recovery]],
+                                     list[tuple[Stream, list[tuple[Contender, Run]]]]]:
+    """Every model on both streams, changed and unchanged: the results (for ``table``) and each
+    stream's runs with the change (for ``plot``)."""
+    results, plotted = [], []
+    for stream in (mnist_stream(data_dir), sms_stream(data_dir)):
+        runs = []
+        for contender in CONTENDERS:
+            changed = prequential(contender.model(stream), stream.X_changed, stream.y_changed,
+                                  contender.cuts_on_drift)
+            unchanged = prequential(contender.model(stream), stream.X, stream.y, contender.cuts_on_drift)
+            results.append((stream, contender, recovery(changed, unchanged, stream.change)))
+            runs.append((contender, changed))
+        plotted.append((stream, runs))
+    return results, plotted
+
+
 # ---- the command ---------------------------------------------------------------------------------
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -286,17 +307,7 @@ def main() -> None:
         sys.exit(f"drift_recovery.py: missing {', '.join(missing)}; docs/data.md says how to fetch MNIST and "
                  f"the SMS Spam Collection (--data names the folder holding mnist/ and sms_spam/).")
     started = time.perf_counter()
-    streams = [mnist_stream(args.data), sms_stream(args.data)]
-    results, plotted = [], []
-    for stream in streams:
-        runs = []
-        for contender in CONTENDERS:
-            changed = prequential(contender.model(stream), stream.X_changed, stream.y_changed,
-                                  contender.cuts_on_drift)
-            unchanged = prequential(contender.model(stream), stream.X, stream.y, contender.cuts_on_drift)
-            results.append((stream, contender, recovery(changed, unchanged, stream.change)))
-            runs.append((contender, changed))
-        plotted.append((stream, runs))
+    results, plotted = measure(args.data)
     print(table(results))
     plot(plotted, args.out)
     print(f"\nfigure: {args.out} ({time.perf_counter() - started:.1f} s in all, reading the data included)")

@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 extras="${1:-test}"
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[${extras}]"
+# (without the build backend's notice that an editable install follows the source folder)
+PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install --quiet -e ".[${extras}]"
 
 # CI: tests/integration/test_container.py builds the image with podman (run by root, with runc) on a
 # base made by mmdebstrap; install them where we can (root, apt) and they are missing (about 10 s).

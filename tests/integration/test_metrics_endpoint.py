@@ -1,6 +1,7 @@
-"""The metrics endpoint of a running `worker serve` under clients that stall (slowloris): it holds a
-bounded number of connections, cuts off a request that trickles in, answers a scrape, and the
-service keeps serving; on IPv4 and IPv6."""
+"""The metrics endpoint of a running `worker serve`: every series the Grafana dashboard and the alert
+rules of deploy/ select is served; and under clients that stall (slowloris) it holds a bounded
+number of connections, cuts off a request that trickles in, answers a scrape, and the service keeps
+serving, on IPv4 and IPv6."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import time
 import urllib.error
 import urllib.request
 
+import numpy as np
 import pytest
 
-from tests.helpers.kafka import new_topic
-from tests.helpers.service import Service, free_port, wait_for
+from tests.helpers.kafka import json_message, new_topic, send
+from tests.helpers.monitoring import queries, samples, selectors
+from tests.helpers.service import Service, free_port, labeled_messages, wait_for
 
 STALLED = 400  # more than the endpoint's 64 connections, and than the open files left under the limit below
 OPEN_FILES_LIMIT = 256
@@ -95,5 +98,43 @@ def test_stalled_clients_neither_exhaust_the_service_nor_keep_a_scrape_out(kafka
     finally:
         for client in stalled:
             client.close()
+        if service.running():
+            service.kill()
+
+
+def scrape(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            return response.read().decode()
+    except OSError:
+        return ""
+
+
+def test_every_series_the_dashboard_and_the_alerts_select_is_served(kafka_bootstrap, tmp_path):
+    """Labeled messages on two partitions (judged, their errors watched for drift), messages whose
+    labels come on a labels topic, one message that is a dead letter: then every selector of every
+    query in deploy/grafana/nbstream.json and deploy/prometheus/alerts.yml, label matchers included,
+    matches a series the service serves. (The series do not depend on the Kafka client.)"""
+    topic = new_topic(kafka_bootstrap, "monitored", partitions=2)
+    labels_topic = new_topic(kafka_bootstrap, "monitored-labels", partitions=2)
+    values, _, _ = labeled_messages(200, np.random.default_rng(5))
+    waiting = [json_message(features=[1, 2, 3, 4, 5, 6], id=f"w{i}") for i in range(4)]
+    send(kafka_bootstrap, topic, values + waiting + [b"{not json"], partition_of=lambda i: i % 2)
+    send(kafka_bootstrap, labels_topic, [json_message(id="w0", label="ham")], partition_of=lambda i: 0)
+    port = free_port()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--labels-topic", labels_topic, "--drift-detector", "adwin",
+                      "--metrics-port", port).start()
+    wanted = [(where, selector) for where, expr in queries().items() for selector in selectors(expr)]
+
+    def unmatched() -> list[str]:
+        served = samples(scrape(port))
+        return [f"{where}: {selector}" for where, selector in wanted
+                if not any(selector.matches(name, labels) for name, labels in served)]
+
+    try:
+        assert wanted
+        assert wait_for(lambda: not unmatched(), timeout=120), "\n".join(unmatched()) + service.log_tail()
+        assert service.terminate() == 0, service.log_tail()
+    finally:
         if service.running():
             service.kill()

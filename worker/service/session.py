@@ -237,7 +237,12 @@ class Session:
         """Commit what changed; with --snapshot-dir, write a local copy of what was committed when
         --snapshot-interval has passed since the last copy, or at the session's ``last`` commit."""
         started = time.monotonic()
-        if self.checkpoint.commit():
+        try:
+            committed = self.checkpoint.commit()
+        except KafkaFailure:
+            self.metrics.commit_failures.inc()  # (the session ends; nothing of this commit counts)
+            raise
+        if committed:
             self.counts.publish(self.metrics)
             self.metrics.checkpoints.inc()
             self.metrics.last_checkpoint.set(time.time())

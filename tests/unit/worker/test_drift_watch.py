@@ -103,6 +103,15 @@ def test_each_detection_is_one_warning_line_and_counted_by_partition(detector, c
     assert REGISTRY.get_sample_value("nbstream_drift_detected_total", {"partition": "7"}) is None  # the service's own
 
 
+def test_a_partition_s_detections_are_reported_from_zero_before_the_first():
+    registry = CollectorRegistry()
+    registry.register(DRIFT_DETECTED)
+    assert registry.get_sample_value("nbstream_drift_detected_total", {"partition": "4321"}) is None
+    DriftWatch("adwin", partition=4_321)
+    assert registry.get_sample_value("nbstream_drift_detected_total", {"partition": "4321"}) == 0  # a first
+    # detection is then an increase
+
+
 @pytest.mark.parametrize("detector", DETECTORS)
 def test_a_watch_restored_from_its_json_detects_on_as_the_watch_unbroken(detector):
     errors = drifting_errors(seed=3)

@@ -23,7 +23,7 @@ from worker.service.snapshots import SnapshotStore, starting_point
 from worker.service.telemetry.metrics import ServiceMetrics
 from worker.snapshot_meta import SnapshotMeta, write_snapshot
 
-from .fake_kafka import FakeKafka, runs
+from .fake_kafka import FakeKafka, FakeProducer, runs
 
 STATES = "in.g.nbstream-state"  # the default state topic of group g reading topic in
 CREATED = ["admin.create_topic out", "admin.create_topic in.dlq", f"admin.create_topic {STATES}", "admin.close"]
@@ -253,6 +253,23 @@ def test_the_counters_take_the_work_of_a_commit_once_it_is_committed():
         assert metrics.registry.get_sample_value(name) == expected, name
 
 
+@pytest.mark.parametrize("guarantee, step", [("exactly-once", "commit_transaction"), ("at-least-once", "commit")])
+def test_a_commit_that_fails_is_counted_and_ends_the_run(monkeypatch, guarantee, step):
+    kafka = cluster()
+    metrics = ServiceMetrics()
+    session = open_session(kafka, settings(guarantee=guarantee), metrics)
+
+    def refused(*args, **kwargs):
+        raise KafkaFailure("the commit timed out")
+
+    client = FakeProducer if step == "commit_transaction" else type(kafka.consumers[0])
+    monkeypatch.setattr(client, step, refused)
+    with pytest.raises(KafkaFailure, match="the commit timed out"):
+        session.run(polls(5))
+    assert metrics.registry.get_sample_value("nbstream_commit_failures_total") == 1
+    assert metrics.registry.get_sample_value("nbstream_checkpoints_total") == 0
+
+
 def test_close_aborts_the_open_transaction_and_commits_nothing_more():
     kafka = cluster()
     session = open_session(kafka, settings())
@@ -312,6 +329,20 @@ def test_the_broker_answers_again_only_after_it_did_not(caplog):
     assert broker_lines(caplog) == [("WARNING", "the broker does not answer", "no broker at 127.0.0.1:9"),
                                     ("INFO", "the broker answers again", None)]
     assert (connected(metrics), metrics.ready) == (1, True)
+
+
+def test_readiness_is_a_metric_too():
+    kafka = cluster()
+    metrics = ServiceMetrics()
+    ready = lambda: metrics.registry.get_sample_value("nbstream_ready")  # noqa: E731
+    assert ready() == 0  # not before a session has partitions
+    session = open_session(kafka, settings(), metrics)
+    session.run(polls(1))
+    heartbeat(session, probe=True)
+    assert ready() == 1
+    kafka.answers = False
+    heartbeat(session, probe=True)
+    assert ready() == 0
 
 
 @pytest.mark.parametrize("interval, copies", [(0.0, 3), (3600.0, 2)])  # after each commit; the first and the last

@@ -115,6 +115,7 @@ class DriftWatch:
             raise ValueError(f"a drift watch takes one of {', '.join(DETECTORS)}; got {shown(detector)}")
         self.detector_name = detector
         self.partition = integer(partition, "partition", 0, INT32_MAX)
+        DRIFT_DETECTED.labels(str(self.partition))  # reported as 0 from now on: a first detection is an increase
         self.detector: DriftDetector = drift_detector(detector)
         self.judged = 0
         self.detections: deque[Detection] = deque(maxlen=KEPT_DETECTIONS)

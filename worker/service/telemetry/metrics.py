@@ -212,6 +212,9 @@ class ServiceMetrics:
         self.dead_letters = Counter("nbstream_dead_letters", "Messages sent to the dead-letter topic, by reason",
                                     ["reason"], registry=registry)
         self.checkpoints = Counter("nbstream_checkpoints", "Commits that wrote state", registry=registry)
+        self.commit_failures = Counter("nbstream_commit_failures", "Commits that failed: the session ended with "
+                                       "nothing of the commit done, and a new one resumes from the last commit",
+                                       registry=registry)
         self.sessions = Counter("nbstream_kafka_sessions", "Kafka sessions started (a new one after each "
                                 "recovered failure)", registry=registry)
         self.state_bytes = Counter("nbstream_state_written_bytes", "Compressed partition-state bytes written to "
@@ -248,6 +251,8 @@ class ServiceMetrics:
                                   "served model (--promote auto)", ["from_model", "to_model"], registry=registry)
         self.models = ModelLineup(registry)
         self.ready = False
+        Gauge("nbstream_ready", "1 while /readyz answers 200 (partitions assigned, the broker and a Schema Registry "
+              "in use answering), else 0", registry=registry).set_function(lambda: 1.0 if self.ready else 0.0)
         self.connected: bool | None = None  # unknown until the first contact
         self.registry_connected: bool | None = None  # the Schema Registry's, with --format avro: the same
         self.heartbeat = time.monotonic()
