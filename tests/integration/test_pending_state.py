@@ -12,8 +12,8 @@ import numpy as np
 import nbstream
 from nbstream.arrow import FeatureSpec
 from tests.helpers.kafka import read_all
-from tests.unit.worker.test_pending_codec import mnist_like
-from tests.unit.worker.test_pending_state import assert_same_store, serve
+from tests.unit.worker.service.pending.test_codec import mnist_like
+from tests.unit.worker.service.test_pending_state import assert_same_store, serve
 from worker.io.kafka.client import KafkaClient
 from worker.io.kafka.connect import connect
 from worker.io.kafka.settings import KafkaSettings

@@ -8,7 +8,7 @@ import pytest
 
 from worker.checkpoint import Checkpointer, CheckpointPolicy
 
-from .fakes import FakeSink, FakeState, FakeUpstream, Journal
+from ...helpers.fakes import FakeSink, FakeState, FakeUpstream, Journal
 
 
 def test_checkpoint_policy_counts_rows_or_time():

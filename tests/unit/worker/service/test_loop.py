@@ -20,7 +20,7 @@ from worker.service.partition.drift_watch import DriftConfig, DriftWatch
 from worker.service.partition.record import PartitionRecord
 from worker.service.telemetry.metrics import ServiceMetrics
 
-from .fakes import FakeFollower, FakeRecord, FakeSink, Journal, records
+from ....helpers.fakes import FakeFollower, FakeRecord, FakeSink, Journal, records
 
 
 def make_loop(classes=None, partitions=(0,), learn=True, spec=None, model=nbstream.MultinomialNB, drift=None,

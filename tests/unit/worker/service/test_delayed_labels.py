@@ -18,7 +18,7 @@ from worker.service.partition.record import PartitionRecord
 from worker.service.pending.join import widened
 from worker.service.telemetry.metrics import ServiceMetrics
 
-from .fake_kafka import FakeKafka
+from ....helpers.fake_kafka import FakeKafka
 from .test_session import STATES, open_session, polls, settings
 
 DAY_MS = 86_400_000

@@ -14,7 +14,7 @@ from worker.io.kafka.dead_letters import cut_to_fit
 from worker.io.kafka.sink import Destination, KafkaSink
 from worker.io.records import Polled, Record
 
-from .fakes import records
+from .....helpers.fakes import records
 
 
 class BatchRefusingProducer:

@@ -25,7 +25,7 @@ from worker.io.registry.records import registry_records
 from worker.io.registry.schemas import SchemaProblem
 from worker.io.registry.wire import frame
 
-from .test_registry_records import FakeRegistry
+from .test_records import FakeRegistry
 
 PROTOBUF = MessageFields(format="protobuf")
 F = descriptor_pb2.FieldDescriptorProto

@@ -18,7 +18,7 @@ from worker.io.registry.client import RegisteredSchema
 from worker.io.registry.records import registry_records
 from worker.io.registry.wire import frame
 
-from .test_registry_records import DIGIT, FakeRegistry
+from .test_records import DIGIT, FakeRegistry
 
 JSON_SCHEMA = MessageFields(format="json-schema")
 PLAIN = MessageFields()

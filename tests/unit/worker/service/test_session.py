@@ -23,7 +23,7 @@ from worker.service.snapshots import SnapshotStore, starting_point
 from worker.service.telemetry.metrics import ServiceMetrics
 from worker.snapshot_meta import SnapshotMeta, write_snapshot
 
-from .fake_kafka import FakeKafka, FakeProducer, runs
+from ....helpers.fake_kafka import FakeKafka, FakeProducer, runs
 
 STATES = "in.g.nbstream-state"  # the default state topic of group g reading topic in
 CREATED = ["admin.create_topic out", "admin.create_topic in.dlq", f"admin.create_topic {STATES}", "admin.close"]

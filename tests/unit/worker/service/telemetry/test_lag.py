@@ -9,7 +9,7 @@ from prometheus_client import generate_latest
 from worker.service.telemetry.lag import GroupLag, partition_lags
 from worker.service.telemetry.metrics import ServiceMetrics
 
-from .fake_kafka import FakeKafka
+from .....helpers.fake_kafka import FakeKafka
 
 
 def test_a_partition_is_behind_by_what_the_group_has_not_committed():

@@ -23,9 +23,9 @@ from worker.service.pending.join import LabelsConfig
 from worker.service.pending.records import pending_of
 from worker.service.pending.store import PendingExamples
 
-from .fake_kafka import FakeKafka
-from .fakes import FakeFollower
-from .test_pending_codec import mnist_like, sms_like
+from ....helpers.fake_kafka import FakeKafka
+from ....helpers.fakes import FakeFollower
+from .pending.test_codec import mnist_like, sms_like
 
 TOPIC = "state"
 PENDING = b"partition-0/pending/"

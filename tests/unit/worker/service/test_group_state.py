@@ -15,7 +15,7 @@ from worker.service.follower import state_name
 from worker.service.group_state import GroupState
 from worker.service.partition.record import PartitionRecord
 
-from .fakes import FakeFollower
+from ....helpers.fakes import FakeFollower
 
 
 def stored(partition, next_offset, rows=1, model=None):

@@ -18,9 +18,9 @@ from worker.service.models.config import parse_challengers
 from worker.service.partition.record import PartitionRecord
 from worker.service.telemetry.metrics import ServiceMetrics
 
-from .fake_kafka import FakeKafka
-from .test_session import STATES, open_session, polls, settings
-from .test_session import states_in as every_state
+from .....helpers.fake_kafka import FakeKafka
+from ..test_session import STATES, open_session, polls, settings
+from ..test_session import states_in as every_state
 
 COMPLEMENT = "cnb=model=complement,alpha=0.5"
 FORGETTING = "forget=half_life=20"
@@ -241,7 +241,7 @@ def test_a_state_whose_other_models_do_not_read_is_unreadable(models, reason):
 
 # ---- labels that come later ------------------------------------------------------------------
 def test_delayed_labels_teach_every_model_and_judge_each_by_what_it_predicted():
-    from .test_delayed_labels import FEATURES, LABELS, cluster, offline, send_features, send_labels, states_in
+    from ..test_delayed_labels import FEATURES, LABELS, cluster, offline, send_features, send_labels, states_in
 
     kafka = cluster()
     session = open_session(kafka, settings(labels_topic="labels", challenger=parse_challengers([COMPLEMENT]),
@@ -270,7 +270,7 @@ def test_delayed_labels_teach_every_model_and_judge_each_by_what_it_predicted():
 
 
 def test_examples_kept_before_a_challenger_came_teach_it_without_judging_it():
-    from .test_delayed_labels import cluster, send_features, send_labels, states_in
+    from ..test_delayed_labels import cluster, send_features, send_labels, states_in
 
     kafka = cluster()
     session = open_session(kafka, settings(labels_topic="labels"))
@@ -346,7 +346,7 @@ def test_every_replica_serves_the_model_the_group_chose():
     from worker.service.group_state import GroupState
     from worker.service.session import lineup
 
-    from .fakes import FakeFollower
+    from .....helpers.fakes import FakeFollower
 
     X, y = stream(300)
     kafka = cluster(X, y)

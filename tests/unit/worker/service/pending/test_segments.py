@@ -10,7 +10,7 @@ from worker.service.pending.frame import pack, unpack
 from worker.service.pending.segments import Changes, SegmentWriter, restore
 from worker.service.pending.store import PendingExamples
 
-from .test_pending_codec import mnist_like, sms_like
+from .test_codec import mnist_like, sms_like
 
 
 class StateTopic:
