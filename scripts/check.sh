@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The static checks CI runs before the tests, each failing the run: ruff (lint, import order,
-# complexity), the import layers (import-linter, contracts in pyproject.toml), mypy (strict on the library and the
-# worker, but for worker.service and worker.batch.spark, whose bodies are checked) and the documentation site,
+# complexity), the import layers (import-linter, contracts in pyproject.toml), mypy (strict on every module of the
+# library and the worker) and the documentation site,
 # built strictly (a broken link or reference fails it). Needs .venv with the test extra
 # (scripts/setup.sh test).
 set -euo pipefail

@@ -23,6 +23,7 @@ from __future__ import annotations
 from ..checkpoint import Checkpointer, CheckpointPolicy, Output
 from ..io.kafka.client import Consumer, Producer
 from ..io.kafka.state_topic import write_records
+from ..io.records import Header
 from .follower import BASE, state_name
 from .group_state import GroupState
 from .models.choice import SERVED_MODEL
@@ -149,11 +150,14 @@ class TransactionalProducer(Producer):
         self.inner = inner
         self.open = False
 
-    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
+             partition: int | None = None, timestamp_ms: int | None = None) -> None:
         self.begin_transaction()
         self.inner.send(topic, value, key, headers, partition, timestamp_ms)
 
-    def send_many(self, topic, values, keys, headers=None, timestamps_ms=None) -> None:
+    def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None],
+                  headers: list[list[Header] | None] | None = None,
+                  timestamps_ms: list[int | None] | None = None) -> None:
         self.begin_transaction()
         self.inner.send_many(topic, values, keys, headers, timestamps_ms)
 
@@ -168,7 +172,7 @@ class TransactionalProducer(Producer):
             self.inner.begin_transaction()
             self.open = True
 
-    def send_offsets(self, topic, offsets, group_metadata, timeout_s) -> None:
+    def send_offsets(self, topic: str, offsets: dict[int, int], group_metadata: object, timeout_s: float) -> None:
         self.begin_transaction()
         self.inner.send_offsets(topic, offsets, group_metadata, timeout_s)
 

@@ -70,13 +70,14 @@ class ServeModel(Checked):
     are the settings of ``worker.model_settings.ModelParameters``)."""
     kind: str = setting("multinomial", "--model", help="bernoulli, multinomial, complement, gaussian or "
                                                        "categorical.")
-    classes: list = setting(default_factory=list, flag="--classes", parse=lambda text: parse_classes(_columns(text)),
-                            help="Fixed class set, comma-separated (numbers if all are); other labels go to the "
-                                 "dead-letter topic (default: open, grows).")
+    classes: list[Any] = setting(default_factory=list, flag="--classes",
+                                 parse=lambda text: parse_classes(_columns(text)),
+                                 help="Fixed class set, comma-separated (numbers if all are); other labels go to the "
+                                      "dead-letter topic (default: open, grows).")
     max_classes: int = max_classes_setting()
     learn: bool = setting(True, "--learn", negative="--no-learn",
                           help="Learn from labeled messages, or only predict (labels ignored).")
-    parameters: dict = field(default_factory=dict)  # the model's own (alpha, binarize, window, ...)
+    parameters: dict[str, Any] = field(default_factory=dict[str, Any])  # the model's own (alpha, binarize, window, ...)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import nbstream
 from nbstream.arrow import FeatureEncoder
@@ -37,7 +38,7 @@ def _refuse(message: str) -> None:
 class Exported:
     """What ``export`` wrote: the model, its name, each partition's next offset, and whether the
     group names its models (it learns several, or the one it learns has a name of its own)."""
-    model: NaiveBayes
+    model: NaiveBayes[Any, Any]
     name: str
     offsets: dict[int, int]
     named: bool
@@ -99,7 +100,7 @@ def _read(follower: StateFollower, timeout_s: float
 
 
 def _merged(learned: dict[str, ModelStatistics], encoders: dict[str, FeatureEncoder]
-            ) -> tuple[NaiveBayes, FeatureEncoder]:
+            ) -> tuple[NaiveBayes[Any, Any], FeatureEncoder]:
     """The merge of one model's statistics in the states named by ``learned``'s keys."""
     first = next(iter(learned))
     template = learned[first].model

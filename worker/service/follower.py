@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import nbstream
 from nbstream.arrow import FeatureEncoder
@@ -98,7 +99,8 @@ class StateFollower:
     def forget_fetched(self) -> None:
         self._fetched = None
 
-    def take(self, name: str, fresh_model: nbstream.base.NaiveBayes) -> tuple[PartitionRecord, FeatureEncoder] | None:
+    def take(self, name: str,
+             fresh_model: nbstream.base.NaiveBayes[Any, Any]) -> tuple[PartitionRecord, FeatureEncoder] | None:
         """The newest state of ``name`` that reads, and the feature encoder it was learned with
         (``fresh_model`` is its model if it learned nothing); None when no state of ``name`` that
         reads came since the last take. Each newer one that does not is skipped."""

@@ -18,7 +18,7 @@ import copy
 import logging
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,7 @@ import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
 from nbstream.labels import ClassSet
-from nbstream.ndarrays import AnyArray
+from nbstream.ndarrays import AnyArray, Features
 
 from ..io.messages import NUMBER, STRING
 from .telemetry.metrics import GLOBAL_MODEL_MERGE_SECONDS
@@ -39,15 +39,15 @@ class Statistics(Protocol):
     """A partition's statistics as the merge reads them: a Partition, or a record of one."""
 
     @property
-    def model(self) -> NaiveBayes: ...
+    def model(self) -> NaiveBayes[Any, Any]: ...
 
     @property
     def encoder(self) -> FeatureEncoder | None:
         """Its own encoder where codes are learned per partition (categorical), else None."""
 
 
-def merge_states(fresh: NaiveBayes, encoder: FeatureEncoder, states: Iterable[Statistics],
-                 on_conflict: Callable[[str], None] | None = None) -> tuple[NaiveBayes, FeatureEncoder]:
+def merge_states(fresh: NaiveBayes[Any, Any], encoder: FeatureEncoder, states: Iterable[Statistics],
+                 on_conflict: Callable[[str], None] | None = None) -> tuple[NaiveBayes[Any, Any], FeatureEncoder]:
     """One model from many partition states (and the encoder its codes refer to).
 
     fresh : an unfitted model with the group's parameters, merged into
@@ -91,8 +91,8 @@ class GlobalModel:
     fresh() : an unfitted model with the group's parameters; encoder : the group's encoder;
     classes : a fixed class set, or None for an open one."""
 
-    def __init__(self, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, sources: StatisticsSources,
-                 classes: AnyArray | list | None = None):
+    def __init__(self, fresh: Callable[[], NaiveBayes[Any, Any]], encoder: FeatureEncoder, sources: StatisticsSources,
+                 classes: AnyArray | list[Any] | None = None):
         self._fresh, self._sources = fresh, sources
         self._encoder = encoder
         self._classes = classes
@@ -104,7 +104,7 @@ class GlobalModel:
 
     # ---- what it is ---------------------------------------------------------------------------
     @property
-    def model(self) -> NaiveBayes:
+    def model(self) -> NaiveBayes[Any, Any]:
         """The merged model, current."""
         self._catch_up()
         return self._model
@@ -122,7 +122,7 @@ class GlobalModel:
         return self._encoder
 
     @property
-    def classes(self) -> AnyArray | list | None:
+    def classes(self) -> AnyArray | list[Any] | None:
         """The fixed class set (None: open)."""
         return self._classes
 
@@ -186,7 +186,8 @@ class GlobalModel:
         proba = model.predict_proba(X)
         return Predictions(model.classes_, np.argmax(proba, axis=1), proba, versions)
 
-    def predict_then_learn(self, X, y: np.ndarray, learned: np.ndarray, partitions: np.ndarray) -> Predictions:
+    def predict_then_learn(self, X: Features, y: np.ndarray, learned: np.ndarray,
+                           partitions: np.ndarray) -> Predictions:
         """Test-then-train predictions of a poll's rows: row i by this model plus the learned rows
         before i of its own partition, exactly (nothing is learned here: the partitions learn next).
 
@@ -256,7 +257,8 @@ class Predictions:
         """(n_rows,) whether each row has a prediction."""
         if self.proba is None or not self.proba.shape[1]:
             return np.zeros(len(self.versions), dtype=bool)
-        return ~np.isnan(self.proba[:, 0])
+        scored: np.ndarray = ~np.isnan(self.proba[:, 0])
+        return scored
 
     @property
     def labels(self) -> np.ndarray | None:

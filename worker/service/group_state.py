@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.base import NaiveBayes
@@ -63,7 +64,7 @@ class PartitionSettings:
     classes : a fixed class set (None: open); labels : labels that come later (None: no labels
         topic, and no pending examples: the pending records a partition has in the topic are then
         tombstoned at its next commit); drift : how errors are watched (None: not watched)."""
-    classes: AnyArray | list | None = None
+    classes: AnyArray | list[Any] | None = None
     labels: LabelsConfig | None = None
     drift: DriftConfig | None = None
 
@@ -74,7 +75,7 @@ class GroupState:
     models learned beside the one ``fresh`` makes (default: none); referee : told of every
     judgement of the owned partitions, to promote a challenger (None: none is)."""
 
-    def __init__(self, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder, follower: StateFollower,
+    def __init__(self, fresh: Callable[[], NaiveBayes[Any, Any]], encoder: FeatureEncoder, follower: StateFollower,
                  start: str = "earliest", settings: PartitionSettings | None = None, lineup: Lineup | None = None,
                  referee: PromotionWatch | None = None):
         self.fresh, self.follower, self.start = fresh, follower, start
@@ -305,7 +306,7 @@ class GroupState:
         """Messages of the owned partitions waiting for their label."""
         return sum(partition.pending_examples for partition in self.owned.values())
 
-    def quality_reports(self) -> Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]]:
+    def quality_reports(self) -> Callable[[], tuple[dict[str, dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]]:
         """Each model's prequential quality in the group (over every state known) and in each owned
         partition, by model name, as reports made when called (from the metrics server's thread:
         the qualities it reads are taken now, and allow being judged meanwhile)."""
@@ -316,7 +317,7 @@ class GroupState:
         group = {name: [found for found in (state.quality_of(name) for state in known) if found is not None]
                  + [qualities[name] for qualities in owned.values()] for name in self.lineup.names}
 
-        def reports() -> tuple[dict[str, dict], dict[str, dict[int, dict]]]:
+        def reports() -> tuple[dict[str, dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]:
             return ({name: PredictionQuality.merged(qualities).report() for name, qualities in group.items()},
                     {name: {p: qualities[name].report() for p, qualities in owned.items()} for name in group})
         return reports

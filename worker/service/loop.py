@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label_values
 from nbstream.labels import ClassSet
-from nbstream.ndarrays import AnyArray, BoolArray
+from nbstream.ndarrays import AnyArray, BoolArray, Features
 
 from ..io.fields import LABEL_COLUMN, MessageFields
 from ..io.formats import Decoded, MessageFormat
@@ -70,7 +70,7 @@ class LoopOutputs:
     """Where a poll's results go: predictions, rejects (dead letters), and what the output
     refused before (an input whose output was refused alone is dead-lettered)."""
     predictions: PredictionSink
-    rejects: RejectSink
+    rejects: RejectSink[Polled]
     refusals: Refusals = field(default_factory=Refusals)
 
 
@@ -330,6 +330,6 @@ class PrequentialLoop:
         self.metrics.examples_seen.set(self.group.global_model.version)
 
 
-def _rows_of(values, rows: BoolArray):
+def _rows_of(values: Features, rows: BoolArray) -> Features:
     """values[rows] for a boolean mask, without copying when every row is kept."""
     return values if rows.all() else values[rows]

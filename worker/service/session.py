@@ -24,6 +24,7 @@ from ..io.interfaces import Refusals
 from ..io.kafka.client import Consumer, ConsumerOptions, KafkaClient, KafkaFailure, Producer, Start, TopicInfo
 from ..io.kafka.sink import Destination, KafkaSink
 from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
+from ..io.records import Polled
 from ..io.registry.client import RegistryAccessError, RegistryUnavailable
 from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta
 from .commit import ServeCheckpoint, TransactionalProducer
@@ -209,7 +210,7 @@ class Session:
             self._heartbeat(len(polled) + len(labels) > 0)
         self.commit(last=True)
 
-    def _process(self, polled, labels, should_stop: Callable[[], bool]) -> bool:
+    def _process(self, polled: Polled, labels: Polled, should_stop: Callable[[], bool]) -> bool:
         """Process a poll; False when stopped first. While the Schema Registry cannot answer for its
         records (unreachable, overloaded, or refusing the credentials it took at start: they may
         have been rotated or their rights withdrawn), nothing of the poll is used: what came before

@@ -12,6 +12,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
@@ -38,7 +39,7 @@ class SnapshotStore:
         found = [(int(m.group(1)), path) for path in self.directory.iterdir() if (m := _NAME.match(path.name))]
         return sorted(found)
 
-    def latest(self) -> tuple[nbstream.base.NaiveBayes, SnapshotMeta, Path] | None:
+    def latest(self) -> tuple[nbstream.base.NaiveBayes[Any, Any], SnapshotMeta, Path] | None:
         """(model, meta, path) of the newest intact snapshot, or None when there is none."""
         for _, path in reversed(self._numbered()):
             try:
@@ -48,7 +49,7 @@ class SnapshotStore:
                 log.warning("skipping unreadable snapshot", extra={"path": str(path), "error": str(error)})
         return None
 
-    def save(self, model, meta: SnapshotMeta) -> Path:
+    def save(self, model: NaiveBayes[Any, Any], meta: SnapshotMeta) -> Path:
         numbered = self._numbered()
         number = numbered[-1][0] + 1 if numbered else 1
         path = write_snapshot(model, self.directory / f"snapshot-{number:010d}.nbs", meta)
@@ -60,11 +61,11 @@ class SnapshotStore:
 @dataclass
 class StartingPoint:
     """The model and features a group starts from: the configured ones, or those of a snapshot."""
-    template: NaiveBayes  # an unfitted model with the group's parameters
-    features: dict  # the group's feature encoder, as JSON
+    template: NaiveBayes[Any, Any]  # an unfitted model with the group's parameters
+    features: dict[str, Any]  # the group's feature encoder, as JSON
     base: PartitionRecord | None = None  # a model the group starts from
 
-    def fresh(self) -> NaiveBayes:
+    def fresh(self) -> NaiveBayes[Any, Any]:
         return type(self.template)(**self.template.get_params())
 
 
@@ -86,7 +87,8 @@ def starting_point(config: ServeConfig, store: SnapshotStore | None) -> Starting
     return StartingPoint(config.model.options().build(), config.feature_spec().encoder().to_json())
 
 
-def _from_snapshot(model, features: FeatureEncoder, starts: dict[int, int], name: str) -> StartingPoint:
+def _from_snapshot(model: NaiveBayes[Any, Any], features: FeatureEncoder, starts: dict[int, int],
+                   name: str) -> StartingPoint:
     """name : the model's in the group (the one the serve options describe)."""
     group_features = features.spec.encoder().to_json() if isinstance(features, CategoricalEncoder) \
         else features.to_json()

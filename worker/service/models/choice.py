@@ -23,6 +23,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from nbstream.checked import shown
 
@@ -41,7 +42,7 @@ class ServedChoice:
     token of its own); promotion : the figures of the promotion that made it (JSON values)."""
     served: str
     writer: str
-    promotion: dict
+    promotion: dict[str, Any]
 
     def to_payload(self) -> bytes:
         return json.dumps({"served": self.served, "writer": self.writer, "promotion": self.promotion}).encode()

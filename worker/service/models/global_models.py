@@ -9,7 +9,7 @@ predictions are sent, the others' judged (and, in shadow mode, sent beside them)
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -58,8 +58,8 @@ class GlobalModels:
 
     fresh() : an unfitted primary model; encoder : the group's; classes : a fixed class set, or None."""
 
-    def __init__(self, lineup: Lineup, fresh: Callable[[], NaiveBayes], encoder: FeatureEncoder,
-                 group: GroupStates, classes: AnyArray | list | None = None):
+    def __init__(self, lineup: Lineup, fresh: Callable[[], NaiveBayes[Any, Any]], encoder: FeatureEncoder,
+                 group: GroupStates, classes: AnyArray | list[Any] | None = None):
         self._models = {name: GlobalModel(lineup.maker(name, fresh), encoder, NamedSources(group, name), classes)
                         for name in lineup.names}
         self._served = lineup.primary

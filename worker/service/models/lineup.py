@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from nbstream.base import NaiveBayes
 
@@ -24,7 +25,7 @@ class Lineup:
     challengers : each other model's maker (an unfitted model with its parameters), by name;
     named : whether predictions name the model that served them (--model-name or a challenger given)."""
     primary: str = DEFAULT_NAME
-    challengers: dict[str, Callable[[], NaiveBayes]] = field(default_factory=dict)
+    challengers: dict[str, Callable[[], NaiveBayes[Any, Any]]] = field(default_factory=dict)
     named: bool = False
 
     @property
@@ -32,11 +33,11 @@ class Lineup:
         """Every model's name, the primary's first."""
         return [self.primary, *self.challengers]
 
-    def maker(self, name: str, fresh: Callable[[], NaiveBayes]) -> Callable[[], NaiveBayes]:
+    def maker(self, name: str, fresh: Callable[[], NaiveBayes[Any, Any]]) -> Callable[[], NaiveBayes[Any, Any]]:
         """What makes an unfitted model of ``name`` (``fresh``: the primary's)."""
         return fresh if name == self.primary else self.challengers[name]
 
-    def aligned(self, record: PartitionRecord, fresh: Callable[[], NaiveBayes]) -> PartitionRecord:
+    def aligned(self, record: PartitionRecord, fresh: Callable[[], NaiveBayes[Any, Any]]) -> PartitionRecord:
         """The record holding one model per name of the lineup, the primary first: each as the
         record holds it (a new one in place of one that learned nothing), a new one for a name it
         holds none of; those of other names left out. fresh() : an unfitted primary model."""
@@ -53,8 +54,8 @@ class Lineup:
         return replace(record, model=first.model, quality=first.quality, name=self.primary,
                        others={name: state(name) for name in self.challengers})
 
-    def differing(self, record: PartitionRecord, fresh: Callable[[], NaiveBayes]) -> tuple[str, NaiveBayes,
-                                                                                          NaiveBayes] | None:
+    def differing(self, record: PartitionRecord, fresh: Callable[[], NaiveBayes[Any, Any]]
+                  ) -> tuple[str, NaiveBayes[Any, Any], NaiveBayes[Any, Any]] | None:
         """(name, the model the record learned, the model the lineup describes) of the first name of
         both whose model is of another kind or has other parameters; None when none is."""
         for name in record.names:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +51,7 @@ class SharedModel(Protocol):
     """What a partition needs of the model every replica predicts with (``GlobalModel``)."""
 
     @property
-    def classes(self) -> AnyArray | list | None:
+    def classes(self) -> AnyArray | list[Any] | None:
         """A fixed class set (None: open), given to a partition's first ``partial_fit``."""
 
     @property
@@ -124,7 +124,7 @@ class Partition:
 
     # ---- what it holds ----------------------------------------------------------------------
     @property
-    def model(self) -> NaiveBayes:
+    def model(self) -> NaiveBayes[Any, Any]:
         """Its first model's statistics (the model the serve options describe): learned from this partition only."""
         return self._models[self._first]
 
@@ -207,7 +207,7 @@ class Partition:
         self._changed = True
         return self._judge(y, judged or {})
 
-    def keep_pending(self, ids: list, X: object, served: dict[str, Served], times_ms: IntArray,
+    def keep_pending(self, ids: list[Any], X: object, served: dict[str, Served], times_ms: IntArray,
                      offsets: IntArray) -> Kept:
         """Step 5: keep served messages until their label comes: ids (n,), X (n, d), what each model
         predicted for each (by name: best (n,) int32, -1: no class known; proba (n, C)), their event
@@ -232,7 +232,7 @@ class Partition:
         self._changed = True
         return Kept(added, expired)
 
-    def join_labels(self, ids: list, labels: AnyArray, times_ms: IntArray, offsets: IntArray) -> Labeled:
+    def join_labels(self, ids: list[Any], labels: AnyArray, times_ms: IntArray, offsets: IntArray) -> Labeled:
         """Step 6: label events (ids (n,), labels (n,), their times and offsets on the labels topic)
         meet their pending examples, which are learned and judged by what they were served; the
         others wait for their message."""

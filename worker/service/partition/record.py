@@ -35,6 +35,7 @@ import binascii
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import nbstream
 from nbstream.arrow import LONGEST_NGRAMS, FeatureEncoder
@@ -59,14 +60,14 @@ _PARTITION = re.compile(r"0|[1-9][0-9]{0,9}")
 class ModelStatistics:
     """One named model of a partition as the merge reads it: its statistics, and the partition's
     own encoder where codes are learned per partition (None: the group's)."""
-    model: NaiveBayes
+    model: NaiveBayes[Any, Any]
     encoder: FeatureEncoder | None = None
 
 
 @dataclass(frozen=True)
 class ModelState:
     """A partition's model other than its first: its statistics and how its predictions fared."""
-    model: NaiveBayes
+    model: NaiveBayes[Any, Any]
     quality: PredictionQuality = field(default_factory=PredictionQuality)
 
 
@@ -91,13 +92,13 @@ class PartitionRecord:
     name : the name of ``model`` (the model the serve options describe)
     others : the partition's other models by name (challengers, and a served model promoted from them)
     """
-    model: NaiveBayes
+    model: NaiveBayes[Any, Any]
     encoder: FeatureEncoder | None = None
     next_offset: int | None = None
     quality: PredictionQuality = field(default_factory=PredictionQuality)
     starts: dict[int, int] = field(default_factory=dict)
     label_field: str | None = None
-    drift: dict | None = None  # its drift watch as JSON (drift_watch.py), checked when restored
+    drift: dict[str, Any] | None = None  # its drift watch as JSON (drift_watch.py), checked when restored
     pending: PendingExamples | None = None
     pending_records: PendingRecords | None = None
     labels_next_offset: int | None = None
@@ -145,7 +146,7 @@ class PartitionRecord:
         return PARTITION_STATE.seal(json.dumps(header).encode(), [model])
 
     @classmethod
-    def from_payload(cls, payload: bytes, fresh_model: NaiveBayes,
+    def from_payload(cls, payload: bytes, fresh_model: NaiveBayes[Any, Any],
                      source: str) -> tuple[PartitionRecord, FeatureEncoder]:
         """The state and the feature encoder it was learned with (``fresh_model`` is its model when it
         learned nothing; the others that learned nothing are read with a fresh model like it, which
@@ -191,12 +192,13 @@ def partition_number(text: str) -> int | None:
     return number if number <= INT32_MAX else None
 
 
-def _header_and_model(payload: bytes) -> tuple[dict, bytes]:
+def _header_and_model(payload: bytes) -> tuple[dict[str, Any], bytes]:
     opened = PARTITION_STATE.open(payload)
     return opened.header, bytes(opened.body)
 
 
-def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes, encoder: FeatureEncoder) -> NaiveBayes:
+def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes[Any, Any],
+           encoder: FeatureEncoder) -> NaiveBayes[Any, Any]:
     """The state's own model (a snapshot), or ``fresh_model`` when it learned nothing."""
     if type(fitted) is not bool:
         raise ValueError(f"fitted must be true or false; got {shown(fitted)}")
@@ -211,7 +213,7 @@ def _model(model_bytes: bytes, fitted: object, fresh_model: NaiveBayes, encoder:
     return model
 
 
-def _other_json(state: ModelState) -> dict:
+def _other_json(state: ModelState) -> dict[str, Any]:
     fitted = state.model.is_fitted
     snapshot = base64.b64encode(dumps(state.model, tables=False)).decode() if fitted else None
     return {"fitted": fitted, "quality": state.quality.to_json(), "snapshot": snapshot}
@@ -223,7 +225,7 @@ def _name(value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-def _others(value: object, fresh_model: NaiveBayes, encoder: FeatureEncoder) -> dict[str, ModelState]:
+def _others(value: object, fresh_model: NaiveBayes[Any, Any], encoder: FeatureEncoder) -> dict[str, ModelState]:
     """The header's other models: each one's statistics (a fresh model like ``fresh_model`` while
     it learned nothing) and quality."""
     if not isinstance(value, dict):
@@ -245,7 +247,7 @@ def _others(value: object, fresh_model: NaiveBayes, encoder: FeatureEncoder) -> 
     return others
 
 
-def _quality(header: dict) -> PredictionQuality:
+def _quality(header: dict[str, Any]) -> PredictionQuality:
     """The header's quality; of a header the previous version wrote, its accuracy alone."""
     if "quality" in header:
         return PredictionQuality.from_json(header["quality"])
@@ -255,7 +257,7 @@ def _quality(header: dict) -> PredictionQuality:
                                           number(required(header, "recent_correct"), "recent_correct"))
 
 
-def _drift(value: object) -> dict | None:
+def _drift(value: object) -> dict[str, Any] | None:
     """A drift watch's JSON, whose fields the watch checks when it is restored from it."""
     if value is not None and not isinstance(value, dict):
         raise ValueError(f"drift must be a JSON object or null; got {shown(value)}")

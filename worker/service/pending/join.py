@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class LabelsConfig(Checked):
 
 
 
-def with_id(ids: list) -> BoolArray:
+def with_id(ids: list[Any]) -> BoolArray:
     """(n,) which ids can name a pending message: strings and integers (not booleans) of
     MOST_ID_CHARACTERS at most (a longer one is served, not kept)."""
     return np.fromiter((id_problem(key, "id") is None for key in ids), dtype=bool, count=len(ids))

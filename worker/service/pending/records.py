@@ -32,6 +32,7 @@ import binascii
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from nbstream.checked import shown
 
@@ -81,7 +82,7 @@ class PendingRecords:
         self.stale: dict[str, frozenset[bytes]] = {}  # segment -> chunk keys of records the directory does not name
         self._segments = SegmentWriter(set(self.digests))
 
-    def listing(self) -> dict | None:
+    def listing(self) -> dict[str, Any] | None:
         """The partition state's header field: the directory (base64) and each chunk's record digest."""
         if self.directory is None:
             return None

@@ -17,6 +17,7 @@ import datetime as dt
 import json
 import logging
 import sys
+from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
 
@@ -33,7 +34,7 @@ def utc_iso(created: float) -> str:
         "+00:00", "Z")
 
 
-def fields(record: logging.LogRecord) -> dict:
+def fields(record: logging.LogRecord) -> dict[str, Any]:
     """The structured fields a log call passed in ``extra``."""
     return {key: value for key, value in vars(record).items() if key not in _STANDARD}
 
@@ -53,11 +54,11 @@ class TextFormatter(logging.Formatter):
 class JsonLineFormatter(JsonFormatter):
     """{"time", "level", "logger", "message", ...fields, "exception"} on one line."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("{levelname}{name}{message}", style="{",
                          rename_fields={"levelname": "level", "name": "logger", "exc_info": "exception"})
 
-    def add_fields(self, log_data: dict, record: logging.LogRecord, message_dict: dict) -> None:
+    def add_fields(self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]) -> None:
         log_data["time"] = utc_iso(record.created)
         super().add_fields(log_data, record, message_dict)
 
@@ -69,7 +70,7 @@ class QuietClients(logging.Filter):
         return not record.name.startswith(CLIENT_LOGGERS)
 
 
-class LineHandler(logging.StreamHandler):
+class LineHandler(logging.StreamHandler):  # type: ignore[type-arg]  # of stderr, a TextIO
     """Writes records to stderr as the formatter makes them, with every secret masked."""
 
     def format(self, record: logging.LogRecord) -> str:

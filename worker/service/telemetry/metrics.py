@@ -7,7 +7,8 @@ import logging
 import platform
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 from prometheus_client import (
@@ -19,7 +20,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
 )
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
 import nbstream
 
@@ -58,7 +59,7 @@ class BatchHistogram:
     """A Prometheus histogram fed a whole array of observations at once (one numpy call per batch,
     where a library call per message would cost more than predicting it)."""
 
-    def __init__(self, name: str, documentation: str, buckets: tuple, registry: CollectorRegistry):
+    def __init__(self, name: str, documentation: str, buckets: tuple[Any, ...], registry: CollectorRegistry):
         self.name, self.documentation = name, documentation
         self.bounds = np.asarray(buckets, dtype=np.float64)
         self.counts = np.zeros(len(buckets) + 1, dtype=np.int64)  # the last: above every bound
@@ -74,12 +75,16 @@ class BatchHistogram:
             self.counts += bins
             self.total += float(values.sum())
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         with self._lock:
             cumulative, total = np.cumsum(self.counts), self.total
         buckets = [(f"{bound:g}", int(count)) for bound, count in zip(self.bounds, cumulative[:-1], strict=True)]
         yield HistogramMetricFamily(self.name, self.documentation, buckets=buckets + [("+Inf", int(cumulative[-1]))],
                                     sum_value=total)
+
+
+# By model name: the group's report, and each owned partition's (window -> metric -> value)
+QualityReports = tuple[dict[str, dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]
 
 
 class PrequentialQuality:
@@ -107,15 +112,15 @@ class PrequentialQuality:
     }
 
     def __init__(self, registry: CollectorRegistry):
-        self.reports: Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]] = lambda: ({}, {})
+        self.reports: Callable[[], QualityReports] = lambda: ({}, {})
         registry.register(self)
 
-    def show(self, reports: Callable[[], tuple[dict[str, dict], dict[str, dict[int, dict]]]]) -> None:
+    def show(self, reports: Callable[[], QualityReports]) -> None:
         """reports() : by model name, the group's report and each owned partition's (window ->
         metric -> value), made when scraped, on the metrics server's thread."""
         self.reports = reports  # one assignment: a scrape sees the old or the new, whole
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         group, owned = self.reports()
         families = {name: GaugeMetricFamily(name, f"{documentation} ({self.LABELS})")
                     for name, (_, documentation) in (self.GAUGES | self.PER_CLASS).items()}
@@ -126,7 +131,7 @@ class PrequentialQuality:
                 self._add(families, report, {"model": model, "partition": str(partition)})
         yield from families.values()
 
-    def _add(self, families: dict[str, GaugeMetricFamily], report: dict, labels: dict[str, str]) -> None:
+    def _add(self, families: dict[str, GaugeMetricFamily], report: dict[str, Any], labels: dict[str, str]) -> None:
         for window, metrics in report.items():
             at = labels | {"window": window}
             for name, (key, _) in self.GAUGES.items():
@@ -156,7 +161,7 @@ class ModelLineup:
         log-loss over the promotion's window by name), made when scraped."""
         self.lineup = lineup
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         served, settings, log_losses = self.lineup()
         info = GaugeMetricFamily("nbstream_model_info", "The models the group learns: 1 for each, with its settings "
                                  "and role (served: its predictions are sent; challenger: judged beside it)",
@@ -183,7 +188,7 @@ class ConsumerLag:
     def update(self, topic: str, group: str, lags: dict[int, int]) -> None:
         self.measured = {**self.measured, topic: (group, dict(lags))}  # one assignment: a scrape sees it whole
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         each = GaugeMetricFamily("nbstream_consumer_lag", "Messages of an input partition the group has not "
                                  "committed yet (every partition, owned by this replica or not)",
                                  labels=["topic", "group", "partition"])

@@ -17,11 +17,15 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ...io.files import cannot_because
 from .metrics import ServiceMetrics
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +44,7 @@ class _DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("the request did not arrive in time")
@@ -97,13 +101,14 @@ class _MetricsServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64  # connections waiting to be accepted (the default 5 makes a burst wait for SYN retries)
 
-    def __init__(self, address: tuple[str, int], handler, family: int, max_connections: int):
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], family: int,
+                 max_connections: int):
         self.address_family = family
         self.connections = _Connections(max_connections)
         self._next_accept_warning = 0.0
         super().__init__(address, handler)
 
-    def get_request(self):
+    def get_request(self) -> tuple[socket.socket, Any]:
         try:
             return super().get_request()
         except OSError as error:  # socketserver passes over it, and would try again at once
@@ -115,7 +120,7 @@ class _MetricsServer(ThreadingHTTPServer):
             time.sleep(0.1)
             raise
 
-    def process_request(self, request, client_address) -> None:
+    def process_request(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
         if not self.connections.admit(request):
             self.shutdown_request(request)
             return
@@ -125,13 +130,13 @@ class _MetricsServer(ThreadingHTTPServer):
             self.connections.closed(request)
             raise
 
-    def process_request_thread(self, request, client_address) -> None:
+    def process_request_thread(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.connections.closed(request)
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("a metrics request failed", extra={"client": f"{client_address[0]}:{client_address[1]}",
                                                      "error": repr(sys.exc_info()[1])})
 
@@ -156,7 +161,7 @@ def serve_metrics(metrics: ServiceMetrics, port: int, host: str = "127.0.0.1", s
                 self.connection.settimeout(self.timeout)
             return parsed
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             if self.path == "/metrics":
                 self._reply(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":
@@ -174,7 +179,7 @@ def serve_metrics(metrics: ServiceMetrics, port: int, host: str = "127.0.0.1", s
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):  # requests are not worth a log line each
+        def log_message(self, format: str, *args: Any) -> None:  # requests are not worth a log line each
             pass
 
     try:
