@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from nbstream.arrow import FeatureSpec, RowProblems
-from nbstream.ndarrays import IntArray
+from nbstream.ndarrays import AnyArray, FloatArray, IntArray
 
 from .fields import LABEL_COLUMN, MessageFields
 from .json_exact import MAX_DEPTH, DuplicateKey, needs_exact_reading, read_exactly
@@ -174,9 +174,19 @@ def decode_vectors(read: Vectors, spec: FeatureSpec, label_kind: str | None) -> 
     if kinds == {NUMBER} and not all(-EXACT_LABELS <= label <= EXACT_LABELS for label in labels):
         return None  # beyond exact, or NaN (a schema format's double): named message by message
     kind = kinds.pop() if kinds else None
-    features = pa.ListArray.from_arrays(pa.array(read.offsets), pa.array(read.values))
+    features = pa.ListArray.from_arrays(pa.array(read.offsets), pa.array(one_byte_if_exact(read.values)))
     batch = pa.record_batch({spec.columns[0]: features, LABEL_COLUMN: _label_column(read.labels, kind)})
     return Decoded(batch, read.ids, RowProblems(len(read.ids)), kind)
+
+
+def one_byte_if_exact(values: FloatArray) -> AnyArray:
+    """The numbers (n,) as uint8 when every one is a whole number from 0 to 255 (pixels, small
+    counts), else as they are: the same values, read further as a Parquet column of uint8 would be
+    (no range checks, binarizing and exact integer sums on single bytes)."""
+    if values.dtype == np.uint8 or not values.size or not 0 <= values.min() <= values.max() <= 255:
+        return values  # a NaN fails the comparisons too
+    narrow = values.astype(np.uint8)
+    return narrow if np.array_equal(narrow, values) else values
 
 
 _BULK_BLOCK = 1 << 20  # bytes of JSON per parsing task

@@ -132,6 +132,21 @@ def test_the_fast_list_reader_keeps_every_message_s_numbers_labels_and_ids():
     assert read_vectors([b'{"features": [1], "id": "[1]"}'], "features", "label", "id") is None  # a second "["
 
 
+@pytest.mark.parametrize("lists, dtype", [
+    ([[0, 255, 7], [3, 0, 1]], "uint8"),  # pixels: one byte each, as a Parquet column of uint8 would give
+    ([[0, 256, 7], [3, 0, 1]], "double"),
+    ([[0, 1.5, 7], [3, 0, 1]], "double"),
+    ([[0, -1, 7], [3, 0, 1]], "double"),
+    ([[0, 1e300, 7], [3, 0, 1]], "double"),
+])
+def test_lists_of_whole_numbers_from_0_to_255_are_read_as_single_bytes_and_others_as_they_are(lists, dtype):
+    values = [json.dumps({"features": numbers, "label": 1}).encode() for numbers in lists]
+    decoded = decode(values, FeatureSpec.vector("features"), MessageFields())
+    column = decoded.batch.column("features")
+    assert str(column.type.value_type) == dtype
+    assert column.to_pylist() == lists and not decoded.problems.any()
+
+
 @pytest.mark.parametrize("spec, bad", [
     (FeatureSpec.text("text"), b'{"text": "caf\xe9", "label": "ham"}'),
     (FeatureSpec.text("text"), b'{"text": "ok", "label": "sp\xffam"}'),
