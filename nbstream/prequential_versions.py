@@ -21,7 +21,8 @@ from .ndarrays import Features, FloatArray, IndexArray
 from .prequential_counts import LearnedRows
 
 # Rows a block. A row costs about 2 (BLOCK + n_classes) x n_features multiply-adds, and each block a
-# few numpy calls: on MNIST (784 features, 10 classes) 8 rows took 0.55x the time of 16, and 4 or 32 more.
+# few numpy calls. On MNIST (784 features, 10 classes) 8 rows took 0.55x the time of 16 in polls of
+# 2,000 rows (a chunk's working arrays are half as large) and 0.95x in polls of 10,000; 4 or 32 took longer.
 BLOCK = 8
 BLOCKS_PER_CHUNK = 32  # blocks computed at once, fewer when their arrays would exceed CHUNK_VALUES
 CHUNK_VALUES = 1 << 21  # values of one array of a chunk: 16 MB
