@@ -9,22 +9,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: one core, as the library's kernels run
 
 import numpy as np  # noqa: E402
 import scipy.sparse  # noqa: E402
 
-
-def best_seconds(action: Callable[[], object], rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - start)
-    return best
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.bench.timing import best_seconds  # noqa: E402
 
 
 def choices(rng: np.random.Generator) -> list[tuple[str, str, Callable[[], object], str, Callable[[], object]]]:

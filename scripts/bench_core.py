@@ -33,6 +33,7 @@ import numpy as np
 import nbstream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.bench.timing import best_seconds  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
 CHUNK = 10_000
@@ -64,15 +65,6 @@ FAMILIES = {
         lambda: nbstream.CategoricalNB(min_categories=256),
         lambda sk: sk.CategoricalNB(min_categories=256)),
 }
-
-
-def best_time(action, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def best_times(actions: list[Callable], rounds: int) -> list[float]:
@@ -150,8 +142,8 @@ def river_rates(factory: Callable, sparse: bool, rv, X: np.ndarray, y: np.ndarra
         for features, labels in frames:
             river_model.learn_many(features, labels)
     test_frame = frame(X_test[:2_000])
-    learn_rate = n_rows / best_time(river_learn, 1)
-    predict_rate = 2_000 / best_time(lambda: river_model.predict_proba_many(test_frame), 1)
+    learn_rate = n_rows / best_seconds(river_learn, 1)
+    predict_rate = 2_000 / best_seconds(lambda: river_model.predict_proba_many(test_frame), 1)
     return learn_rate, predict_rate
 
 

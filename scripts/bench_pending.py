@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nbstream.arrow import FeatureSpec  # noqa: E402
+from scripts.bench.timing import best_seconds  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist, read_sms_spam  # noqa: E402
 from worker.service.pending.segments import SegmentWriter  # noqa: E402
 from worker.service.pending.store import PendingExamples  # noqa: E402
@@ -48,12 +49,7 @@ def datasets(data_dir: Path, most: int) -> dict[str, tuple[Any, int]]:
 
 def best_of(rounds: int, work: Callable[[], object]) -> float:
     """The shortest of ``rounds`` runs, in ms."""
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return min(times) * 1e3
+    return best_seconds(work, rounds) * 1e3
 
 
 def measure(X: Any, classes: int, n: int, rounds: int) -> dict[str, float]:
