@@ -260,6 +260,13 @@ class Predictions:
         scored: np.ndarray = ~np.isnan(self.proba[:, 0])
         return scored
 
+    def take(self, rows: np.ndarray) -> Predictions:
+        """The predictions of ``rows`` (n_rows,) bool (itself when it takes every row)."""
+        if rows.all():
+            return self
+        return Predictions(self.classes, None if self.best is None else self.best[rows],
+                           None if self.proba is None else self.proba[rows], self.versions[rows])
+
     @property
     def labels(self) -> np.ndarray | None:
         """(n_rows,) the predicted class labels (meaningless where not scored)."""

@@ -13,8 +13,9 @@ its partition once predicted, and learned when its label comes, judged by what i
 When the group learns challengers beside its served model (``worker/service/models``), every
 message is predicted by each model, test-then-train: the served model's predictions are sent
 (naming it; in shadow mode with the challengers' beside them), and each model is judged by its
-own. With --promote auto, a challenger that does better takes the served model's place after
-the poll (``PromotionWatch``).
+own. With --promote auto, a challenger that does better takes the served model's place from the
+message after the one whose judgement made it better (``PromotionWatch``), inside a poll if need
+be: the poll's predictions are then sent in runs of messages, each run by the model serving it.
 
 The loop writes nothing but its own counts: it asks. It sees its sinks only through their
 interfaces (``worker.io.interfaces``), so it runs in unit tests on fakes.
@@ -41,7 +42,7 @@ from ..io.messages import read_label_events
 from ..io.records import Polled
 from .global_model import Predictions
 from .group_state import GroupState
-from .models.promotion import PromotionWatch
+from .models.promotion import Promotion, PromotionWatch
 from .partition.partition import Judged, Partition
 from .pending.join import LabelsConfig, served, unmatched_letters, with_id
 from .pending.store import Expired, Joined
@@ -166,7 +167,8 @@ class PrequentialLoop:
             predictions = models.predict_then_learn(problems.select_good(X), y[good], learn[good],
                                                     rows.partitions[good])
             served_rows = ServedRows(rows, decoded, X, y, labeled, good, predictions, models.served)
-            self._emit(polled, served_rows)
+            switches = self._promote_within(polled, served_rows, learn) if learning and self.promotion else []
+            self._emit(polled, served_rows, switches)
             if learning:
                 self._learn(served_rows, learn)
             if self.settings.labels is not None:
@@ -199,17 +201,18 @@ class PrequentialLoop:
         if any(errors):
             problems.flag(np.array([e is not None for e in errors]), "output", np.array(errors, dtype=object))
 
-    def _emit(self, polled: Polled, poll: ServedRows) -> None:
-        """Predictions of the good rows, in the message format; each partition counts what each
-        model predicted."""
-        predictions, good, rows = poll.sent, poll.good, poll.rows
-        keyed_like, values = self.messages.encode(polled, poll.decoded, good, predictions.classes, predictions.best,
-                                                  predictions.proba, predictions.versions, self._served_by(poll))
-        diverted = self.outputs.predictions.send_predictions(polled, keyed_like, values)
-        self.counts.add(predictions=int(good.sum()))
-        if diverted:  # too large for the output topic: dead letters instead
-            per_message = np.bincount(poll.decoded.message_index()[good], minlength=len(polled))
-            self.counts.add(predictions=-int(per_message[[keyed_like[j] for j in diverted]].sum()))
+    def _emit(self, polled: Polled, poll: ServedRows, switches: list[tuple[int, str]]) -> None:
+        """Predictions of the good rows, in the message format, each message's by the model that
+        served it (switches : (first message, model) where a promoted model takes over); each
+        partition counts what each model predicted."""
+        good, rows = poll.good, poll.rows
+        starts = [0, *(first for first, _ in switches), len(polled)]
+        names = [poll.served, *(name for _, name in switches)]
+        message = poll.decoded.message_index()
+        for start, end, name in zip(starts, starts[1:], names, strict=False):
+            sent = good if not switches else good & (message >= start) & (message < end)
+            if sent.any():
+                self._send(polled, poll, sent, name)
         stamps = rows.timestamps[good]
         self.metrics.end_to_end.observe_many(time.time() - stamps[stamps > 0] / 1000)
         partitions = rows.partitions[good]
@@ -219,14 +222,32 @@ class PrequentialLoop:
             for partition, mine in self._partitions(partitions, predicted.scored):
                 partition.served(name, predicted.classes, predicted.best[mine])
 
-    def _served_by(self, poll: ServedRows) -> ServedBy | None:
-        """What names the sent predictions' model, and in shadow mode shows the challengers' (None:
-        the group names no model)."""
+    def _send(self, polled: Polled, poll: ServedRows, sent: BoolArray, served: str) -> None:
+        """Send model ``served``'s predictions of the rows ``sent`` (n,) (good rows)."""
+        of_good = sent[poll.good]
+        predictions = poll.predictions[served].take(of_good)
+        keyed_like, values = self.messages.encode(polled, poll.decoded, sent, predictions.classes, predictions.best,
+                                                  predictions.proba, predictions.versions,
+                                                  self._served_by(poll, served, of_good))
+        diverted = self.outputs.predictions.send_predictions(polled, keyed_like, values)
+        self.counts.add(predictions=int(sent.sum()))
+        if diverted:  # too large for the output topic: dead letters instead
+            per_message = np.bincount(poll.decoded.message_index()[sent], minlength=len(polled))
+            self.counts.add(predictions=-int(per_message[[keyed_like[j] for j in diverted]].sum()))
+
+    def _served_by(self, poll: ServedRows, served: str, of_good: BoolArray) -> ServedBy | None:
+        """What names model ``served`` in its predictions of the good rows ``of_good``, and in
+        shadow mode shows the other models' (None: the group names no model)."""
         if not self.group.lineup.named:
             return None
-        shown = {name: ModelPredictions(predicted.classes, predicted.best, predicted.proba, predicted.versions)
-                 for name, predicted in poll.predictions.items() if name != poll.served}
-        return ServedBy(poll.served, shown if self.settings.output_challengers else {})
+        if not self.settings.output_challengers:
+            return ServedBy(served)
+        shown = {}
+        for name, predicted in poll.predictions.items():
+            if name != served:
+                taken = predicted.take(of_good)
+                shown[name] = ModelPredictions(taken.classes, taken.best, taken.proba, taken.versions)
+        return ServedBy(served, shown)
 
     def _learn(self, poll: ServedRows, learn: BoolArray) -> None:
         """Each partition learns its labeled rows in ``learn`` into every model, judging each
@@ -264,13 +285,47 @@ class PrequentialLoop:
                 self.counts.label_outcome("evicted", kept.added.evicted)
                 self._count_joined(kept.added.joined)
 
-    def _promote(self, promotion: PromotionWatch) -> None:
-        """Promote a challenger that did better than the served model on the last examples judged:
-        it serves from the next message on (one log line with the figures; counted once committed)."""
-        decided = promotion.decide(self.group.models.served)
-        if decided is None:
-            return
+    def _promote_within(self, polled: Polled, poll: ServedRows, learn: BoolArray) -> list[tuple[int, str]]:
+        """Judge the poll's labeled rows in stream order before their predictions are sent: each
+        promotion that calls for, made at once, as (first message it serves, model)."""
+        assert self.promotion is not None
+        learned = learn[poll.good]  # of the good rows
+        if not learned.any():
+            return []
+        judged = {}
+        for name, predicted in poll.predictions.items():
+            scored = predicted.scored[learned]
+            if predicted.classes is not None and predicted.proba is not None and scored.any():
+                judged[name] = Judged(predicted.classes, predicted.proba[learned][scored], scored)
+        losses, rows = self.promotion.losses(poll.y[poll.good][learned], judged)
+        found = self.promotion.scan(losses, self.group.models.served)
+        if not found:
+            return []
+        row_of = np.flatnonzero(poll.good)[np.flatnonzero(learned)[rows]]  # each judged example's row
+        message = poll.decoded.message_index()
+        switches = []
+        for example, promotion in found:
+            last = int(message[row_of[example]])  # the message whose judgement promoted
+            self._promoted(promotion, self._offsets_through(polled, last))
+            switches.append((last + 1, promotion.to_model))
+        return switches
+
+    def _offsets_through(self, polled: Polled, last: int) -> dict[int, int]:
+        """Each owned partition's next offset once the poll's messages up to ``last`` are passed."""
         offsets = self.group.offsets()
+        through = slice(0, last + 1)
+        for number, offset in zip(polled.partitions[through].tolist(), polled.offsets[through].tolist(), strict=True):
+            offsets[number] = max(offsets.get(number, 0), offset + 1)
+        return offsets
+
+    def _promote(self, promotion: PromotionWatch) -> None:
+        """Promote the challengers the judgements of labels that came later call for: each serves
+        from the next poll on."""
+        for decided in promotion.scan_queued(self.group.models.served):
+            self._promoted(decided, self.group.offsets())
+
+    def _promoted(self, decided: Promotion, offsets: dict[int, int]) -> None:
+        """A challenger serves from now on (one log line with the figures; counted once committed)."""
         self.group.choice.promote(decided, offsets)
         self.counts.promoted(decided.from_model, decided.to_model)
         log.info(f"promoted {decided.to_model} to serve in place of {decided.from_model}: its log-loss over the last "

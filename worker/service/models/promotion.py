@@ -1,15 +1,21 @@
 """--promote auto: when a challenger's predictions do better than the served model's, it serves instead.
 
-Every model is judged on the same labeled examples (``Partition`` tells the watch each judgement).
-The watch keeps each model's log-loss of the last ``window`` examples judged on this replica, a
-ring of (window, models), NaN where a model was not judged (it knew no class yet, say). A
-challenger is promoted when, on every one of those examples, it and the served model were both
-judged, and its mean log-loss is lower than the served model's by ``margin`` at least, relatively:
-``challenger <= served * (1 - margin)``; of several such, the one of lowest log-loss. The ring
-then starts empty, so that the next promotion compares a window of examples the new served
-model served.
+Every model is judged on the same labeled examples. The watch keeps each model's log-loss of the
+last ``window`` examples judged on this replica, NaN where a model was not judged (it knew no
+class yet, say). A challenger is promoted when, on every one of those examples, it and the served
+model were both judged, and its mean log-loss is lower than the served model's by ``margin`` at
+least, relatively, and strictly: ``challenger < served * (1 - margin)`` (a tie never promotes); of
+several such, the one of lowest log-loss. The ring then starts empty, so that the next promotion
+compares a window of examples the new served model served.
 
-Memory: 8 bytes per example of the window per model (10,000 examples and 9 models: 720 KB).
+The decision is taken at every example. A message learned with its label is judged before the
+poll's predictions are sent (``scan``), so a challenger promoted by the judgement of message i
+serves from message i + 1 on, inside the poll if need be: which model served each message depends
+on the stream alone, not on how it was cut into polls. Examples learned when their label came
+later (a labels topic) are judged in their partition, which queues them (``judged``); the loop
+scans them after the poll (``scan_queued``), and a promotion they call for serves from the next poll.
+
+Memory: 16 bytes per example of the window per model (10,000 examples and 9 models: 1.4 MB).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nbstream.evaluation import example_losses
-from nbstream.ndarrays import AnyArray, FloatArray
+from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IntArray
 
 from ..partition.partition import Judged
 
@@ -50,18 +56,24 @@ class Promotion:
 
 class PromotionWatch:
     """names : every model's name; window : examples compared (--promote-window); margin : how much
-    lower, relatively, a challenger's log-loss must be (--promote-margin)."""
+    lower, relatively, a challenger's log-loss must be (--promote-margin).
+
+    The decision is taken after every judged example, so which model served each message is a
+    function of the stream alone, whatever the poll sizes: the window's sums are differences of
+    running sums (``_Prefix``) added one example at a time in stream order, the same float64
+    operations however the examples are cut into polls.
+    """
 
     def __init__(self, names: list[str], window: int, margin: float):
         self.names, self.window, self.margin = list(names), window, margin
         self._column = {name: i for i, name in enumerate(self.names)}
-        self._losses = np.full((window, len(self.names)), np.nan)  # a ring: row i % window is the i-th judged
-        self._judged = 0  # examples judged since the ring was last emptied
-        self._decided = 0  # as many when the last decision was taken
+        self._prefix = _Prefix(window, len(self.names))
+        self._queued: list[FloatArray] = []  # judgements told by partitions (labels that came later)
 
-    def judged(self, y: AnyArray, judged: dict[str, Judged]) -> None:
-        """Take the judgements of learned rows: y (n,) their labels, in stream order; judged : each
-        model's predictions of some of them (``Judged``), by name."""
+    def losses(self, y: AnyArray, judged: dict[str, Judged]) -> tuple[FloatArray, BoolArray]:
+        """The log-loss of each model for the rows any model was judged on, (k, models) in stream
+        order, NaN where a model was not, and which of the n rows they are (n,): y (n,) the labels
+        of rows learned in stream order; judged : each model's predictions of some of them, by name."""
         rows = np.zeros(len(y), dtype=bool)
         for judgement in judged.values():
             rows |= judgement.judged
@@ -69,48 +81,134 @@ class PromotionWatch:
         for name, judgement in judged.items():
             losses[judgement.judged, self._column[name]] = _log_losses(y[judgement.judged], judgement.classes,
                                                                        judgement.proba)
-        self._append(losses[rows])
+        return losses[rows], rows
 
-    def decide(self, served: str) -> Promotion | None:
-        """The promotion the last ``window`` examples call for, if any (the ring then starts empty)."""
-        if self._judged < self.window or self._judged == self._decided:
-            return None
-        self._decided = self._judged
-        means = self.log_losses()
-        served_loss = means.get(served)
-        if served_loss is None:
-            return None
-        better = {name: loss for name, loss in means.items()
-                  if name != served and loss <= served_loss * (1 - self.margin) and self._both_judged(served, name)}
-        if not better:
-            return None
-        best = min(better, key=lambda name: better[name])
-        self.reset()
-        return Promotion(served, best, served_loss, better[best], self.window, self.margin)
+    def scan(self, losses: FloatArray, served: str) -> list[tuple[int, Promotion]]:
+        """Take judged examples (k, models) (``losses``), in stream order, while ``served``
+        serves: each promotion they call for, with the index of the example after whose judgement
+        it is called for (the ring starts empty after each, and the promoted model serves on)."""
+        found: list[tuple[int, Promotion]] = []
+        start = 0
+        while start < len(losses):
+            first = self._first_promotion(losses[start:], served)
+            if first is None:
+                break
+            index, promotion = first
+            found.append((start + index, promotion))
+            served = promotion.to_model
+            self.reset()
+            start += index + 1
+        return found
+
+    def judged(self, y: AnyArray, judged: dict[str, Judged]) -> None:
+        """Queue the judgements of examples learned once their label came (``Referee``); the
+        loop scans them after the poll (``scan_queued``)."""
+        losses, _ = self.losses(y, judged)
+        if len(losses):
+            self._queued.append(losses)
+
+    def scan_queued(self, served: str) -> list[Promotion]:
+        """Scan the judgements queued since the last call (see ``scan``): the promotions they call for."""
+        queued, self._queued = self._queued, []
+        found: list[Promotion] = []
+        for losses in queued:
+            for _, promotion in self.scan(losses, served):
+                found.append(promotion)
+                served = promotion.to_model
+        return found
 
     def log_losses(self) -> dict[str, float]:
         """Each model's mean log-loss over the examples of the ring it was judged on (those judged
         none left out)."""
-        kept = self._losses if self._judged >= self.window else self._losses[:self._judged]
-        counts = np.isfinite(kept).sum(axis=0)
-        sums = np.nansum(kept, axis=0)
+        sums, counts = self._prefix.last(min(self._prefix.examples, self.window))
         return {name: float(sums[i] / counts[i]) for i, name in enumerate(self.names) if counts[i]}
 
     def reset(self) -> None:
         """Start the ring empty (after the served model changed)."""
-        self._losses.fill(np.nan)
-        self._judged = self._decided = 0
+        self._prefix.clear()
 
-    def _both_judged(self, served: str, challenger: str) -> bool:
-        columns = [self._column[served], self._column[challenger]]
-        return bool(np.isfinite(self._losses[:, columns]).all())
+    def _first_promotion(self, losses: FloatArray, served: str) -> tuple[int, Promotion] | None:
+        """The first of ``losses`` (k, models) after whose judgement a challenger is better than
+        ``served`` over the last ``window`` examples, and its promotion; the examples up to it are
+        taken (all of them when none is)."""
+        ends, sums, counts = self._prefix.windows(losses)  # each full window's sums, ending at each example
+        if served not in self._column or not len(ends):
+            self._prefix.add(losses)
+            return None
+        s = self._column[served]
+        full = counts == self.window  # judged on every example of the window
+        # Strictly lower: a tie (identical models) never promotes, whatever the margin.
+        better = full & full[:, [s]] & (sums < sums[:, [s]] * (1 - self.margin))
+        better[:, s] = False
+        hits = np.flatnonzero(better.any(axis=1))
+        if not len(hits):
+            self._prefix.add(losses)
+            return None
+        row = int(hits[0])
+        candidates = np.where(better[row], sums[row], np.inf)
+        best = int(np.argmin(candidates))  # the lowest log-loss; of equals, the first named
+        index = int(ends[row])
+        self._prefix.add(losses[:index + 1])
+        promotion = Promotion(served, self.names[best], float(sums[row, s]) / self.window,
+                              float(sums[row, best]) / self.window, self.window, self.margin)
+        return index, promotion
 
-    def _append(self, losses: FloatArray) -> None:
-        """Rows (k, models) of log-losses, the newest last, into the ring."""
-        kept = losses[-self.window:]
-        start = self._judged + len(losses) - len(kept)
-        self._losses[(start + np.arange(len(kept))) % self.window] = kept
-        self._judged += len(losses)
+
+class _Prefix:
+    """Running sums of each model's log-losses (NaN: not judged, adds 0) and counts of judged
+    examples since the ring was emptied, kept for the last ``window + 1`` examples: the sums over
+    any of the last ``window`` examples are differences of two of them."""
+
+    def __init__(self, window: int, models: int):
+        self.window = window
+        self._sums = np.zeros((window + 1, models))  # row i % (window + 1): the sums after i examples
+        self._counts = np.zeros((window + 1, models), dtype=np.int64)
+        self.examples = 0
+
+    def clear(self) -> None:
+        self._sums.fill(0)
+        self._counts.fill(0)
+        self.examples = 0
+
+    def _running(self, losses: FloatArray) -> tuple[FloatArray, IntArray]:
+        """(k + 1, models) the running sums and counts from the last one kept through each of losses (k, models)."""
+        last = self.examples % (self.window + 1)
+        sums = np.cumsum(np.vstack([self._sums[last], np.nan_to_num(losses, nan=0.0)]), axis=0)
+        counts = np.cumsum(np.vstack([self._counts[last], np.isfinite(losses)]), axis=0)
+        return sums, counts
+
+    def _kept(self, first: int) -> tuple[FloatArray, IntArray]:
+        """The kept running sums and counts after ``first`` .. ``examples`` examples."""
+        at = np.arange(first, self.examples + 1) % (self.window + 1)
+        return self._sums[at], self._counts[at]
+
+    def windows(self, losses: FloatArray) -> tuple[IntArray, FloatArray, IntArray]:
+        """For each example of losses (k, models) that ends a full window: its index in losses,
+        and the window's sums and counts (m, models)."""
+        first = max(0, self.examples - self.window)
+        kept_sums, kept_counts = self._kept(first)
+        new_sums, new_counts = self._running(losses)
+        sums = np.vstack([kept_sums, new_sums[1:]])  # row r: after first + r examples
+        counts = np.vstack([kept_counts, new_counts[1:]])
+        totals = self.examples + 1 + np.arange(len(losses))  # examples after each of losses
+        ends = np.flatnonzero(totals >= self.window)
+        after = totals[ends] - first
+        return ends, sums[after] - sums[after - self.window], counts[after] - counts[after - self.window]
+
+    def last(self, n: int) -> tuple[FloatArray, IntArray]:
+        """The sums and counts of the last n examples (n <= window)."""
+        sums, counts = self._kept(self.examples - n)
+        return sums[-1] - sums[0], counts[-1] - counts[0]
+
+    def add(self, losses: FloatArray) -> None:
+        """Take losses (k, models), the newest last."""
+        if not len(losses):
+            return
+        sums, counts = self._running(losses)
+        kept = min(len(losses), self.window + 1)
+        at = (self.examples + 1 + np.arange(len(losses) - kept, len(losses))) % (self.window + 1)
+        self._sums[at], self._counts[at] = sums[-kept:], counts[-kept:]
+        self.examples += len(losses)
 
 
 def _log_losses(y: AnyArray, classes: AnyArray, proba: FloatArray) -> FloatArray:

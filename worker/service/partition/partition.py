@@ -83,7 +83,8 @@ class Judged:
 
 
 class Referee(Protocol):
-    """Told of the judgements of every model's predictions (``PromotionWatch``)."""
+    """Told of the judgements of every model's predictions of examples whose label came later
+    (``PromotionWatch``; the loop judges those learned with their label itself)."""
 
     def judged(self, y: AnyArray, judged: dict[str, Judged]) -> None:
         """y : (n,) the labels of rows learned in stream order; judged : each model's predictions
@@ -102,7 +103,7 @@ class Partition:
     """number : the input partition; record : its state as last committed (or new), holding a
     model of each name of ``shared``; shared : the group's models; drift : how its errors are
     watched (None: not watched); labels : labels that come later (None: no labels topic);
-    referee : told of every judgement (None: nobody)."""
+    referee : told of the judgements of examples whose label came later (None: nobody)."""
 
     def __init__(self, number: int, record: PartitionRecord, shared: SharedModels, *,
                  drift: DriftConfig | None = None, labels: LabelsConfig | None = None, referee: Referee | None = None):
@@ -205,7 +206,7 @@ class Partition:
             self._fit(name, X_own, y)
             self._shared[name].learn(X, y, batch)
         self._changed = True
-        return self._judge(y, judged or {})
+        return self._judge(y, judged or {}, refer=False)  # the loop judged them for promotion already
 
     def keep_pending(self, ids: list[Any], X: object, served: dict[str, Served], times_ms: IntArray,
                      offsets: IntArray) -> Kept:
@@ -284,15 +285,15 @@ class Partition:
         model = self._models[name]
         model.partial_fit(X, y, classes=None if model.is_fitted else self._shared[name].classes)
 
-    def _judge(self, y: AnyArray, judged: dict[str, Judged]) -> list[Detection]:
+    def _judge(self, y: AnyArray, judged: dict[str, Judged], refer: bool = True) -> list[Detection]:
         """Judge each model's predictions of learned rows (y (n,)) by their labels, tell the
-        referee, and watch the served model's errors; the drift detections among them."""
+        referee (when ``refer``), and watch the served model's errors; the drift detections among them."""
         judged = {name: judgement for name, judgement in judged.items() if judgement.judged.any()}
         if not judged:
             return []
         for name, judgement in judged.items():
             self._qualities[name].judge(y[judgement.judged], judgement.classes, judgement.proba)
-        if self._referee is not None:
+        if refer and self._referee is not None:
             self._referee.judged(y, judged)
         served = judged.get(self._shared.served)
         if served is None:

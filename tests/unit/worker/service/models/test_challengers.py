@@ -297,7 +297,7 @@ def promoting(window: int = 100, **options):
                     | options)
 
 
-def test_a_challenger_that_does_better_is_promoted_with_one_line_of_figures_and_serves_from_the_next_poll(caplog):
+def test_a_challenger_that_does_better_is_promoted_with_one_line_of_figures_and_serves_from_the_next_message(caplog):
     X, y = stream(600)
     kafka = cluster(X, y)
     metrics = ServiceMetrics()
@@ -310,7 +310,9 @@ def test_a_challenger_that_does_better_is_promoted_with_one_line_of_figures_and_
     assert (line.from_model, line.to_model, line.window, line.margin) == ("main", "mnb", 100, 0.05)
     assert line.challenger_log_loss <= line.served_log_loss * 0.95 and line.lower_by >= 0.05
     switch = line.next_offsets["0"]
-    assert switch % 25 == 0 and 100 < switch < 600  # after a poll, once 100 examples were judged by both
+    # Message 0 is predicted before any class is known: messages 1-100 are the first 100 judged
+    # by both, and the challenger serves from the next message on, inside the poll of 100-124.
+    assert switch == 101
     predictions = served(kafka)
     assert {p["model"] for p in predictions[:switch]} == {"main"} and {p["model"] for p in predictions[switch:]} == {
         "mnb"}
@@ -318,6 +320,36 @@ def test_a_challenger_that_does_better_is_promoted_with_one_line_of_figures_and_
     assert metrics.promotions.labels("main", "mnb")._value.get() == 1
     state = states_in(kafka)[state_name(0)]
     assert state.statistics("main").model.n_examples_seen_ == state.statistics("mnb").model.n_examples_seen_ == 600
+
+
+def served_by_sequence(X: np.ndarray, y: np.ndarray, poll_size: int, **options) -> list[str]:
+    """Which model served each message, with --promote auto and polls of ``poll_size`` messages."""
+    kafka = cluster(X, y)
+    session = open_session(kafka, promoting(**{"max_poll_records": poll_size, "checkpoint_every": 1_000} | options))
+    session.run(polls(len(y) // poll_size + 2))
+    predictions = served(kafka)
+    assert [p["offset"] for p in predictions] == list(range(len(y)))
+    return [p["model"] for p in predictions]
+
+
+def test_which_model_served_each_message_is_the_same_whatever_the_poll_size():
+    """Labels that lean on a class the challenger tells apart only later, so that promotions come
+    inside polls: the served-by sequence of polls of 1, 100 and 10,000 messages is one."""
+    X, y = stream(700)
+    sequences = {size: served_by_sequence(X, y, size) for size in (1, 100, 10_000)}
+    assert sequences[1] == sequences[100] == sequences[10_000]
+    switch = sequences[1].index("mnb")
+    assert switch == 101 and set(sequences[1][switch:]) == {"mnb"}
+
+
+def test_a_tie_never_promotes_even_with_no_margin():
+    """A challenger identical to the served model has the same log-loss on every window: with
+    --promote-margin 0 it is never promoted."""
+    X, y = stream(1_500)
+    for size in (7, 1_500):
+        sequence = served_by_sequence(X, y, size, challenger=parse_challengers(["twin=model=bernoulli"]),
+                                      promote_margin=0.0)
+        assert set(sequence) == {"main"}
 
 
 def test_the_choice_is_written_in_the_commit_after_the_promotion_and_a_restart_serves_the_promoted_model():
@@ -332,7 +364,7 @@ def test_the_choice_is_written_in_the_commit_after_the_promotion_and_a_restart_s
         assembler.add(record.key, record.value)
     choice = json.loads(assembler.take("served-model"))
     assert choice["served"] == "mnb" and choice["promotion"]["from_model"] == "main"
-    assert choice["promotion"]["offsets"]["0"] % 25 == 0 and choice["promotion"]["window"] == 100
+    assert choice["promotion"]["offsets"]["0"] == 101 and choice["promotion"]["window"] == 100
     for i in range(300, 600):
         kafka.append("in", json.dumps({"id": i, "features": X[i].tolist(), "label": y[i]}).encode())
     again = open_session(kafka, promoting())
