@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,11 @@ class GaussianTables(Tables):
     theta_, var_ : (n_classes, n_features); class_prior_ : (n_classes,); epsilon_ : the smoothing;
     center : (n_features,); inv_var : (n_classes, n_features); linear, half_inv_var :
     (n_features, n_classes); offset_term, normalizer : (n_classes,)
+
+    A variance of 0 (only with ``var_smoothing=0``) is a point mass: its inverse is 0 in
+    ``inv_var`` and its log is left out of ``normalizer``, so these score the other features
+    alone, and scoring then keeps the classes whose point masses the row is nearest
+    (``_nearest_point_masses``).
     """
 
     _may_be_infinite = frozenset({"normalizer"})  # -inf for a prior of 0
@@ -38,6 +44,12 @@ class GaussianTables(Tables):
     half_inv_var: FloatArray
     offset_term: FloatArray
     normalizer: FloatArray
+
+    @functools.cached_property
+    def points(self) -> npt.NDArray[np.bool_]:
+        """Where the variance is 0 (point masses), shape (n_classes, n_features)."""
+        points: npt.NDArray[np.bool_] = self.var_ == 0
+        return points
 
 
 class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
@@ -62,6 +74,20 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
     or float32 (the statistics and the scores stay float64).
 
     While no feature has varied yet, the smoothing is ``var_smoothing`` itself.
+
+    With ``var_smoothing=0`` a feature that has not varied in a class (a constant feature, a
+    class of one example) has a variance of 0 there, where scikit-learn predicts NaN. Here such
+    a feature is what the normal distribution tends to as var_smoothing tends to 0: a point
+    mass at the class's mean. A row's probabilities go to the classes whose point masses it is
+    nearest (least sum of squared distances to them, then most of them), as the other features
+    and the priors score those classes; every other class gets 0. A feature constant at one
+    value in every class thus leaves every prediction as it would be without that feature.
+    Where no variance is 0 the model is scikit-learn's.
+
+    >>> point = GaussianNB(var_smoothing=0).partial_fit([[1.0, 5.0], [3.0, 5.0], [10.0, 5.0], [12.0, 5.0]],
+    ...                                                 [0, 0, 1, 1])
+    >>> point.var_[:, 1].tolist(), point.predict_proba([[2.0, 5.0], [11.0, 7.0]]).round(6).tolist()
+    ([0.0, 0.0], [[1.0, 0.0], [0.0, 1.0]])
 
     Unlike scikit-learn's ``partial_fit``, which adds ``var_smoothing`` times the largest
     variance *of the latest batch*, the smoothing here is computed from the pooled
@@ -123,9 +149,6 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
         """The array in the dtype of the float fitted attributes (itself when that is float64)."""
         return array.astype(self._float_dtype, copy=False)
 
-    def _smooths(self) -> bool:
-        return float(self.var_smoothing) > 0
-
     def _check_shapes(self, n_features: int, n_classes: int | None) -> None:
         if self.priors is not None and n_classes is not None:
             n_priors = len(np.asarray(self.priors))
@@ -158,6 +181,7 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
     def _refresh(self) -> GaussianTables:
         moments = self._stats
         var, epsilon = self._variance(moments.moments)
+        point = var == 0  # point masses (var_smoothing=0): scored apart, see _nearest_point_masses
         prior = self._class_prior(moments.class_count)
         # Scores expand sum((x - theta)^2 / var) into two matrix products around a centre
         # per feature: the mean of the class where the feature varies least, whose tiny
@@ -167,10 +191,11 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
         learned = moments.class_count > 0
         stiffest = np.argmin(np.where(learned[:, None], var, np.inf), axis=0)
         center = moments.mean[stiffest, np.arange(var.shape[1])] if learned.any() else np.zeros(var.shape[1])
-        inv_var = 1.0 / var
+        spread = np.where(point, 1.0, var)  # a point mass adds nothing to these tables
+        inv_var = np.where(point, 0.0, 1.0 / spread)
         offset = moments.mean - center
         with np.errstate(divide="ignore"):
-            normalizer = np.log(prior) - 0.5 * np.log(2.0 * np.pi * var).sum(axis=1)
+            normalizer = np.log(prior) - 0.5 * np.log(2.0 * np.pi * spread).sum(axis=1)
         return GaussianTables(theta_=moments.mean.copy(), var_=var, class_prior_=prior, epsilon_=np.float64(epsilon),
                               center=center, inv_var=inv_var, linear=(offset * inv_var).T,
                               half_inv_var=0.5 * inv_var.T, offset_term=0.5 * (offset**2 * inv_var).sum(axis=1),
@@ -202,6 +227,9 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
             error += tables.offset_term
             error *= rounding
             _rescore(tables, X[block], out, error)
+            if tables.points.any():
+                distance = _point_distance(X[block], tables.theta_, tables.points)
+                _nearest_point_masses(out, distance, tables.points.sum(axis=1))
         return scores
 
     def _prequential_joint_log_likelihood(self, X: Features, statistics: GaussianMoments, rows: IndexArray,
@@ -211,12 +239,49 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
         scores = np.empty((X.shape[0], n_classes))
         for block, moments in moments_before_each_row(statistics, X, rows, weights, n_classes):
             var, _ = self._variance(moments)
-            log_prior = np.log(self._class_prior(moments.weight))
+            point = var == 0  # point masses, as in _refresh
+            spread = np.where(point, 1.0, var)
+            with np.errstate(divide="ignore"):
+                log_prior = np.log(self._class_prior(moments.weight))
             deviation = X[block, None, :] - moments.mean  # (n_block, n_classes, n_features)
             deviation *= deviation
-            deviation /= var
-            scores[block] = log_prior - 0.5 * (np.log(2.0 * np.pi * var).sum(axis=-1) + deviation.sum(axis=-1))
+            distance = np.where(point, deviation, 0.0).sum(axis=-1) if point.any() else None
+            deviation /= spread
+            deviation[point] = 0.0
+            scores[block] = log_prior - 0.5 * (np.log(2.0 * np.pi * spread).sum(axis=-1) + deviation.sum(axis=-1))
+            if distance is not None:
+                _nearest_point_masses(scores[block], distance, point.sum(axis=-1))
         return scores
+
+
+def _point_distance(X: AnyArray, theta: FloatArray, points: npt.NDArray[np.bool_]) -> FloatArray:
+    """Each row's sum of squared distances to each class's point masses (means where ``points``),
+    computed directly: shape (n_samples, n_classes), 0 for a class without point masses."""
+    distance = np.zeros((X.shape[0], len(theta)))
+    for c in np.flatnonzero(points.any(axis=1)):
+        features = np.flatnonzero(points[c])
+        diff = X[:, features].astype(np.float64) - theta[c, features]
+        diff *= diff
+        distance[:, c] = diff.sum(axis=1)
+    return distance
+
+
+def _nearest_point_masses(scores: FloatArray, distance: FloatArray, n_points: AnyArray) -> None:
+    """The limit of the scores as the point masses' variance tends to 0, in place: each row keeps
+    the scores of the classes (of those it could be) whose point masses it is nearest, then of
+    those the classes of most point masses; the others become -inf.
+
+    scores : (n_samples, n_classes), of the features of positive variance and the priors;
+    distance : (n_samples, n_classes) the sum of squared distances to the class's point masses;
+    n_points : (n_classes,) or (n_samples, n_classes) how many point masses the class has.
+    A class of n point masses at squared distance d scores -d / (2 var) - n log(var) / 2 + its
+    score here: as var tends to 0, least d wins, then most n, then the score.
+    """
+    possible = scores > -np.inf
+    distance = np.where(possible, distance, np.inf)
+    nearest = distance == distance.min(axis=1, keepdims=True)
+    most = np.where(nearest, n_points, -1)
+    scores[most < most.max(axis=1, keepdims=True)] = -np.inf
 
 
 def _rescore(tables: GaussianTables, X: AnyArray, scores: FloatArray, error: FloatArray) -> None:

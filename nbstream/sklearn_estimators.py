@@ -92,6 +92,10 @@ def _fitted_tables(model: NaiveBayes[Any, Any], state: ModelState) -> dict[str, 
             tables["feature_all_"] = model.feature_all_
         return tables
     if isinstance(model, GaussianNB):
+        if not np.all(state.tables["var_"]):
+            raise ValueError("this GaussianNB (var_smoothing=0) has features of variance 0, which it scores as "
+                             "point masses; scikit-learn's GaussianNB would predict NaN with them. Give "
+                             "var_smoothing > 0 to export it.")
         return {name: state.tables[name] for name in ("theta_", "var_", "class_prior_", "epsilon_")}
     if isinstance(model, CategoricalNB):
         return {"category_count_": [table.copy() for table in model.category_count_],

@@ -17,7 +17,7 @@ from ..categorical import CategoricalNB
 from ..complement import ComplementNB
 from ..gaussian import GaussianNB
 from ..multinomial import MultinomialNB
-from ..ndarrays import FloatArray
+from ..ndarrays import AnyArray, FloatArray
 from .builder import GraphBuilder
 
 
@@ -54,19 +54,42 @@ def _linear(graph: GraphBuilder, X: str, model: BernoulliNB | MultinomialNB | Co
 def _gaussian(graph: GraphBuilder, X: str, model: GaussianNB) -> str:
     """log prior - 0.5 sum log(2 pi var) - 0.5 sum (x - theta)^2 / var, from direct differences
     (N, n_classes, n_features): no expansion into products, whose rounding a feature of tiny
-    variance would magnify. Memory: N x n_classes x n_features values per call."""
+    variance would magnify. Memory: N x n_classes x n_features values per call.
+
+    A variance of 0 (var_smoothing=0) is a point mass, as in the model: left out of these sums,
+    then each row keeps the classes whose point masses it is nearest (``_nearest_point_masses``)."""
     state = model.export_state(tables=True, copy=False)
     theta, var, prior = (np.asarray(state.tables[name], dtype=np.float64)
                          for name in ("theta_", "var_", "class_prior_"))
+    points = var == 0
+    spread = np.where(points, 1.0, var)
     with np.errstate(divide="ignore"):  # a prior of 0 scores -inf, as in the model
-        normalizer = np.log(prior) - 0.5 * np.log(2.0 * np.pi * var).sum(axis=1)
+        normalizer = np.log(prior) - 0.5 * np.log(2.0 * np.pi * spread).sum(axis=1)
     rows = graph.add("Unsqueeze", X, graph.integers([1], "class_axis"))  # (N, 1, n_features)
     deviation = graph.add("Sub", rows, graph.floats(theta, "theta"))
     squared = graph.add("Mul", deviation, deviation)
-    scaled = graph.add("Mul", squared, graph.floats(1.0 / var, "inverse_variance"))
+    scaled = graph.add("Mul", squared, graph.floats(np.where(points, 0.0, 1.0 / spread), "inverse_variance"))
     distance = graph.add("ReduceSum", scaled, graph.integers([2], "feature_axis"), keepdims=0)
     half = graph.add("Mul", distance, graph.floats(0.5, "half"))
-    return graph.add("Sub", graph.floats(normalizer, "normalizer"), half)
+    scores = graph.add("Sub", graph.floats(normalizer, "normalizer"), half)
+    if not points.any():
+        return scores
+    return _nearest_point_masses(graph, scores, squared, points, np.isfinite(normalizer))
+
+
+def _nearest_point_masses(graph: GraphBuilder, scores: str, squared: str, points: AnyArray,
+                          possible: AnyArray) -> str:
+    """The model's ``gaussian._nearest_point_masses`` on the (N, n_classes) scores: squared, the
+    (N, n_classes, n_features) squared deviations; points, where the variance is 0; possible,
+    the classes of a prior above 0."""
+    on_points = graph.add("Mul", squared, graph.floats(points, "point_masses"))
+    distance = graph.add("ReduceSum", on_points, graph.integers([2], "feature_axis"), keepdims=0)
+    distance = graph.add("Add", distance, graph.floats(np.where(possible, 0.0, np.inf), "impossible"))
+    nearest = graph.add("Equal", distance, graph.add("ReduceMin", distance, axes=[1], keepdims=1))
+    most = graph.add("Where", nearest, graph.floats(points.sum(axis=1), "n_point_masses"),
+                     graph.floats(-1.0, "not_nearest"))
+    kept = graph.add("Equal", most, graph.add("ReduceMax", most, axes=[1], keepdims=1))
+    return graph.add("Where", kept, scores, graph.floats(-np.inf, "minus_infinity"))
 
 
 def _categorical(graph: GraphBuilder, X: str, model: CategoricalNB) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import onnx
@@ -81,6 +82,32 @@ def test_a_snapshot_saved_by_the_library_converts(tmp_path):
     labels, proba = run(tmp_path / "m.onnx", np.array([[1.0, 0.0], [0.0, 1.0]]))
     assert labels.tolist() == [1, 2]
     np.testing.assert_allclose(proba, model.predict_proba([[1, 0], [0, 1]]), rtol=0, atol=1e-12)
+
+
+def test_a_gaussian_without_smoothing_and_a_constant_column_trains_predicts_and_converts(tmp_path):
+    """var_smoothing=0 and a column that never varies: no NaN, no warning, the same labels everywhere."""
+    x = np.array([1.0, 2.0, 3.0, 10.0, 11.0, 12.0])
+    pq.write_table(pa.table({"a": x, "k": np.full(6, 5.0), "label": ["x"] * 3 + ["y"] * 3}), tmp_path / "rows.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trained = invoke("train", tmp_path / "rows.parquet", "--label", "label", "--features", "a,k", "--model",
+                         "gaussian", "--var-smoothing", "0", "--out", tmp_path / "m.nbs")
+        predicted = invoke("predict", tmp_path / "m.nbs", tmp_path / "rows.parquet", "--proba",
+                           "--out", tmp_path / "p.parquet")
+        converted = invoke("convert", tmp_path / "m.nbs", "--out", tmp_path / "m.onnx")
+
+    assert trained.exit_code == 0, trained.output
+    assert predicted.output.strip() == f"wrote 6 predictions to {tmp_path / 'p.parquet'}", predicted.output
+    predictions = pq.read_table(tmp_path / "p.parquet")
+    assert predictions.column("prediction").to_pylist() == ["x"] * 3 + ["y"] * 3
+    proba = np.column_stack([predictions.column("proba_x").to_numpy(), predictions.column("proba_y").to_numpy()])
+    assert np.isfinite(proba).all()
+    assert converted.output.strip() == f"gaussian model of 2 classes and 2 features -> {tmp_path / 'm.onnx'} " \
+                                       "(onnx, float64)", converted.output
+    labels, onnx_proba = run(tmp_path / "m.onnx", np.column_stack([x, np.full(6, 5.0)]))
+    assert labels.tolist() == ["x"] * 3 + ["y"] * 3
+    np.testing.assert_allclose(onnx_proba, proba, rtol=0, atol=1e-12)
+    assert nbstream.load(tmp_path / "m.nbs").var_[:, 1].tolist() == [0.0, 0.0]
 
 
 def test_a_text_pipeline_is_refused_in_one_line_that_says_what_to_do(text_snapshot, tmp_path):
