@@ -6,7 +6,8 @@ The command line builds these; the commands take nothing else.
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import InitVar, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,16 @@ class ModelOptions:
     window: int | None = None
     window_buckets: int | None = None
     counts: str | None = None
+    written: InitVar[Mapping[str, str] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, written: Mapping[str, str] | None) -> None:
         """Any letter case; an unknown kind is refused here, with the closest name suggested.
         (None: the kind of the snapshot resumed.) The parameters given are checked by the
         library's rules before any data is read (resuming, by the rules of every kind that
-        takes them)."""
+        takes them). written : the parameters' names as the user wrote them (a SPEC's keys,
+        ``half-life``), for errors to name them so; without it, errors name their options
+        (``--half-life``)."""
+        self._written = None if written is None else dict(written)
         if self.kind is not None:
             kind = self.kind.strip().lower()
             if kind not in nbstream.MODEL_KINDS:
@@ -54,13 +59,21 @@ class ModelOptions:
             rules = nbstream.model_class(kind).parameter_rules()
             taken = {name: value for name, value in given.items() if name in rules}
             try:
-                rules.check(taken, given=set(taken), spell=option_name)
+                rules.check(taken, given=set(taken), spell=self._spell)
             except ValueError as error:
                 raise ConfigError(str(error)) from None
+
+    def _spell(self, name: str) -> str:
+        """A parameter's name as errors show it: as written, else as its option."""
+        return option_name(name) if self._written is None else self._written.get(name, name)
 
     def _given(self) -> dict[str, object]:
         """The parameters given (not None), by name."""
         return {name: value for name, value in asdict(self).items() if name != "kind" and value is not None}
+
+    def of_kind(self, kind: str) -> ModelOptions:
+        """These parameters for a model of ``kind``, their errors spelled as these are."""
+        return replace(self, kind=kind, written=self._written)
 
     @property
     def chosen_kind(self) -> str:
@@ -78,7 +91,7 @@ class ModelOptions:
             given["window_buckets"] = min(self.window, model_class().window_buckets)
         unused = sorted(set(given) - set(accepted))
         if unused:
-            options = ", ".join(option_name(name) for name in unused)
+            options = ", ".join(self._spell(name) for name in unused)
             raise ConfigError(f"the {self.kind} model takes no {options}.")
         return given
 

@@ -48,9 +48,10 @@ def parse_model_spec(text: str, what: str = "SPEC") -> ModelOptions:
     """The model ``text`` describes (see the module): its kind (None when the SPEC names none) and
     parameters, checked by the library's rules as their options are. ConfigError, one line
     starting with ``what``, for a KEY that is no model setting or is given twice, or a VALUE its
-    parameter does not take."""
+    parameter does not take: each KEY named as written (``alpha``, ``half-life``), not as its option."""
     kind: str | None = None
     values: dict[str, Any] = {}
+    written: dict[str, str] = {}  # each parameter's KEY as written, for the errors to name it so
     for item in text.split(","):
         key, equals, value = (part.strip() for part in item.partition("="))
         name = key.replace("-", "_")
@@ -63,11 +64,12 @@ def parse_model_spec(text: str, what: str = "SPEC") -> ModelOptions:
             kind = value
         elif name in MODEL_OPTIONS:
             values[name] = _typed(value, parameter_rule(name)[0], f"{what}: {key}")
+            written[name] = key
         else:
             raise ConfigError(f"{what}: {key!r} is no model setting{_closest(name, [KIND_KEY, *MODEL_OPTIONS])}; "
                               f"a SPEC takes {', '.join([KIND_KEY, *MODEL_OPTIONS])}.")
     try:
-        return ModelOptions(kind=kind, **values)
+        return ModelOptions(kind=kind, **values, written=written)
     except ConfigError as error:
         raise ConfigError(f"{what}: {error}") from None
 

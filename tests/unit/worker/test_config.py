@@ -148,7 +148,7 @@ def test_delayed_label_settings_that_cannot_work_are_refused(settings, message):
     (dict(challenger="x=model=categorical", feature_names=["a"]), "--challenger x: categorical models learn"),
     (dict(challenger="x=model=gaussian", text=True),
      "--challenger x: --text needs a bernoulli, multinomial or complement model; got gaussian."),
-    (dict(challenger="x=model=multinomial,binarize=1"), "--challenger x: the multinomial model takes no --binarize."),
+    (dict(challenger="x=model=multinomial,binarize=1"), "--challenger x: the multinomial model takes no binarize."),
     (dict(challenger="x=alpha=1", promote_margin=1.0), "--promote-margin must be 0 to 0.99; got 1.0."),
     (dict(challenger="x=alpha=1", promote_window=10), "--promote-window must be 100 to 1,000,000; got 10."),
 ])

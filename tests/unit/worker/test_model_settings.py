@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from worker.cli.options import model_parameters
+from worker.config import ModelOptions
 from worker.errors import ConfigError
 from worker.model_settings import MODEL_OPTIONS, parse_model_spec
 
@@ -39,10 +40,27 @@ def test_every_model_option_is_a_key_of_a_spec():
     ("model=a,model=b", "SPEC: model is given twice."),
     ("window=2.5", "SPEC: window must be an integer; got '2.5'."),
     ("alpha=nan", "SPEC: alpha must be a finite number; got 'nan'."),
-    ("min_categories=0", "SPEC: --min-categories must be None or an integer >= 1"),
-    ("window_buckets=3", "SPEC: --window-buckets needs --window: it sets how finely the window moves."),
+    ("min_categories=0", "SPEC: min_categories must be None or an integer >= 1"),
+    ("alpha=-1", "SPEC: alpha must be a finite number >= 0"),
+    ("half-life=0", "SPEC: half-life must be None or a finite number > 0; got 0.0."),
+    ("half_life=-2,window=10", "SPEC: half_life must be None or a finite number > 0; got -2.0."),
+    ("window=100,half_life=5", "SPEC: half_life and window cannot be used together (half_life=5.0, window=100)"),
+    ("window_buckets=3", "SPEC: window_buckets needs window: it sets how finely the window moves."),
 ])
 def test_a_spec_that_cannot_be_read_is_one_line_naming_what(text, message):
     with pytest.raises(ConfigError) as refused:
         parse_model_spec(text)
     assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_a_spec_s_key_keeps_its_spelling_when_the_kind_comes_later():
+    """A SPEC without a kind takes the served model's; its errors still name the keys as written."""
+    spec = parse_model_spec("binarize=0.5,half-life=100", "--challenger b")
+    with pytest.raises(ConfigError, match=r"^the multinomial model takes no binarize\.$"):
+        spec.of_kind("multinomial").parameters()
+    assert spec.of_kind("bernoulli").build().half_life == 100.0
+
+
+def test_the_options_of_the_commands_are_still_named_as_flags():
+    with pytest.raises(ConfigError, match=r"^--half-life must be None or a finite number > 0; got 0\.0\.$"):
+        ModelOptions("multinomial", half_life=0.0)

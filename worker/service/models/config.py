@@ -9,7 +9,7 @@ kind and the features, the output format) are checked by ``ServeConfig``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ...config import ModelOptions
 from ...errors import ConfigError
@@ -104,4 +104,4 @@ class ModelsConfig(Checked):
     def challenger_models(self, served_kind: str) -> dict[str, ModelOptions]:
         """Each challenger's model by name, of ``served_kind`` where its SPEC names none."""
         return {challenger.name: challenger.model if challenger.model.kind is not None
-                else replace(challenger.model, kind=served_kind) for challenger in self.challengers}
+                else challenger.model.of_kind(served_kind) for challenger in self.challengers}
