@@ -19,9 +19,10 @@ from .registry import MODEL_KINDS, model_class
 from .sklearn_estimators import from_sklearn, to_sklearn
 from .snapshot import SnapshotError, dumps, load, loads, save
 from .state import ModelState
+from .stats import TableSizeError
 from .validation import NotFittedError
 
 __all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB", "MODEL_KINDS",
-           "LabelError", "LabelTypeError", "ModelState", "NotFittedError", "SnapshotError", "dumps", "load", "loads",
-           "from_sklearn", "model_class", "save", "to_sklearn"]
+           "LabelError", "LabelTypeError", "ModelState", "NotFittedError", "SnapshotError", "TableSizeError", "dumps",
+           "load", "loads", "from_sklearn", "model_class", "save", "to_sklearn"]
 __version__ = "0.1.0"

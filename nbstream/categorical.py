@@ -9,12 +9,19 @@ from typing import Self
 import numpy as np
 import numpy.typing as npt
 
+from . import holding
 from .discrete import Alpha, DiscreteNB, DiscreteTables
-from .ndarrays import Features, FloatArray, IndexArray, IntArray
+from .labels import ClassSet
+from .ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 from .parameters import Interval, ParameterRule, ParameterRules
 from .prequential_counts import LearnedRows
 from .prequential_stats import counts_before_each_row
-from .stats import CategoryCounts
+from .stats import CategoryCounts, check_category_cells
+
+# min_categories at most, for any feature: a feature of more categories than this is an identifier.
+# The tables of all features together are bounded too: n_classes x the sum of the features'
+# categories at most MOST_CATEGORY_CELLS (2**28 cells, 2 GiB of float64), refused before allocating.
+MOST_CATEGORIES = 1 << 24
 
 
 @dataclass
@@ -39,7 +46,11 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
     fit_prior : bool, default True
     class_prior : array of shape (n_classes,) or None
     min_categories : int, array of shape (n_features,) or None
-        Minimum number of categories per feature (codes 0..min_categories-1).
+        Minimum number of categories per feature (codes 0..min_categories-1), at most
+        ``MOST_CATEGORIES`` (2**24) each. The tables hold n_classes x (sum of the features'
+        categories) float64 cells, ``MOST_CATEGORY_CELLS`` (2**28, 2 GiB) at most: a model that
+        would need more (by min_categories, a category code in the data, or its classes) is
+        refused with a ValueError before anything is allocated.
     half_life : float or None, default None
     window : int or None, default None   learn only the most recent examples: the model is exactly
         that of the last window - ceil(window / window_buckets) + 1 to window examples, kept in
@@ -66,8 +77,10 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
     _parameter_rules = ParameterRules((
         ParameterRule("alpha", "float", "Additive smoothing.", bounds=Interval(0, None)),
         ParameterRule("min_categories", "int", "Least number of categories of each feature: codes 0 to "
-                      "min_categories - 1 (None: those seen).", bounds=Interval(1, None), optional=True,
-                      per_feature=True),
+                      "min_categories - 1 (None: those seen); at most 16777216. The tables hold n_classes x the "
+                      "categories of every feature, in cells of 8 bytes: 2**28 at most.",
+                      bounds=Interval(1, MOST_CATEGORIES),
+                      optional=True, per_feature=True),
     ))
     _categorical_input = True
     _statistics_type = CategoryCounts
@@ -92,9 +105,30 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
             if minimum.ndim > 1 or (minimum.ndim == 1 and minimum.shape != (n_features,)):
                 raise ValueError(f"'min_categories' should have shape ({n_features},) (one per feature) or be one "
                                  f"integer; got {self.min_categories!r}.")
-            if minimum.dtype.kind not in "iu" or (minimum < 1).any():
-                raise ValueError(f"min_categories must be a positive integer or one per feature "
-                                 f"({n_features}); got {self.min_categories!r}.")
+            if minimum.dtype.kind not in "iu" or (minimum < 1).any() or (minimum > MOST_CATEGORIES).any():
+                raise ValueError(f"min_categories must be an integer from 1 to {MOST_CATEGORIES}, or one per "
+                                 f"feature ({n_features}); got {self.min_categories!r}.")
+
+    def _check_room(self, X: Features, class_set: ClassSet, labels: AnyArray, *, fresh: bool) -> None:
+        """Refuse (ValueError) a batch after which the tables would hold more than
+        ``MOST_CATEGORY_CELLS`` cells: the classes after it by each feature's categories (those
+        held, min_categories, and the largest code of the batch), before anything is allocated."""
+        n_classes = len(class_set)
+        if not class_set.fixed:
+            n_classes += len(np.unique(labels[~class_set.known(labels)]))
+        n_classes = max(n_classes, 1)  # an open model's first class, whatever the batch
+        widths = [0] * X.shape[1]
+        if self.min_categories is not None:
+            widths = np.broadcast_to(np.asarray(self.min_categories), (X.shape[1],)).tolist()
+            check_category_cells(n_classes, widths, cause=f"lower min_categories ({self.min_categories!r}) or "
+                                                          "learn fewer classes")
+        if not fresh:
+            for statistics in holding.each_statistics(self._held):
+                widths = [max(width, table.shape[1]) for width, table in zip(widths, statistics.category_count,
+                                                                             strict=True)]
+        if X.shape[0]:
+            widths = [max(width, int(code) + 1) for width, code in zip(widths, X.max(axis=0).tolist(), strict=True)]
+        check_category_cells(n_classes, widths)
 
     def _new_statistics(self, n_features: int) -> CategoryCounts:
         counts = CategoryCounts.empty(n_features)

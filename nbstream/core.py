@@ -83,6 +83,11 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
         (n_classes is None while the class set is open)."""
 
     # ---- what each model supplies -------------------------------------------------------
+    def _check_room(self, X: Features, class_set: ClassSet, labels: AnyArray, *, fresh: bool) -> None:
+        """Refuse (ValueError), before anything changes, a prepared batch whose classes and values
+        would grow the statistics past what this model holds at most; fresh: the batch starts the
+        model afresh (fit). Most models hold whatever a batch brings."""
+
     def _new_statistics(self, n_features: int) -> StatsT:
         return self._statistics_type.empty(n_features)
 
@@ -186,6 +191,7 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
         if restart:
             class_set = ClassSet.open() if listed is None else ClassSet.fixed_from(listed)
             self._check_shapes(X.shape[1], len(class_set) if class_set.fixed else None)
+            self._check_room(X, class_set, labels, fresh=True)
             rows = class_set.index(labels)  # an unknown label fails here, before any state changes
             self._warn_before_learning()
             self._start(class_set, X.shape[1], names, float_dtype)
@@ -196,6 +202,7 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
                 class_set.require_same(listed)
             # set_params may have changed alpha or the priors since the first batch
             self._check_shapes(X.shape[1], len(class_set) if class_set.fixed else None)
+            self._check_room(X, class_set, labels, fresh=False)
             rows = class_set.index(labels)
             self._warn_before_learning()
         self._add_batch(X, rows, weights, len(class_set))

@@ -27,6 +27,12 @@ def statistics_of(held: Held[S]) -> S:
     return held.statistics() if isinstance(held, StatisticsWindow) else held
 
 
+def each_statistics(held: Held[S]) -> list[S]:
+    """Each set of statistics held, without merging a window's buckets: the statistics, or the
+    window's buckets and the blank ones a new bucket starts as."""
+    return held.each() if isinstance(held, StatisticsWindow) else [held]
+
+
 def layout_of(held: Held[S]) -> type[Statistics]:
     """The type of the statistics held, without merging a window's buckets."""
     return held.layout if isinstance(held, StatisticsWindow) else type(held)

@@ -71,7 +71,8 @@ class Interval:
                                        (self.high, "<", self.closed in ("both", "right"))):
             if end is None or (isinstance(end, str) and values.get(end) is None):
                 continue
-            shown = f"{spell(end)} ({values[end]})" if isinstance(end, str) else f"{end:g}"
+            shown = f"{spell(end)} ({values[end]})" if isinstance(end, str) else \
+                str(end) if isinstance(end, int) else f"{end:g}"
             parts.append(f"{symbol}{'=' if inclusive else ''} {shown}")
         return " and ".join(parts)
 

@@ -18,6 +18,16 @@ from .kernels import add_class_sums, class_totals
 from .moments import Moments, batch_moments, pool, pooled_variance
 from .ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
+# The (class, category) cells CategoryCounts holds at most, over all its features: 2 GiB of float64.
+# A table past it (min_categories in the millions, a category code of 10**9, tens of thousands of
+# classes) is refused before it is allocated.
+MOST_CATEGORY_CELLS = 1 << 28
+
+
+class TableSizeError(ValueError):
+    """Statistics that would grow past what a model holds at most (CategoricalNB's
+    ``MOST_CATEGORY_CELLS``), refused before they are allocated: the model is left as it was."""
+
 
 def _pad_rows(array: FloatArray, n_rows: int) -> FloatArray:
     """The array with zero rows added up to n_rows (itself when it has them: no copy per batch)."""
@@ -210,10 +220,12 @@ class CategoryCounts(Statistics):
 
     def widen(self, widths: Iterable[int | np.integer[Any]]) -> None:
         """Make room for categories 0..widths[i]-1 of each feature i (one width per feature); a
-        table wide enough is kept as it is."""
+        table wide enough is kept as it is. ValueError, before allocating, past ``MOST_CATEGORY_CELLS``."""
+        wanted = [max(table.shape[1], int(width)) for table, width in zip(self.category_count, widths, strict=True)]
+        check_category_cells(len(self.class_count), wanted)
         self.category_count = [
-            table if table.shape[1] >= width else _pad_columns(table, int(width))
-            for table, width in zip(self.category_count, widths, strict=True)
+            table if table.shape[1] >= width else _pad_columns(table, width)
+            for table, width in zip(self.category_count, wanted, strict=True)
         ]
 
     def update(self, X: Features, rows: IndexArray, weights: FloatArray | None) -> None:
@@ -240,6 +252,7 @@ class CategoryCounts(Statistics):
             raise ValueError(f"cannot recode: {len(new_codes)} arrays of new codes for "
                              f"{len(self.category_count)} features; one per feature is needed.")
         recoded = []
+        widths = [table.shape[1] for table in self.category_count]
         for feature, (table, codes) in enumerate(zip(self.category_count, new_codes, strict=True)):
             codes = np.asarray(codes)
             if codes.ndim != 1 or codes.dtype.kind not in "iu" or (codes < 0).any() \
@@ -249,12 +262,15 @@ class CategoryCounts(Statistics):
             if table[:, len(codes):].any():
                 raise ValueError(f"cannot recode: counts for codes >= {len(codes)} have no new code.")
             known = min(len(codes), table.shape[1])
+            widths[feature] = max(table.shape[1], int(codes.max(initial=-1)) + 1)
+            check_category_cells(table.shape[0], widths)
             moved = np.zeros((table.shape[0], max(table.shape[1], int(codes.max(initial=-1)) + 1)))
             moved[:, codes[:known]] = table[:, :known]
             recoded.append(moved)
         self.category_count = recoded
 
     def grow(self, n_classes: int) -> None:
+        check_category_cells(n_classes, [table.shape[1] for table in self.category_count])
         self.class_count = _pad_rows(self.class_count, n_classes)
         self.category_count = [_pad_rows(table, n_classes) for table in self.category_count]
 
@@ -297,6 +313,21 @@ class CategoryCounts(Statistics):
             raise ValueError(f"{len(self.category_count)} category tables for {n_features} features")
         for table in self.category_count:
             _check_table("category_count", table, (n_classes, table.shape[1]), non_negative=True)
+
+
+def check_category_cells(n_classes: int, widths: Sequence[int], *, cause: str = "") -> None:
+    """Refuse (TableSizeError) category tables of more than ``MOST_CATEGORY_CELLS`` (class, category)
+    cells: n_classes rows, widths (n_features,) the categories of each feature (Python integers:
+    no overflow). cause : what asks for them, said first (default: what can make them so large)."""
+    cells = n_classes * sum(widths)
+    if cells <= MOST_CATEGORY_CELLS:
+        return
+    widest = max(range(len(widths)), key=widths.__getitem__)
+    why = cause or ("lower min_categories, number each feature's categories from 0 without gaps, or learn "
+                    "fewer classes")
+    raise TableSizeError(f"CategoricalNB's tables would hold {cells:,} (class, category) cells: {n_classes:,} "
+                         f"classes x {sum(widths):,} categories of {len(widths):,} features (feature {widest} has "
+                         f"{widths[widest]:,}); at most {MOST_CATEGORY_CELLS:,} (2 GiB of float64): {why}.")
 
 
 def _pad_columns(table: FloatArray, n_columns: int) -> FloatArray:

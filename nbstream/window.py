@@ -166,6 +166,10 @@ class StatisticsWindow(Generic[S]):
                              f"({type(self._blank).__name__} and {type(other._blank).__name__}): give both "
                              f"models the same counts.")
 
+    def each(self) -> list[S]:
+        """The buckets, oldest first, then the blank statistics a new bucket starts as (no copies)."""
+        return [*self._buckets, self._blank]
+
     def change_each(self, change: Callable[[S], None]) -> None:
         """Apply ``change`` to every bucket."""
         for bucket in self._buckets:

@@ -237,3 +237,38 @@ def test_serve_reports_a_value_that_does_not_parse_in_one_line():
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert "ERROR worker.serve: --label-ttl must be a positive duration such as 90s, 15m, 36h or 7d; got '5x'." \
         in lines[0]
+
+
+def _categories(tmp_path, n_classes: int):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "categories.parquet"
+    labels = [f"l{i % n_classes}" for i in range(2 * n_classes)]
+    pq.write_table(pa.table({"c": ["u", "v"] * n_classes, "label": labels}), path)
+    return path
+
+
+def test_min_categories_past_what_the_tables_hold_is_one_line_before_allocating(tmp_path):
+    line = _one_line(invoke("train", _categories(tmp_path, 2), "--label", "label", "--features", "c", "--model",
+                            "categorical", "--min-categories", "1000000000", "--out", tmp_path / "m.nbs"))
+    assert line == ("error: --min-categories must be None or an integer >= 1 and <= 16777216, or one per feature; "
+                    "got 1000000000.")
+    assert not (tmp_path / "m.nbs").exists()
+
+
+def test_serve_refuses_min_categories_past_what_the_tables_hold_in_one_line():
+    done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
+                      "--feature-names", "a", "--model", "categorical", "--min-categories", "1000000000", timeout=60)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "--min-categories must be None or an integer >= 1 and <= 16777216" in lines[0]
+
+
+def test_classes_too_many_for_min_categories_are_one_line_before_allocating(tmp_path):
+    data = _categories(tmp_path, 20)  # 20 classes x 2**24 categories: 2**28 cells and more
+    line = _one_line(invoke("train", data, "--label", "label", "--features", "c", "--model", "categorical",
+                            "--min-categories", "16777216", "--out", tmp_path / "m.nbs"))
+    assert line.startswith(f"error: {data}: rows 0 to 39: CategoricalNB's tables would hold 335,544,320 (class, "
+                           "category) cells: 20 classes x 16,777,216 categories")
+    assert line.endswith("lower min_categories (16777216) or learn fewer classes.")

@@ -143,6 +143,8 @@ def _learn(run: TrainRun, batch: Batch) -> None:
     except nbstream.LabelError as error:
         raise InvalidRowError(f"{batch.path}: rows {batch.first_row} to {batch.end.row - 1}, "
                               f"column {learner.label!r}: {error}") from None
+    except nbstream.TableSizeError as error:
+        raise ConfigError(f"{batch.path}: rows {batch.first_row} to {batch.end.row - 1}: {error}") from None
 
 
 def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:

@@ -155,18 +155,18 @@ _ANNOTATIONS = {"bool": bool | None, "int": int | None, "float": float | None, "
 
 def _parameter_option(name: str, negative: str | None) -> tuple[Any, Any]:
     """(type, typer.Option) of one model parameter, from the library's rule of it: its help, default,
-    range (where an end is a number that belongs to it), and the kinds that take it."""
+    least value (where that end is a number that belongs to it), and the kinds that take it. A value
+    over the rule's high end (--min-categories past what the tables hold) is refused by the rule
+    itself, in one line that gives the bound."""
     rule, kinds = parameter_rule(name)
     takers = "" if len(kinds) == len(nbstream.MODEL_KINDS) else f"{', '.join(k.capitalize() for k in kinds)}: "
     choices = f" ({', '.join(rule.choices)})" if rule.choices else ""
     bounds = rule.bounds
     low = bounds.low if bounds and isinstance(bounds.low, int | float) and bounds.closed in ("both", "left") else None
-    high = bounds.high if bounds and isinstance(bounds.high, int | float) and bounds.closed in ("both", "right") \
-        else None
     low = _STRICTER_MINIMUM.get(name, low)
     flag = f"--{name.replace('_', '-')}" + (f"/{negative}" if negative else "")
     return _ANNOTATIONS[rule.kind], typer.Option(
-        None, flag, min=low, max=high, envvar=env(name.upper()), rich_help_panel=MODEL_PANEL,
+        None, flag, min=low, envvar=env(name.upper()), rich_help_panel=MODEL_PANEL,
         help=f"{takers}{rule.help}{choices}" + ("" if rule.default is None else f" Default: {rule.default}."))
 
 

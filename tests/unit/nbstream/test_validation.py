@@ -66,7 +66,8 @@ def test_one_dimensional_X_and_text_dtype(family):
     (lambda: nbstream.GaussianNB(var_smoothing=-1), "var_smoothing must be a finite number >= 0"),
     (lambda: nbstream.GaussianNB(priors=[0.7, 0.7]), "priors must be None or non-negative numbers that sum to 1"),
     (lambda: nbstream.CategoricalNB(alpha=[1.0, 1.0]), r"alpha must be a finite number >= 0 \(one value, not an"),
-    (lambda: nbstream.CategoricalNB(min_categories=0), "min_categories must be None or an integer >= 1, or one per"),
+    (lambda: nbstream.CategoricalNB(min_categories=0),
+     "min_categories must be None or an integer >= 1 and <= 16777216, or one per"),
 ])
 def test_invalid_parameters(make, message):
     with pytest.raises(ValueError, match=message):
