@@ -85,13 +85,25 @@ def log_model(model: Any, name: str = "model", *, registered_model_name: str | N
 def load_model(model_uri: str, dst_path: str | None = None) -> Any:
     """The model or pipeline an ``nbstream`` MLflow model holds (``runs:/``, ``models:/``, a path...),
     read from its snapshot: it predicts as the one logged, and can keep learning. ValueError when
-    the MLflow model has no nbstream flavor."""
+    the MLflow model has no nbstream flavor, or when its snapshot path leads out of the model's folder."""
     artifacts, models = _mlflow("mlflow.artifacts"), _mlflow("mlflow.models")
     local = Path(artifacts.download_artifacts(artifact_uri=model_uri, dst_path=dst_path))
     flavors = models.Model.load(str(local)).flavors
     if FLAVOR_NAME not in flavors:
         raise ValueError(f"{model_uri} is not an nbstream model: its flavors are {sorted(flavors)}.")
-    return load_snapshot(local / flavors[FLAVOR_NAME]["snapshot"])
+    return load_snapshot(_inside(local, flavors[FLAVOR_NAME].get("snapshot"), model_uri))
+
+
+def _inside(folder: Path, relative: object, model_uri: str) -> Path:
+    """``folder / relative``, once it is known to stay in ``folder`` with every symbolic link
+    followed (an MLmodel file is data, anyone's to write): ValueError, before anything is opened,
+    when it is not a relative path that does."""
+    root = folder.resolve()
+    path = (root / relative).resolve() if isinstance(relative, str) and relative else None
+    if path is None or path == root or not path.is_relative_to(root):
+        raise ValueError(f"{model_uri}: refused the nbstream flavor's snapshot path {relative!r}: it leads out of "
+                         f"the model's folder (symbolic links followed).")
+    return path
 
 
 def _load_pyfunc(data_path: str) -> PyfuncModel:

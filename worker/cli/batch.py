@@ -6,6 +6,7 @@ Each command builds a config from its options, delegates, and prints the outcome
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from .app import app, reported_errors
 from .options import (
     BATCH_SIZE,
     MLFLOW,
+    MLFLOW_TIMEOUT,
     PROGRESS,
     REGISTER,
     SKIP_INVALID,
@@ -34,6 +36,7 @@ from .options import (
     setting_option,
 )
 
+TRACKING_FAILED = 3  # exit status: the command's work is done and kept, but its run was not logged to MLflow
 SOURCES = typer.Argument(None, help="Parquet files, directories or globs (--engine spark: anything Spark reads, "
                                     "hdfs:// or s3a:// too).", show_default=False)
 ENGINE = typer.Option("local", "--engine", envvar=env("ENGINE"),
@@ -91,6 +94,7 @@ def train(
     batch_size: int = BATCH_SIZE,
     progress: bool | None = PROGRESS,
     mlflow: bool = MLFLOW,
+    mlflow_timeout: float = MLFLOW_TIMEOUT,
     register: str | None = REGISTER,
     *,
     model_parameters: dict[str, Any],
@@ -100,6 +104,7 @@ def train(
 
     Run again with the same arguments after an interruption to continue from the last checkpoint.
     With --engine spark, Spark learns every partition and the snapshot is their merge.
+    Exit status 3: the snapshot is written, but --mlflow could not log the run.
     """
     from ..batch import spark
     from ..batch.train import train as run_train
@@ -107,7 +112,7 @@ def train(
     if resume is None and model is None:
         model = "multinomial"
     with reported_errors():
-        tracking_uri = _tracking_server(mlflow, register)
+        tracking_uri = _tracking_server(mlflow, register, mlflow_timeout)
         engine.check_sources(paths or [])
         config = TrainConfig(
             paths=paths or [], label=label, out=out,
@@ -116,7 +121,8 @@ def train(
             batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
             skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes)
         summary = spark.train(config, engine) if engine.spark else run_train(config, progress=progress)
-        logged = tracking.log_training(tracking_uri, config, summary, register) if tracking_uri else None
+        logged = _log_run(lambda: tracking.log_training(tracking_uri, config, summary, register, mlflow_timeout)) \
+            if tracking_uri else None
     rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
     if summary.resumed_from:
         typer.echo(f"continued from file {summary.resumed_from.file_index}, row {summary.resumed_from.row}")
@@ -126,15 +132,31 @@ def train(
     typer.echo(f"snapshot: {summary.snapshot}")
     if summary.rows_rejected:
         typer.echo(f"rejected rows: {config.rejects_dir}")
-    for line in logged.describe() if logged else []:
-        typer.echo(line)
+    _report_run(logged)
 
 
-def _tracking_server(mlflow: bool, register: str | None) -> str | None:
+def _tracking_server(mlflow: bool, register: str | None, timeout: float) -> str | None:
     """The tracking URI with --mlflow, once its server answered; None without."""
     if register is not None and not mlflow:
         raise ConfigError("--register names the model --mlflow logs: add --mlflow.")
-    return tracking.check_server() if mlflow else None
+    return tracking.check_server(timeout) if mlflow else None
+
+
+def _log_run(log: Callable[[], tracking.LoggedRun]) -> tracking.LoggedRun | tracking.TrackingFailed:
+    """The run ``log`` logged, or why it was not: said once the command's own results are printed."""
+    try:
+        return log()
+    except tracking.TrackingFailed as failure:
+        return failure
+
+
+def _report_run(logged: tracking.LoggedRun | tracking.TrackingFailed | None, *, lines: bool = True) -> None:
+    """Where the run went (with ``lines``); or the one line saying why it was not logged, and exit status 3."""
+    if isinstance(logged, tracking.TrackingFailed):
+        typer.echo(f"error: {logged}", err=True)
+        raise typer.Exit(code=TRACKING_FAILED)
+    for line in logged.describe() if logged and lines else []:
+        typer.echo(line)
 
 
 @app.command()
@@ -182,29 +204,34 @@ def evaluate(
     batch_size: int = BATCH_SIZE,
     progress: bool | None = PROGRESS,
     mlflow: bool = MLFLOW,
+    mlflow_timeout: float = MLFLOW_TIMEOUT,
     register: str | None = REGISTER,
     *,
     engine: EngineOptions,
 ) -> None:
-    """Accuracy, macro-F1, log-loss, Brier score, per-class precision/recall and the confusion matrix."""
+    """Accuracy, macro-F1, log-loss, Brier score, per-class precision/recall and the confusion matrix.
+
+    Exit status 3: the metrics are printed, but --mlflow could not log the run.
+    """
     from ..batch import spark
     from ..batch.score import evaluate as run_evaluate
 
     config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
     with reported_errors():
-        tracking_uri = _tracking_server(mlflow, register)
+        tracking_uri = _tracking_server(mlflow, register, mlflow_timeout)
         engine.check_sources(config.paths)
         if prequential and engine.spark:
             raise ConfigError("--prequential replays the rows in order on one machine: use --engine local.")
         report = spark.evaluate(config, label, engine) if engine.spark else \
             run_evaluate(config, label, progress=progress, prequential=prequential)
-        logged = tracking.log_evaluation(tracking_uri, config, label, report, register) if tracking_uri else None
+        logged = _log_run(lambda: tracking.log_evaluation(tracking_uri, config, label, report, register,
+                                                          mlflow_timeout)) if tracking_uri else None
     if as_json:
-        typer.echo(json.dumps({**report, "mlflow": logged.to_json()} if logged else report, indent=2))
-        return
-    _print_report(report)
-    for line in logged.describe() if logged else []:
-        typer.echo(line)
+        run = logged.to_json() if isinstance(logged, tracking.LoggedRun) else None
+        typer.echo(json.dumps({**report, "mlflow": run} if run else report, indent=2))
+    else:
+        _print_report(report)
+    _report_run(logged, lines=not as_json)
 
 
 def _print_report(report: dict[str, Any]) -> None:

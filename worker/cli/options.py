@@ -23,6 +23,7 @@ from ..io.kafka.settings import ConnectionGiven, KafkaSettings, OAuthGiven, sett
 from ..io.registry.settings import RegistrySettings, registry_settings_from
 from ..model_settings import MODEL_OPTIONS, parameter_rule
 from ..setting import Setting, settings_of
+from ..tracking import REQUEST_SECONDS, TIMEOUT_SECONDS
 
 
 def env(name: str) -> str:
@@ -146,7 +147,13 @@ PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=env("PROGRESS")
 
 MLFLOW = typer.Option(False, "--mlflow", envvar=env("MLFLOW"),
                       help="Log the run (parameters, metrics, the model) to the MLflow tracking server "
-                           "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]').")
+                           "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]'). A run that cannot be "
+                           "logged once the work is done is one line and exit status 3; the work (the "
+                           "snapshot) is kept.")
+MLFLOW_TIMEOUT = typer.Option(TIMEOUT_SECONDS, "--mlflow-timeout", min=0.1, envvar=env("MLFLOW_TIMEOUT"),
+                              help=f"With --mlflow: seconds the whole logging of the run may take; each request "
+                                   f"(the server's health check before the work too) at most {REQUEST_SECONDS} "
+                                   f"of them.")
 REGISTER = typer.Option(None, "--register", envvar=env("REGISTER"),
                         help="With --mlflow: register the logged model as a new version of this name.")
 _STRICTER_MINIMUM = {"window": 2}  # the commands' own: a window of one example keeps nothing to learn from

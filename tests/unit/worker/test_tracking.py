@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -33,3 +34,25 @@ def test_the_input_example_is_the_first_rows_of_the_feature_columns(tmp_path):
 
     assert example.columns.tolist() == ["text"] and example["text"].tolist() == [f"message {i}" for i in range(5)]
     assert tracking.input_example(["hdfs://cluster/data"], ["text"]) is None  # what only Spark reads
+
+
+def test_work_that_outlives_its_deadline_is_given_up_at_the_deadline():
+    started = time.monotonic()
+    with pytest.raises(tracking.DeadlinePassed, match=r"^no complete answer within 0.3 s$"):
+        tracking.within(0.3, lambda: time.sleep(10))  # a daemon thread: it ends with the process
+    assert time.monotonic() - started < 2
+
+    assert tracking.within(5, lambda: 42) == 42
+    with pytest.raises(KeyError):
+        tracking.within(5, lambda: {}["missing"])  # what the work raises, raised here
+
+
+def test_mlflow_requests_are_bounded_while_a_run_is_logged_unless_the_user_bounded_them(monkeypatch):
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_TIMEOUT", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "5")
+
+    settings = tracking._client_settings(timeout=4.5)
+
+    assert settings["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "5"  # whole seconds, as MLflow reads it
+    assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in settings  # the user's own
+    assert tracking._client_settings(timeout=600)["MLFLOW_HTTP_REQUEST_TIMEOUT"] == str(tracking.REQUEST_SECONDS)
