@@ -57,3 +57,16 @@ def forged_manifest(packed: bytes, name: str = "partition-0", **fields) -> list[
 
 def zstd(data: bytes) -> bytes:
     return pa.compress(data, codec="zstd", asbytes=True)
+
+
+def with_format(records: list[tuple[bytes, bytes | None]], version: int) -> list[tuple[bytes, bytes | None]]:
+    """The records of a state as the service writes them, its manifest rewritten to carry the state
+    format version ``version`` (the manifest's digest is of the chunks, which stay as they are)."""
+    rewritten = []
+    for key, value in records:
+        if b"#" not in key and value is not None:
+            manifest = json.loads(value)
+            assert "format" in manifest, manifest  # the service writes it
+            value = json.dumps(manifest | {"format": version}).encode()
+        rewritten.append((key, value))
+    return rewritten

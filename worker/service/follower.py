@@ -6,6 +6,15 @@ pending examples (``pending/records.py``), or the group's choice of its served m
 (``models/choice.py``). A record the service did not write, or cannot read,
 is skipped with a warning and counted in ``nbstream_state_records_skipped_total``; its partition
 keeps its last state that reads.
+
+Two things are not skipped. A state of a newer state format version than this release reads
+(``state_topic.STATE_FORMAT``) is the group's, written by a newer release: once a read (the
+whole topic when catching up, a poll when following) ends with one, the follower raises
+``NewerStateFormat`` (a ConfigError: `worker serve` and `worker export` end with one line and
+exit status 2) before anything is taken from the read, let alone written. And a partition state
+whose manifest and chunks read but whose payload or pending examples do not is remembered
+(``unreadable_states``): the group refuses to start such a partition afresh when the group has
+committed offsets for it (``group_state.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import nbstream
 from nbstream.arrow import FeatureEncoder
 
 from ..io.kafka.client import KafkaFailure, Reader
-from ..io.kafka.state_topic import ForeignRecord, StateAssembler
+from ..io.kafka.state_topic import ForeignRecord, NewerStateFormat, StateAssembler
 from .models.choice import SERVED_MODEL, ServedChoice
 from .partition.record import PartitionRecord, UnreadableState, partition_number
 from .pending.records import pending_name, pending_of
@@ -59,22 +68,42 @@ class StateFollower:
                                         holds_bytes=lambda name: reopen is None or pending_of(name) is None)
         self._fetched: StateAssembler | None = None  # pending chunks read again for a take-over
         self.bytes_read = 0
+        # partition states whose manifest and chunks read but whose payload or pending examples did
+        # not, with why: the newest of its name, when none that reads came after it
+        self.unreadable_states: dict[str, str] = {}
         reader.assign(topic)
 
     def poll(self, timeout_s: float = 0.0) -> list[str]:
         """Names whose newest state became complete in what was read now (the base's and
-        partitions'; the records of pending examples are kept until a partition is taken over)."""
+        partitions'; the records of pending examples are kept until a partition is taken over).
+        Raises NewerStateFormat when the newest state of a name is of a newer format version."""
+        completed = self._read(timeout_s)
+        self._refuse_newer()
+        return completed
+
+    def _refuse_newer(self) -> None:
+        newer = self.assembler.newer()
+        if newer:
+            raise NewerStateFormat(self.topic, newer)
+
+    def _read(self, timeout_s: float) -> list[str]:
         completed = []
         for record in self.reader.poll(timeout_s):
             self.bytes_read += len(record.value or b"")
+            if record.value is None and record.key is not None:  # a state deleted is no longer unreadable
+                self.unreadable_states.pop(record.key.decode("utf-8", "replace"), None)
             name = self.assembler.add(record.key, record.value)
             if name is not None and pending_of(name) is None:
                 completed.append(name)
         return completed
 
     def catch_up(self, timeout_s: float) -> list[str]:
-        """Read to the end of the topic (its last stable offset); names completed on the way."""
-        return _read_to_end(self.reader, self.poll, self.topic, timeout_s)
+        """Read to the end of the topic (its last stable offset); names completed on the way.
+        Raises NewerStateFormat when, at the end, the newest state of a name is of a newer format
+        version (one a later record replaced is no matter)."""
+        completed = _read_to_end(self.reader, self._read, self.topic, timeout_s)
+        self._refuse_newer()
+        return completed
 
     def fetch_pending(self, states: list[str], timeout_s: float) -> None:
         """Read again, from the topic, the chunks of pending examples of these states (of the
@@ -109,13 +138,16 @@ class StateFollower:
             try:
                 state, encoder = PartitionRecord.from_payload(payload, fresh_model, name)
             except UnreadableState as error:
+                self.unreadable_states[name] = error.reason
                 raise ForeignRecord(unreadable(error.reason)) from None
             records = state.pending_records
             missing = [] if records is None else [segment for segment, digest in records.digests.items()
                                                    if not self.assembler.holds(pending_name(name, segment), digest)]
             if missing:
-                raise ForeignRecord(unreadable(f"pending examples: the records of chunks {sorted(missing)[:5]} "
-                                               "it lists are not in the topic"))
+                reason = f"pending examples: the records of chunks {sorted(missing)[:5]} it lists are not in the topic"
+                self.unreadable_states[name] = reason
+                raise ForeignRecord(unreadable(reason))
+            self.unreadable_states.pop(name, None)
             return state, encoder
 
         return self.assembler.take(name, read)
@@ -152,6 +184,11 @@ class StateFollower:
     def drop(self, name: str) -> None:
         """Forget the states of ``name`` read so far without reading them."""
         self.assembler.drop(name)
+
+    def unreadable_state(self, name: str, reason: str) -> None:
+        """Report the state ``name`` as one whose payload or pending examples do not read (skipped, and remembered)."""
+        self.unreadable_states[name] = reason
+        self.skipped(name, unreadable(reason))
 
     def skipped(self, key: str, problem: str) -> None:
         """Report a record passed over: one warning line, counted."""

@@ -8,7 +8,11 @@ there is one, is a model the group started from (--init-model, or a snapshot fol
 earlier version).
 
 A state that reads but was learned with another model or other features is a ConfigError:
-the service's options, not the record, are then in question.
+the service's options, not the record, are then in question. So is, when it is assigned, a
+partition the group committed offsets for whose state is in the topic but does not read (its
+payload, or its pending examples: a state another version wrote, say): it is not started afresh,
+which would replace that state and, from earliest, predict its messages again. States of a newer
+state format version end the service before that, when read (``follower.py``).
 
 A partition's pending examples (delayed labels) are records of their own, named after its
 state (``pending/records.py``); a state is taken only if every chunk record it lists is there,
@@ -40,7 +44,7 @@ from nbstream.quality import PredictionQuality
 
 from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start
-from .follower import StateFollower, partition_of, state_name, unreadable
+from .follower import StateFollower, partition_of, state_name
 from .global_model import GlobalModel
 from .models.choice import SERVED_MODEL, GroupChoice
 from .models.global_models import GlobalModels, HoldsModels
@@ -175,9 +179,15 @@ class GroupState:
         strict : never continue from a state behind its committed offset (exactly-once: that would
             repeat predictions); raise KafkaFailure instead, for a new session to try again. A
             partition with a committed offset and still no state at all starts afresh, with a
-            warning (its state topic was deleted, say).
+            warning (its state topic was deleted, say); one whose state is in the topic but does
+            not read (its payload or pending examples) is a ConfigError, strict or not: starting
+            it afresh would replace that state, and from earliest predict its messages again.
         """
         self.take_updates(self.follower.catch_up(timeout_s=max(wait_s, 30.0)))
+        for partition in partitions:  # a state in the topic that does not read is not one to wait for
+            offset = committed.get(partition)
+            if partition not in self.latest and offset is not None:
+                self._refuse_unreadable(partition, offset)
         deadline, waited = time.monotonic() + wait_s, False
         while any(self._behind(p, committed.get(p)) for p in partitions) and time.monotonic() < deadline:
             if not waited:
@@ -218,12 +228,29 @@ class GroupState:
                                                               "state_offset": record.next_offset})
         if record is None:
             if committed is not None:
-                log.warning("a partition has a committed offset but no state: starting it afresh",
+                self._refuse_unreadable(partition, committed)
+                log.warning("a partition has a committed offset but no state: starting it afresh, so the messages "
+                            "before its committed offset may be predicted again",
                             extra={"partition": partition, "committed": committed,
                                    "start": self._default_start(partition)})
             record = self._with_pending(name, PartitionRecord(self.fresh(), self._own_encoder()))
             assert record is not None, "a new state has no pending records to fail to restore"
         return record
+
+    def _refuse_unreadable(self, partition: int, committed: int) -> None:
+        """A ConfigError when the partition, which the group committed offsets for, has a state in the
+        topic that does not read (its payload or its pending examples): starting it afresh would
+        replace that state at the next commit, and from earliest, predict its messages again."""
+        name = state_name(partition)
+        reason = self.follower.unreadable_states.get(name)
+        if reason is None:
+            return
+        start = self._default_start(partition)
+        again = ", and predict its messages again from the earliest" if start == "earliest" else ""
+        raise ConfigError(f"state topic {self.follower.topic}, {name}: the group committed offset {committed:,} of "
+                          f"partition {partition}, but its state does not read ({reason}); starting the partition "
+                          f"afresh would replace that state{again}. Serve the group with the nbstream version that "
+                          "wrote it, or use a new --group.")
 
     def _with_pending(self, name: str, record: PartitionRecord) -> PartitionRecord | None:
         """The record with its pending examples as the service keeps them: restored from their
@@ -241,7 +268,7 @@ class GroupState:
                 kept = ModelsKept(record.name, self.lineup.primary, tuple(self.lineup.challengers))
                 pending = records.restore(partial(self.follower.read_pending, name), max_pending, kept)
             except ValueError as error:  # ForeignRecord too: a record missing or forged
-                self.follower.skipped(name, unreadable(str(error)[:300]))
+                self.follower.unreadable_state(name, str(error)[:300])
                 return None
         records.found(self.follower.pending_in_topic(name))
         return replace(record, pending=pending,

@@ -4,8 +4,19 @@ A state is an opaque payload of bytes. It is compressed and cut into chunks no l
 ``CHUNK_BYTES``, so it fits a topic's default record limit whatever the size of the model::
 
     key "partition-3#<generation>#0" .. "#<n-1>"   the chunks (the generation is new for every write)
-    key "partition-3"                               the manifest: {"generation", "chunks", "bytes", "sha256",
-                                                                  "codec", "size"}
+    key "partition-3"                               the manifest: {"format", "generation", "chunks", "bytes",
+                                                                  "sha256", "codec", "size"}
+
+Every manifest carries the state format version of its state (``STATE_FORMAT``): what a reader
+must know to read it. A manifest without "format" (written before the field existed) is of
+version 1. A manifest of a version newer than this module reads is no foreign record to pass
+over: it is the group's state, written by a newer release, and a reader that passed it over would
+start its partition afresh (predicting its messages again, then replacing the newer state). The
+assembler keeps the newest such version of each name (``newer``) until a manifest it reads or a
+tombstone replaces it, and its reader refuses to go on (``NewerStateFormat``). The version is
+read before any other field, so a newer format may change them all. A release whose states an
+earlier one would misread, or could not read, writes the next version; one that only adds what
+earlier readers may ignore (a header field, a state of a name they pass over) does not.
 
 The payload is compressed with zstd (a mostly-zero model of 2^20 features compresses several
 times faster than with zlib); a manifest without "codec" (an older writer's) holds zlib.
@@ -21,7 +32,8 @@ Each record is checked before anything is allocated from it: its key, a chunk's 
 field of a manifest (sizes at most ``MAX_STATE_BYTES``), then, when the state is taken, its
 chunks, digest and decompressed size (the decompressor stops at the size declared: it never
 allocates what a manifest claims). A record that fails is reported to the assembler's
-``on_skip`` and passed over; the state of its name stays the newest one that reads.
+``on_skip`` and passed over; the state of its name stays the newest one that reads. (A manifest
+of a newer format version is not passed over: see above.)
 
 A state is taken once (``take``: the newest that reads, then forgotten), or read by its
 manifest's digest as often as needed (``read``: it stays until tombstones delete it), which is
@@ -46,6 +58,9 @@ from ...errors import ConfigError
 CHUNK_BYTES = 512 * 1024  # below every common broker default (1 MiB), with room for the batch overhead
 TOPIC_CONFIG = {"cleanup.policy": "compact", "max.message.bytes": str(2 * CHUNK_BYTES),
                 "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(60 * 60 * 1000)}
+# The state format version this release writes in every manifest, and the newest it reads (1: the
+# records of every release before the field existed, which read as this one's).
+STATE_FORMAT = 1
 # The largest state, compressed or not: what one manifest can make a reader hold in memory.
 MAX_STATE_BYTES = 1 << 30
 MAX_CHUNKS = -(-MAX_STATE_BYTES // CHUNK_BYTES)
@@ -62,6 +77,20 @@ class ForeignRecord(ValueError):
     message says what is wrong."""
 
 
+class NewerStateFormat(ConfigError):
+    """States of the topic of a state format version newer than this release reads: a newer release
+    wrote them. newer : each such state's name -> its version."""
+
+    def __init__(self, topic: str, newer: dict[str, int]):
+        name, version = max(newer.items(), key=lambda item: (item[1], item[0]))
+        others = f" (and {len(newer) - 1:,} other states)" if len(newer) > 1 else ""
+        reads = "version 1" if STATE_FORMAT == 1 else f"versions 1 to {STATE_FORMAT}"
+        super().__init__(f"state topic {topic}, {name}{others}: state format version {version}; this nbstream reads "
+                         f"{reads}. A newer nbstream wrote this group's states: serve the group with that version "
+                         "or a newer one, or use a new --group.")
+        self.newer = dict(newer)
+
+
 def state_topic_name(group: str, input_topic: str) -> str:
     """The default state topic of a group reading a topic (Kafka allows [a-zA-Z0-9._-], 249 characters)."""
     return re.sub(r"[^a-zA-Z0-9._-]", "_", f"{input_topic}.{group}.nbstream-state")[:249]
@@ -73,28 +102,30 @@ def chunk_key(name: str, generation: str, index: int) -> bytes:
 
 @dataclass(frozen=True)
 class Manifest:
-    """What one state's chunks hold. size : the decompressed bytes (None in an older writer's zlib manifest)."""
+    """What one state's chunks hold. size : the decompressed bytes (None in an older writer's zlib
+    manifest); format : the state format version of its payload (1 in a manifest without one)."""
     generation: str
     chunks: int
     packed_bytes: int
     sha256: str
     codec: str = "zstd"
     size: int | None = None
+    format: int = STATE_FORMAT
 
     def to_json(self) -> bytes:
-        return json.dumps({"generation": self.generation, "chunks": self.chunks, "bytes": self.packed_bytes,
-                           "sha256": self.sha256, "codec": self.codec, "size": self.size}).encode()
+        return json.dumps({"format": self.format, "generation": self.generation, "chunks": self.chunks,
+                           "bytes": self.packed_bytes, "sha256": self.sha256, "codec": self.codec,
+                           "size": self.size}).encode()
 
     @classmethod
     def from_json(cls, value: bytes) -> Manifest:
-        """Raises ForeignRecord unless every field is one a writer of this module (or an older one) writes."""
-        try:
-            data = json.loads(value)
-        except (ValueError, RecursionError):
-            raise ForeignRecord("manifest: not JSON") from None
+        """Raises ForeignRecord unless every field is one a writer of this module (or an older one)
+        writes: a manifest of a newer format version among them (see ``newer_format``)."""
+        data = _loaded(value)
         if not isinstance(data, dict):
             raise ForeignRecord(f"manifest: not a JSON object but {shown(data)}")
         try:
+            version = integer(data.get("format", 1), "format", 1, STATE_FORMAT)
             codec = data.get("codec", "zlib")
             if codec not in CODECS:
                 raise ValueError(f"codec must be one of {', '.join(CODECS)}; got {shown(codec)}")
@@ -109,9 +140,28 @@ class Manifest:
             size = data.get("size")
             if codec == "zstd" or size is not None:
                 size = integer(size, "size", 0, MAX_STATE_BYTES)
-            return cls(generation, chunks, packed_bytes, sha256, codec, size)
+            return cls(generation, chunks, packed_bytes, sha256, codec, size, version)
         except ValueError as error:
             raise ForeignRecord(f"manifest: {error}") from None
+
+
+def newer_format(value: bytes) -> int | None:
+    """The state format version of a manifest when it is newer than this module reads, else None: a
+    JSON object whose "format" is a whole number above ``STATE_FORMAT``, whatever its other fields
+    (a newer format may change them)."""
+    try:
+        data = _loaded(value)
+    except ForeignRecord:
+        return None
+    version = data.get("format") if isinstance(data, dict) else None
+    return version if type(version) is int and version > STATE_FORMAT else None
+
+
+def _loaded(value: bytes) -> object:
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        raise ForeignRecord("manifest: not JSON") from None
 
 
 @dataclass(frozen=True)
@@ -166,7 +216,9 @@ class StateAssembler:
     Payloads are put together only when taken, so a state nobody asks for (this replica's own,
     read back, is dropped) costs no decompression. A name's older manifests are kept until it is
     taken, while their chunks are in the topic, so that a newer one that does not read leaves
-    the newest one that does.
+    the newest one that does. A manifest of a newer state format version is not kept, and not
+    passed over either: its name is in ``newer`` until a manifest that reads, or a tombstone,
+    replaces it.
     """
 
     def __init__(self, on_skip: Callable[[str, str], None] = _ignore, is_name: Callable[[str], bool] = _any_name,
@@ -179,6 +231,7 @@ class StateAssembler:
         self._sizes: dict[bytes, int] = {}  # the sizes of the chunks whose bytes are not kept
         self._keys: dict[str, set[bytes]] = {}  # every live chunk key of each name
         self._manifests: dict[str, list[Manifest]] = {}  # each name's manifests not taken yet, oldest first
+        self._newer: dict[str, int] = {}  # names whose newest manifest is of a newer format -> its version
 
     def add(self, key: bytes | None, value: bytes | None) -> str | None:
         """Take one record; returns the name whose newest state was just announced, if any."""
@@ -199,10 +252,16 @@ class StateAssembler:
         except UnicodeDecodeError:
             raise ForeignRecord("the key is not UTF-8") from None
         name, separator, rest = text.partition(_SEPARATOR)
+        if not separator:
+            version = newer_format(value)
+            if version is not None:  # whatever its name: a newer release may write states of new names
+                self._newer[name] = version
+                return None
         if not self._is_name(name):
             raise ForeignRecord("the key names no state")
         if not separator:
             self._manifests.setdefault(name, []).append(Manifest.from_json(value))
+            self._newer.pop(name, None)
             return name
         generation, separator, index = rest.partition(_SEPARATOR)
         if not (_GENERATION.fullmatch(generation) and separator and _CHUNK_INDEX.fullmatch(index)
@@ -225,6 +284,7 @@ class StateAssembler:
         name, separator, rest = key.decode("utf-8", "replace").partition(_SEPARATOR)
         if not separator:
             self.drop(name)
+            self._newer.pop(name, None)
             return
         self._chunks.pop(key, None)
         self._sizes.pop(key, None)
@@ -262,6 +322,11 @@ class StateAssembler:
     def drop(self, name: str) -> None:
         """Forget the states of ``name`` read so far, unread (this replica's own, read back)."""
         self._release(name, self._manifests.pop(name, []))
+
+    def newer(self) -> dict[str, int]:
+        """The names whose newest manifest, as far as read, is of a state format version newer than
+        ``STATE_FORMAT``, with that version (a reader is to refuse the topic: ``NewerStateFormat``)."""
+        return dict(self._newer)
 
     def chunk_keys(self, name: str) -> frozenset[bytes]:
         """Every chunk key of ``name`` still in the topic as far as read (the next write tombstones them)."""

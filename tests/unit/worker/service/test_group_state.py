@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 import nbstream
 from nbstream.arrow import FeatureSpec
-from tests.helpers.state_records import forged_state, partition_payload
+from tests.helpers.state_records import forged_state, partition_payload, with_format
 from worker.errors import ConfigError
 from worker.io.kafka.client import KafkaFailure
-from worker.io.kafka.state_topic import write_records
+from worker.io.kafka.state_topic import STATE_FORMAT, NewerStateFormat, write_records
 from worker.service.follower import state_name
 from worker.service.group_state import GroupState
 from worker.service.partition.record import PartitionRecord
@@ -235,3 +237,71 @@ def test_a_state_of_a_newer_format_version_stops_the_service_instead_of_being_pa
     states = group(FakeFollower(write_records(state_name(0), bytes(payload)).records))
     with pytest.raises(ConfigError, match="snapshot format version 99; .* A newer nbstream wrote this group's"):
         states.assign([0], {0: 5}, wait_s=0, strict=True)
+
+
+NEWER = STATE_FORMAT + 1
+
+
+def test_a_state_of_a_newer_state_format_version_ends_the_start_before_anything_is_taken():
+    """A replica of this version on a group a newer one serves: its states are not passed over (the
+    partition would start afresh from earliest, predicting again, then replace the newer state)."""
+    follower = FakeFollower(stored(0, next_offset=40, rows=3) + with_format(stored(0, next_offset=80), NEWER)
+                            + stored(1, next_offset=7))
+    states = group(follower)
+    with pytest.raises(NewerStateFormat) as refused:
+        states.assign([0, 1], {0: 80, 1: 7}, wait_s=0, strict=True)
+    assert isinstance(refused.value, ConfigError) and "\n" not in str(refused.value)
+    assert str(refused.value) == (f"state topic state, partition-0: state format version {NEWER}; this nbstream "
+                                  "reads version 1. A newer nbstream wrote this group's states: serve the group with "
+                                  "that version or a newer one, or use a new --group.")
+    assert states.owned == {} and states.latest == {}  # nothing taken from the read
+
+
+def test_a_state_of_a_newer_format_arriving_while_following_ends_the_service():
+    follower = FakeFollower(stored(0, next_offset=40, rows=3))
+    states = group(follower)
+    states.assign([1], {}, wait_s=0, strict=True)
+    follower.put(with_format(stored(0, next_offset=90), NEWER))
+    with pytest.raises(NewerStateFormat, match=f"partition-0: state format version {NEWER}"):
+        states.take_updates(follower.poll())
+    assert states.latest[0].next_offset == 40  # nothing of that poll was taken
+
+
+def test_a_newer_state_a_later_one_of_this_version_replaces_is_no_matter():
+    follower = FakeFollower(with_format(stored(0, next_offset=40), NEWER) + stored(0, next_offset=41, rows=2))
+    states = group(follower)
+    assert states.assign([0], {0: 41}, wait_s=0, strict=True) == {0: 41}
+
+
+def test_an_unreadable_state_of_a_partition_the_group_committed_is_not_started_afresh(caplog):
+    """A state whose payload another version wrote (here: a header field of the wrong type) and the
+    group's committed offset: starting afresh would predict from earliest again, then replace it."""
+    states = group(FakeFollower(forged_state("partition-0", {"next_offset": "abc"})))
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as refused:  # at once: a state that does not read is no state to wait for
+        states.assign([0], {0: 200}, wait_s=30, strict=True)
+    assert time.monotonic() - started < 5
+    message = str(refused.value)
+    assert message.startswith("state topic state, partition-0: the group committed offset 200 of partition 0, but "
+                              "its state does not read (next_offset must be an integer"), message
+    assert message.endswith("; starting the partition afresh would replace that state, and predict its messages "
+                            "again from the earliest. Serve the group with the nbstream version that wrote it, or "
+                            "use a new --group."), message
+    lenient = group(FakeFollower(forged_state("partition-0", {"next_offset": "abc"})))
+    with pytest.raises(ConfigError, match="its state does not read"):
+        lenient.assign([0], {0: 200}, wait_s=0, strict=False)
+    # without a committed offset nothing was predicted: it starts afresh, as before
+    fresh = group(FakeFollower(forged_state("partition-0", {"next_offset": "abc"})))
+    assert fresh.assign([0], {0: None}, wait_s=0, strict=True) == {0: "earliest"}
+
+
+def test_a_foreign_record_or_a_deleted_state_is_no_unreadable_state(caplog):
+    """Garbage under a partition's name (not a manifest) is skipped as before; a state deleted since is gone."""
+    garbage = group(FakeFollower([(b"partition-0", b"not json")]))
+    with caplog.at_level("WARNING", logger="worker.service.group_state"):
+        assert garbage.assign([0], {0: 200}, wait_s=0, strict=True) == {0: "earliest"}
+    assert "may be predicted again" in caplog.text
+    forged = forged_state("partition-0", {"next_offset": "abc"})
+    deleted = [(key, None) for key, _ in forged]
+    states = group(FakeFollower(forged + deleted))
+    assert states.assign([0], {0: 200}, wait_s=0, strict=True) == {0: "earliest"}

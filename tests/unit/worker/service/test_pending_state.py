@@ -1,6 +1,7 @@
 """Pending examples as part of each partition's state in the state topic: written by chunk at each
 commit, restored when a partition is taken over, refused as an unreadable state when a chunk it
-names is missing or forged, and absent (byte for byte) when the service keeps none."""
+names is missing or forged (and then not started afresh when the group committed offsets for it),
+and absent (byte for byte) when the service keeps none."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 import nbstream
 from nbstream.arrow import FeatureSpec
 from tests.helpers.state_records import forged_state
+from worker.errors import ConfigError
 from worker.io.kafka.state_topic import CHUNK_BYTES, StateAssembler, write_records
 from worker.service.commit import StateWriter
 from worker.service.follower import BASE, partition_of
@@ -396,6 +398,19 @@ def test_a_state_whose_pending_examples_are_missing_or_forged_is_unreadable(case
         assert taken.next_offset == 100 and len(taken.pending) == 100
     else:
         assert taken.next_offset is None and len(taken.pending) == 0
+
+
+@pytest.mark.parametrize("case", [case for case, (_, _, earlier_taken) in FORGED.items() if not earlier_taken])
+def test_a_partition_the_group_committed_whose_pending_examples_do_not_read_is_not_started_afresh(case):
+    """As a replica of a version that cannot read the pending examples a newer one wrote: starting
+    the partition afresh would predict its messages from earliest again, then replace its state."""
+    change, problem, _ = FORGED[case]
+    cluster = committed_topic()
+    replica = Replica(cluster, change(cluster.records()))
+    with pytest.raises(ConfigError, match="^state topic state, partition-0: the group committed offset 100 of "
+                                          "partition 0, but its state does not read "):
+        replica.group.assign([0], {0: 100}, wait_s=0, strict=True)
+    assert replica.group.owned == {} and replica.commit() == []  # nothing taken over, nothing written
 
 
 def test_a_forged_record_under_a_listed_chunk_name_is_passed_over_for_the_listed_one():

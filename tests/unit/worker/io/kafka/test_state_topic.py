@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import zlib
 
 import pytest
 
-from tests.helpers.state_records import DROP, GENERATION, forged_manifest, zstd
-from worker.io.kafka.state_topic import CHUNK_BYTES, StateAssembler, state_topic_name, write_records
+from tests.helpers.state_records import DROP, GENERATION, forged_manifest, with_format, zstd
+from worker.io.kafka.state_topic import (
+    CHUNK_BYTES,
+    STATE_FORMAT,
+    StateAssembler,
+    delete_records,
+    state_topic_name,
+    write_records,
+)
 
 
 def test_a_large_state_is_chunked_and_reassembled():
@@ -111,6 +119,9 @@ FORGED = {  # records that come after a valid state, and the start of what is wr
     "chunk larger than a writer cuts": ([(b"partition-0#0123456789ab#0", bytes(CHUNK_BYTES + 1))], "chunk of 524,289"),
     "key that is not UTF-8": ([(b"partition-0\xff", b"{}")], "the key is not UTF-8"),
     "key naming no state": ([(b"partition-x", b"{}")], "the key names no state"),
+    "format that is no whole number": (forged_manifest(TEN, format="2"), "manifest: format must be an integer"),
+    "format below 1": (forged_manifest(TEN, format=0), "manifest: format must be an integer"),
+    "format that is a float": (forged_manifest(TEN, format=float(STATE_FORMAT + 1)), "manifest: format must be"),
 }
 
 
@@ -209,3 +220,45 @@ def _with_peak_memory(call):
         return call(), tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_every_manifest_carries_the_state_format_version_and_one_without_reads_as_version_1():
+    records = write_records("partition-0", b"payload").records
+    assert json.loads(records[-1][1])["format"] == STATE_FORMAT == 1
+    older = forged_manifest(zstd(b"0123456789"))  # as every release before the field wrote them
+    assert "format" not in json.loads(older[-1][1])
+    assembler = StateAssembler()
+    for key, value in older:
+        assembler.add(key, value)
+    assert assembler.take("partition-0") == b"0123456789" and assembler.newer() == {}
+
+
+def test_a_manifest_of_a_newer_format_version_is_not_passed_over_but_kept_as_newer():
+    reported = []
+    assembler = StateAssembler(on_skip=lambda key, why: reported.append(why), is_name=lambda name: name != "other")
+    newer = with_format(write_records("partition-0", b"newer").records, STATE_FORMAT + 1)
+    for key, value in write_records("partition-0", b"older").records + newer:
+        assert assembler.add(key, value) is None or key == b"partition-0"
+    assert assembler.newer() == {"partition-0": STATE_FORMAT + 1} and reported == []
+    # its other fields are not read: a newer format may change them; and its name may be new
+    for key, value in [(b"partition-1", json.dumps({"format": 7, "pieces": [1, 2]}).encode()),
+                       (b"other", json.dumps({"format": STATE_FORMAT + 1}).encode())]:
+        assembler.add(key, value)
+    assert assembler.newer() == {"partition-0": STATE_FORMAT + 1, "partition-1": 7, "other": STATE_FORMAT + 1}
+    assert reported == []
+
+
+def test_a_newer_manifest_a_later_state_or_tombstone_replaces_is_no_longer_newer():
+    assembler = StateAssembler()
+    for key, value in with_format(write_records("partition-0", b"newer").records, STATE_FORMAT + 1) + \
+            write_records("partition-0", b"after it").records:
+        assembler.add(key, value)
+    newer = with_format(write_records("partition-1", b"newer").records, STATE_FORMAT + 1)
+    for key, value in newer + delete_records("partition-1", [key for key, _ in newer[:-1]]):
+        assembler.add(key, value)
+    assert assembler.newer() == {}
+    assert assembler.take("partition-0") == b"after it"
+    # a forged manifest after it (not JSON) replaces nothing
+    for key, value in with_format(write_records("partition-2", b"newer").records, 9) + [(b"partition-2", b"{")]:
+        assembler.add(key, value)
+    assert assembler.newer() == {"partition-2": 9}
