@@ -56,6 +56,16 @@ class Opened:
 
 
 @dataclass(frozen=True)
+class OpenedFile:
+    """A frame read from a file without holding its bytes: its version, its header, and where its
+    body lies in the file (``body_start``, ``body_size`` bytes)."""
+    version: int | None
+    header: dict[str, Any]
+    body_start: int
+    body_size: int
+
+
+@dataclass(frozen=True)
 class Framing:
     """How one format frames its bytes.
 
@@ -129,9 +139,61 @@ class Framing:
             raise FrameError(source, f"a header of {length:,} bytes in {len(view):,} bytes")
         return Opened(version, _header(view[at:at + length], source), view[at + length:])
 
+    def open_file(self, file: IO[bytes], size: int, source: str = "") -> OpenedFile:
+        """``open`` for a frame of ``size`` bytes in a file read from its start, checked as ``open``
+        checks bytes (the same FrameErrors) while holding no more than a piece of it: the checksum
+        is computed a piece (``_PIECE``) at a time. The body is read afterwards, by offset."""
+        trailer = CHECKSUM_BYTES if self.checksum else 0
+        prefix = _read_exactly(file, min(size, self._prefix_bytes))
+        if size < self._prefix_bytes + trailer or prefix[:len(self.magic)] != self.magic:
+            raise FrameError(source, self.unknown)
+        at, version = len(self.magic), None
+        if self.versions is not None:
+            version = prefix[at]
+            at += 1
+            if version not in self.versions:
+                error = NewerFrameError if version > max(self.versions) else FrameError
+                raise error(source, f"{self.name} format version {version}; this nbstream reads versions "
+                                    f"{', '.join(map(str, self.versions))}")
+        body_end = size - trailer
+        if trailer:
+            digest = hashlib.sha256(prefix)
+            piece = bytearray(_PIECE)
+            left = body_end - len(prefix)
+            while left > 0:
+                view = memoryview(piece)[:min(left, _PIECE)]
+                read_into(file, view)
+                digest.update(view)
+                left -= len(view)
+            if digest.digest() != _read_exactly(file, trailer):
+                raise FrameError(source, "checksum mismatch: the bytes are truncated or were altered")
+        (length,) = self._length.unpack_from(prefix, at)
+        at += self.length_bytes
+        if length > body_end - at:
+            raise FrameError(source, f"a header of {length:,} bytes in {body_end:,} bytes")
+        file.seek(at)
+        header = _header(memoryview(_read_exactly(file, length)), source)
+        return OpenedFile(version, header, at + length, body_end - at - length)
+
     def _version(self, version: int | None) -> int:
         assert self.versions is not None
         return max(self.versions) if version is None else version
+
+
+def read_into(file: IO[bytes], view: memoryview) -> None:
+    """Fill ``view`` from the file's position (FrameError at an end of file before it is full)."""
+    filled = 0
+    while filled < len(view):
+        count = file.readinto(view[filled:])  # type: ignore[attr-defined]
+        if not count:
+            raise FrameError("", "the file ended early: it is truncated or was changed while read")
+        filled += count
+
+
+def _read_exactly(file: IO[bytes], size: int) -> bytes:
+    buffer = bytearray(size)
+    read_into(file, memoryview(buffer))
+    return bytes(buffer)
 
 
 def _header(text: memoryview, source: str) -> dict[str, Any]:

@@ -106,7 +106,7 @@ class MergeableModel(NaiveBayesCore[StatsT, TablesT]):
             feature_names=None if names is None else share(names), float_dtype=self._float_dtype.name)
 
     @classmethod
-    def from_state(cls, state: ModelState, *, copy: bool = True) -> Self:
+    def from_state(cls, state: ModelState, *, copy: bool = True, keep_tables: bool = False) -> Self:
         """A model with this learned state: it predicts as the model that exported it, bit for
         bit, and can keep learning. Its smoothed tables are computed from the statistics (and
         kept when the state has tables, which must be the same).
@@ -118,6 +118,8 @@ class MergeableModel(NaiveBayesCore[StatsT, TablesT]):
         overflow, stored tables other than those the statistics give).
 
         copy : copy the arrays; False: the model takes them over (nothing else may change them)
+        keep_tables : keep the tables computed here even when the state has none (a model about to
+            predict wants them; one restored to learn or merge holds none)
         """
         if state.kind != cls.kind:
             raise ValueError(f"a state of kind {state.kind!r} cannot make a {cls.__name__}")
@@ -140,6 +142,7 @@ class MergeableModel(NaiveBayesCore[StatsT, TablesT]):
         tables = model._refresh_in_full()  # refuses parameters and statistics that overflow them
         if state.tables:
             check_tables(state.tables, tables.as_dict())
+        if state.tables or keep_tables:
             model._cache.tables = tables
         # else they are computed again when first read: a model restored to learn or merge holds none
         return model

@@ -12,11 +12,14 @@ Layout (all integers little-endian; the frame is ``framing.py``'s)::
 
 Loading checks the magic, the version and the checksum before it reads anything else, and
 rebuilds arrays only from an allow-list of plain numeric dtypes: a snapshot is data, and
-loading one never runs code.
+loading one never runs code. A file is read a piece at a time: its checksum first, then each
+statistic straight into the array the model keeps; the stored tables are compared with those the
+statistics give a block at a time, so loading holds the model and little more, never the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import io
 import json
@@ -30,7 +33,7 @@ import numpy as np
 
 from .atomic import AtomicFile
 from .base import NaiveBayes
-from .framing import FrameError, Framing, NewerFrameError
+from .framing import FrameError, Framing, NewerFrameError, read_into
 from .ndarrays import AnyArray, IntArray
 from .registry import model_class
 from .state import ModelState, is_natural
@@ -196,7 +199,8 @@ def load(path: str | os.PathLike[str]) -> NaiveBayes[Any, Any]:
 
 def load_with_header(path: str | os.PathLike[str]) -> tuple[NaiveBayes[Any, Any], Header]:
     """The model and the verified header (with the caller's ``meta``), from one read."""
-    return _model_from(*_read_verified(Path(path)), path)
+    with _opened(Path(path)) as (header, payload):
+        return _model_from(header, payload, path)
 
 
 def loads(data: bytes, source: str = "snapshot") -> tuple[NaiveBayes[Any, Any], Header]:
@@ -204,14 +208,57 @@ def loads(data: bytes, source: str = "snapshot") -> tuple[NaiveBayes[Any, Any], 
     return _model_from(*_verified(data, source), source)
 
 
-def _model_from(header: object, payload: memoryview, source: object) -> tuple[NaiveBayes[Any, Any], Header]:
+class _Arrays(dict[str, AnyArray]):
+    """The arrays of a snapshot by name: all but the stored tables read at once, a table's array
+    when a value of the header names it (KeyError for a name the directory lacks)."""
+
+    def __init__(self, payload: _Payload, directory: list[dict[str, Any]]):
+        super().__init__({entry["name"]: _array_from(payload, entry) for entry in directory
+                          if not entry["name"].startswith("table.")})
+        self._payload, self._entries = payload, {entry["name"]: entry for entry in directory}
+
+    def __missing__(self, name: str) -> AnyArray:
+        array = _array_from(self._payload, self._entries[name])
+        self[name] = array
+        return array
+
+
+class _Payload:
+    """The arrays' bytes of a verified snapshot, held in memory (``loads``) or read by offset from
+    its open file (``load``): ``read`` gives each array as a new array of its own."""
+
+    def __init__(self, size: int, data: memoryview | None = None, file: IO[bytes] | None = None, start: int = 0):
+        self.size, self._data, self._file, self._start = size, data, file, start
+
+    def read(self, offset: int, dtype: np.dtype[Any], count: int) -> AnyArray:
+        """``count`` values of ``dtype`` from ``offset`` (checked to lie inside the payload)."""
+        if self._data is not None:
+            return np.frombuffer(self._data, dtype=dtype, count=count, offset=offset).copy()
+        assert self._file is not None
+        array = np.empty(count, dtype=dtype)
+        self._file.seek(self._start + offset)
+        try:
+            read_into(self._file, array.view(np.uint8).data)
+        except FrameError as error:
+            raise SnapshotError(f"{error.problem}.") from None
+        return array
+
+
+def _model_from(header: object, payload: _Payload, source: object) -> tuple[NaiveBayes[Any, Any], Header]:
     """The model a verified snapshot describes, after checking that its header and content
     are what ``save`` writes: anything else (a re-sealed file with a forged header, say) is a
-    SnapshotError, raised before anything is allocated from the header's numbers."""
+    SnapshotError, raised before anything is allocated from the header's numbers. The stored
+    tables are not read whole: they are compared, a block at a time, with those the statistics
+    give, which the model keeps."""
     checked = _checked_header(header, payload, source)
     try:
-        arrays = {entry["name"]: _array_from(payload, entry) for entry in checked["arrays"]}
-        model = model_class(checked["kind"]).from_state(_state_of(checked, arrays), copy=False)
+        entries = [entry for entry in checked["arrays"] if entry["name"].startswith("table.")]
+        arrays = _Arrays(payload, checked["arrays"])  # the tables' arrays only where the header names one
+        stored = _stored_tables(entries)
+        model = model_class(checked["kind"]).from_state(_state_of(checked, arrays), copy=False,
+                                                        keep_tables=bool(stored))
+        if stored:
+            _check_stored_tables(stored, model.export_state(copy=False).tables, payload)
     except SnapshotError as error:
         raise SnapshotError(f"{source}: {error}") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:
@@ -219,10 +266,10 @@ def _model_from(header: object, payload: memoryview, source: object) -> tuple[Na
     return model, checked
 
 
-def _checked_header(header: object, payload: memoryview, source: object) -> Header:
+def _checked_header(header: object, payload: _Payload, source: object) -> Header:
     """The header, or a SnapshotError naming the source and the first field that is wrong."""
     try:
-        return _check_header(header, len(payload))
+        return _check_header(header, payload.size)
     except SnapshotError as error:
         raise SnapshotError(f"{source}: {error}") from None
     except (KeyError, TypeError, ValueError) as error:
@@ -238,7 +285,7 @@ def _state_of(header: Header, arrays: dict[str, AnyArray]) -> ModelState:
         classes=_decode_value(header["classes"], arrays), open_classes=header["open_classes"],
         n_features=header["n_features"], examples_seen=header["examples_seen"],
         statistics={name.removeprefix("stats."): a for name, a in arrays.items() if name.startswith("stats.")},
-        tables=_decode_tables(arrays), feature_names=None if names is None else np.asarray(names, dtype=object),
+        tables={}, feature_names=None if names is None else np.asarray(names, dtype=object),
         float_dtype=header.get("float_dtype", "float64"))
 
 
@@ -305,20 +352,36 @@ def _product(shape: list[int]) -> int:
     return result
 
 
-def _read_verified(path: Path) -> tuple[object, memoryview]:
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[tuple[object, _Payload]]:
+    """The verified header of the snapshot at ``path`` and its payload, read from the open file
+    while this lasts (the checksum is checked first, a piece at a time)."""
     try:
-        with open(path, "rb", opener=_open_no_wait) as file:
+        with open(path, "rb", buffering=0, opener=_open_no_wait) as file:
             info = os.fstat(file.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise SnapshotError(f"{path}: not a regular file.")
-            data = file.read(info.st_size + 1)
+            try:
+                opened = SNAPSHOT.open_file(file, info.st_size, str(path))
+            except NewerFrameError as error:
+                raise NewerFormatError(f"{error}.") from None
+            except FrameError as error:
+                raise SnapshotError(f"{error}." if error.problem != str(error) else f"{path}: {error}.") from None
+            header = opened.header
+            header["format_version"] = opened.version  # what the magic says, for readers of the header
+            yield header, _Payload(opened.body_size, file=file, start=opened.body_start)
     except SnapshotError:
         raise
     except IsADirectoryError:
         raise SnapshotError(f"{path}: is a directory, not a snapshot.") from None
     except OSError as error:
         raise SnapshotError(f"{path}: cannot read snapshot ({error.strerror or error}).") from None
-    return _verified(data, path)
+
+
+def _read_verified(path: Path) -> tuple[object, _Payload]:
+    """The verified header of the snapshot at ``path`` (its payload, past the file's closing, unread)."""
+    with _opened(path) as (header, payload):
+        return header, payload
 
 
 def _open_no_wait(path: str, flags: int) -> int:
@@ -328,7 +391,7 @@ def _open_no_wait(path: str, flags: int) -> int:
     return fd
 
 
-def _verified(data: bytes, source: object) -> tuple[object, memoryview]:
+def _verified(data: bytes, source: object) -> tuple[object, _Payload]:
     try:
         opened = SNAPSHOT.open(data, str(source))
     except NewerFrameError as error:
@@ -337,24 +400,71 @@ def _verified(data: bytes, source: object) -> tuple[object, memoryview]:
         raise SnapshotError(f"{error}.") from None
     header = opened.header
     header["format_version"] = opened.version  # what the magic says, for readers of the header
-    return header, opened.body
+    return header, _Payload(len(opened.body), data=opened.body)
 
 
-def _array_from(payload: memoryview, entry: dict[str, Any]) -> AnyArray:
+def _array_from(payload: _Payload, entry: dict[str, Any]) -> AnyArray:
     """An array the header describes (already checked to lie inside the payload)."""
     dtype = np.dtype(entry["dtype"])
     count = _product(entry["shape"])
     if "nonzero" not in entry:
-        array = np.frombuffer(payload, dtype=dtype, count=count, offset=entry["offset"])
-        return array.reshape(entry["shape"]).copy()
+        return payload.read(entry["offset"], dtype, count).reshape(entry["shape"])
     k = entry["nonzero"]
-    indices = np.frombuffer(payload, dtype="<i8", count=k, offset=entry["offset"])
-    values = np.frombuffer(payload, dtype=dtype, count=k, offset=entry["offset"] + 8 * k)
+    indices = payload.read(entry["offset"], np.dtype("<i8"), k)
+    values = payload.read(entry["offset"] + 8 * k, dtype, k)
     if k and (indices[0] < 0 or indices[-1] >= count or np.any(indices[1:] <= indices[:-1])):
         raise ValueError(f"sparse array {entry['name']!r} has indices out of order or out of range")
     array = np.zeros(count, dtype=dtype)
     array[indices] = values
     return array.reshape(entry["shape"])
+
+
+_TABLE_BLOCK = 1 << 18  # values of a stored table compared at a time (2 MiB of float64)
+
+
+def _stored_tables(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The directory entries of the stored tables by table: ``table.name`` one array (a scalar
+    when it has no axis), ``table.name.0``, ``table.name.1``, ... a list of arrays."""
+    tables: dict[str, list[dict[str, Any]]] = {}
+    lists: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        key, _, index = entry["name"].removeprefix("table.").partition(".")
+        if index:
+            lists.setdefault(key, []).append(entry)
+        else:
+            tables[key] = [entry]
+    twice = set(tables) & set(lists)
+    if twice:
+        raise ValueError(f"the tables {sorted(twice)} are stored twice")
+    return {**tables, **lists}
+
+
+def _check_stored_tables(stored: dict[str, list[dict[str, Any]]], computed: dict[str, TableValue],
+                         payload: _Payload) -> None:
+    """``tables.check_tables`` of the stored tables, read a block at a time: each must be what the
+    statistics give (to rounding). Tables of another version (other names) are left aside."""
+    if set(stored) != set(computed):
+        return
+    for name, value in computed.items():
+        mine = value if isinstance(value, list) else [value]
+        if len(mine) != len(stored[name]) or not all(
+                _close_to_stored(np.asarray(a), entry, payload) for a, entry in zip(mine, stored[name], strict=True)):
+            raise ValueError(f"the stored table {name!r} does not match the statistics")
+
+
+def _close_to_stored(computed: AnyArray, entry: dict[str, Any], payload: _Payload) -> bool:
+    """``tables._close`` of a computed table and a stored one (dense, never sparse), block by block."""
+    if "nonzero" in entry:
+        return False
+    shape, count = tuple(entry["shape"]), _product(entry["shape"])
+    if (computed.shape != shape and computed.size != 1) or computed.size != count:
+        return False
+    flat, dtype = computed.reshape(-1), np.dtype(entry["dtype"])
+    for start in range(0, count, _TABLE_BLOCK):
+        theirs = payload.read(entry["offset"] + start * dtype.itemsize, dtype, min(_TABLE_BLOCK, count - start))
+        if not np.allclose(flat[start:start + len(theirs)], theirs, rtol=1e-9, atol=0):
+            return False
+    return True
 
 
 def _encode_value(value: object, name: str, arrays: dict[str, AnyArray]) -> object:
@@ -383,22 +493,3 @@ def _decode_value(value: object, arrays: dict[str, AnyArray]) -> Any:
         if "array_list" in value:
             return [_decode_value(v, arrays) for v in value["array_list"]]
     return value
-
-
-def _decode_tables(arrays: dict[str, AnyArray]) -> dict[str, TableValue]:
-    """The smoothed tables stored: ``table.name`` an array (a scalar when it has no axis),
-    ``table.name.0``, ``table.name.1``, ... a list of arrays."""
-    tables: dict[str, TableValue] = {}
-    lists: dict[str, list[AnyArray]] = {}
-    for name, array in arrays.items():
-        if not name.startswith("table."):
-            continue
-        key, _, index = name.removeprefix("table.").partition(".")
-        if index:
-            lists.setdefault(key, []).append(array)
-        else:
-            tables[key] = array[()] if array.ndim == 0 else array
-    twice = set(tables) & set(lists)
-    if twice:
-        raise ValueError(f"the tables {sorted(twice)} are stored twice")
-    return {**tables, **lists}

@@ -341,12 +341,18 @@ def _check_weights(class_count: FloatArray, n_classes: int) -> None:
     _check_table("class_count", class_count, (n_classes,), non_negative=True)
 
 
+_CHECK_BLOCK = 1 << 20  # values checked at a time
+
+
 def _check_table(name: str, array: AnyArray, shape: tuple[int, ...], non_negative: bool) -> None:
     if array.shape != shape:
         raise ValueError(f"{name} has shape {array.shape}; expected {shape}")
     if array.dtype != np.float64:
         raise ValueError(f"{name} has dtype {array.dtype}; expected float64")
-    if not np.isfinite(array).all():
+    # A block at a time: a check holds no mask of the whole table (an eighth of its size).
+    flat = array.reshape(-1)
+    blocks = [flat[start:start + _CHECK_BLOCK] for start in range(0, flat.size, _CHECK_BLOCK)]
+    if not all(np.isfinite(block).all() for block in blocks):
         raise ValueError(f"{name} holds NaN or infinite values")
-    if non_negative and (array < 0).any():
+    if non_negative and any((block < 0).any() for block in blocks):
         raise ValueError(f"{name} holds negative values")

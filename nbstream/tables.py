@@ -29,10 +29,16 @@ class Tables:
     def not_finite(self) -> list[str]:
         """The names of the tables holding an infinite or NaN value where none belongs."""
         return [name for name, value in self.as_dict().items() if name not in self._may_be_infinite
-                and not all(np.isfinite(np.asarray(part)).all() for part in _parts(value))]
+                and not all(_all_finite(np.asarray(part)) for part in _parts(value))]
 
 
 TablesT = TypeVar("TablesT", bound=Tables)
+_CHECK_BLOCK = 1 << 20  # values checked at a time: no mask of a whole table (an eighth of its size)
+
+
+def _all_finite(array: npt.NDArray[np.generic]) -> bool:
+    flat = array.reshape(-1)
+    return all(np.isfinite(flat[start:start + _CHECK_BLOCK]).all() for start in range(0, flat.size, _CHECK_BLOCK))
 
 
 class TouchedFeatures:

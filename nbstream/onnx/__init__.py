@@ -1,5 +1,6 @@
 """nbstream models as ONNX graphs, for ONNX Runtime and the other runtimes (Java, C#, JavaScript,
-the edge): ``to_onnx`` (``pip install 'nbstream[onnx]'``; onnxruntime to run them).
+the edge): ``to_onnx`` (``pip install 'nbstream[onnx]'``; onnxruntime to run them), and
+``write_onnx``, which writes the same model to a file holding no copy of its tables.
 
 The graph has one input, ``X`` (N, n_features), and two outputs, ``label`` (N,) and
 ``probabilities`` (N, n_classes), made of the standard operators of operator set ``OPSET``: a
@@ -17,6 +18,6 @@ argmax.
 """
 
 from .builder import IR_VERSION, OPSET
-from .export import INPUT, LABEL, PROBABILITIES, NotExportable, to_onnx
+from .export import INPUT, LABEL, PROBABILITIES, NotExportable, to_onnx, write_onnx
 
-__all__ = ["INPUT", "IR_VERSION", "LABEL", "OPSET", "PROBABILITIES", "NotExportable", "to_onnx"]
+__all__ = ["INPUT", "IR_VERSION", "LABEL", "OPSET", "PROBABILITIES", "NotExportable", "to_onnx", "write_onnx"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -11,7 +11,7 @@ import numpy.typing as npt
 from ..base import NaiveBayes
 from ..dense_tables import DENSE_MAX_VALUES, check_dense_size
 from ..exportable import is_pipeline
-from .builder import OPSET, GraphBuilder
+from .builder import OPSET, Graph, GraphBuilder
 from .scores import joint_log_likelihood
 
 INPUT = "X"
@@ -25,7 +25,22 @@ class NotExportable(ValueError):
 
 
 def to_onnx(model: Any, dtype: npt.DTypeLike = np.float64, *, max_dense_values: int = DENSE_MAX_VALUES) -> Any:
-    """The model as an ``onnx.ModelProto`` (operator set ``OPSET``, standard operators only; needs
+    """The model as an ``onnx.ModelProto`` (see ``write_onnx``, which writes the same bytes to a file
+    without holding them: the way for a large model)."""
+    return _graph(model, dtype, max_dense_values).to_proto()
+
+
+def write_onnx(model: Any, out: IO[bytes], dtype: npt.DTypeLike = np.float64, *,
+               max_dense_values: int = DENSE_MAX_VALUES) -> None:
+    """Write the model as an ONNX model to the binary file ``out``: the bytes of ``to_onnx(model,
+    dtype).SerializeToString()`` (a protobuf of the same content), made while holding no copy of
+    the model's tables: each large table is written from the model's own, a block of rows at a
+    time (``builder.Graph.write``). Same arguments and errors as ``to_onnx``."""
+    _graph(model, dtype, max_dense_values).write(out)
+
+
+def _graph(model: Any, dtype: npt.DTypeLike, max_dense_values: int) -> Graph:
+    """The checked graph of the model (operator set ``OPSET``, standard operators only; needs
     ``pip install 'nbstream[onnx]'``).
 
     model : a fitted model of nbstream's five, or a ``nbstream.arrow.Pipeline`` of numeric or

@@ -34,21 +34,49 @@ def joint_log_likelihood(graph: GraphBuilder, X: str, model: NaiveBayes[Any, Any
 
 def _linear(graph: GraphBuilder, X: str, model: BernoulliNB | MultinomialNB | ComplementNB) -> str:
     """Bernoulli, multinomial and complement score a row as x . weights + bias: weights (n_features,
-    n_classes), bias (n_classes,); Bernoulli binarizes x first (x > binarize)."""
+    n_classes), bias (n_classes,); Bernoulli binarizes x first (x > binarize). Dense counts' weights
+    are written from the model's own tables, a block of rows at a time: no table is copied."""
+    if model.sparse_counts_:
+        weights, bias = _dense_weights(model)
+        weights_name = graph.floats(weights.T, "weights")
+    else:
+        tables = model.export_state(tables=True, copy=False).tables
+
+        def table(name: str) -> FloatArray:
+            value = tables[name]
+            assert isinstance(value, np.ndarray) and value.dtype == np.float64
+            return value.astype(np.float64, copy=False)  # itself
+
+        prior = table("class_log_prior_")
+        if isinstance(model, MultinomialNB):  # log P(f | c) = log(count + alpha) - log(the class's total)
+            log_smoothed, log_total = table("log_smoothed"), table("log_total")
+            weights_name = graph.rows(log_smoothed.shape, lambda rows: log_smoothed[rows] - log_total, "weights")
+            bias = prior
+        else:  # (n_features, n_classes): log p - log(1 - p), or the complement weights
+            weights_name = graph.floats(table("weights"), "weights")
+            bias = table("bias") if isinstance(model, BernoulliNB) else _complement_bias(prior)
+    if isinstance(model, BernoulliNB) and model.binarize is not None:
+        present = graph.add("Greater", X, graph.floats(model.binarize, "binarize"))
+        X = graph.add("Cast", present, to=graph.float_type)
+    scores = graph.add("MatMul", X, weights_name)
+    return graph.add("Add", scores, graph.floats(bias, "bias"))
+
+
+def _dense_weights(model: BernoulliNB | MultinomialNB | ComplementNB) -> tuple[FloatArray, FloatArray]:
+    """(weights (n_classes, n_features), bias (n_classes,)) of a model of sparse counts, made dense."""
     log_prob: FloatArray = model.feature_log_prob_  # (n_classes, n_features)
     prior: FloatArray = model.class_log_prior_
     if isinstance(model, BernoulliNB):
         log_not_p = np.log(1 - np.exp(log_prob))  # as BernoulliNB computes it
-        weights, bias = log_prob - log_not_p, prior + log_not_p.sum(axis=1)
-        if model.binarize is not None:
-            present = graph.add("Greater", X, graph.floats(model.binarize, "binarize"))
-            X = graph.add("Cast", present, to=graph.float_type)
-    elif isinstance(model, ComplementNB):  # a single class has no complement: its prior is its score
-        weights, bias = log_prob, prior if len(prior) == 1 else np.zeros_like(prior)
-    else:
-        weights, bias = log_prob, prior
-    scores = graph.add("MatMul", X, graph.floats(weights.T, "weights"))
-    return graph.add("Add", scores, graph.floats(bias, "bias"))
+        return log_prob - log_not_p, prior + log_not_p.sum(axis=1)
+    if isinstance(model, ComplementNB):
+        return log_prob, _complement_bias(prior)
+    return log_prob, prior
+
+
+def _complement_bias(prior: FloatArray) -> FloatArray:
+    """A single class has no complement: its prior is its score; with more, the prior takes no part."""
+    return prior if len(prior) == 1 else np.zeros_like(prior)
 
 
 def _gaussian(graph: GraphBuilder, X: str, model: GaussianNB) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -14,8 +16,14 @@ import pytest
 
 import nbstream
 from nbstream.arrow import load_pipeline
-from tests.helpers.cli import invoke
+from tests.helpers.cli import invoke, worker_env
 from tests.helpers.paths import SMS
+
+
+def run_python(code: str, *args) -> subprocess.CompletedProcess:
+    """``python -c code ARGS...`` in a process of its own, output captured as text."""
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          env=worker_env(), timeout=120)
 
 
 def run(path, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,6 +90,35 @@ def test_a_snapshot_saved_by_the_library_converts(tmp_path):
     labels, proba = run(tmp_path / "m.onnx", np.array([[1.0, 0.0], [0.0, 1.0]]))
     assert labels.tolist() == [1, 2]
     np.testing.assert_allclose(proba, model.predict_proba([[1, 0], [0, 1]]), rtol=0, atol=1e-12)
+
+
+_MEASURED = """
+import resource, sys
+import nbstream.onnx, onnx, worker.cli
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+worker.cli.app(["convert", sys.argv[1], "--out", sys.argv[2]], standalone_mode=False)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+"""
+
+
+def test_converting_holds_the_statistics_and_the_table_and_no_copy_of_them(tmp_path):
+    """A dense model of 250 classes x 40,000 features (a table of 80 MB): converting it holds its
+    counts and its table, a block of either at a time more, and never a copy of the file or the graph."""
+    n_classes, n_features = 250, 40_000
+    counts = np.random.default_rng(3).integers(0, 5, size=(n_classes, n_features)).astype(np.float64)
+    state = nbstream.ModelState(kind="multinomial", params={}, classes=np.arange(n_classes), open_classes=False,
+                                n_features=n_features, examples_seen=n_classes,
+                                statistics={"class_count": np.ones(n_classes), "feature_count": counts})
+    nbstream.save(nbstream.MultinomialNB.from_state(state, copy=False), tmp_path / "m.nbs")
+    table = counts.nbytes
+    del counts, state
+
+    done = run_python(_MEASURED, tmp_path / "m.nbs", tmp_path / "m.onnx")
+
+    assert done.returncode == 0, done.stderr
+    grown = int(done.stdout.strip().splitlines()[-1])
+    assert grown <= 2 * table + (32 << 20), f"converting grew the peak by {grown:,} bytes, the table being {table:,}"
+    assert os.path.getsize(tmp_path / "m.onnx") > table
 
 
 def test_a_gaussian_without_smoothing_and_a_constant_column_trains_predicts_and_converts(tmp_path):

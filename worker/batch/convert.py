@@ -30,7 +30,7 @@ def convert(snapshot: Path, out: Path, *, fmt: str = "onnx", dtype: str = "float
             model_only: bool = False) -> Converted:
     """Write the snapshot's model as ``fmt``. A worker snapshot is a pipeline (model and feature
     encoder): exported whole unless ``model_only``; a text pipeline only with ``model_only``."""
-    from nbstream.onnx import to_onnx
+    from nbstream.onnx import write_onnx
 
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
@@ -48,9 +48,8 @@ def convert(snapshot: Path, out: Path, *, fmt: str = "onnx", dtype: str = "float
                               f"Pipeline.transform).")
         source = pipeline
     try:
-        graph = to_onnx(source, dtype=dtype)
+        with AtomicFile(out) as file:  # written from the model's tables, never copied whole
+            write_onnx(source, file, dtype=dtype)
     except ValueError as error:  # what the model holds cannot be a graph (too large, labels of mixed types)
         raise ConfigError(f"{snapshot}: {error}") from None
-    with AtomicFile(out) as file:
-        file.write(graph.SerializeToString())
     return Converted(out, model.kind, len(model.classes_), model.n_features_in_, dtype)
