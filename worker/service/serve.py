@@ -25,6 +25,7 @@ from ..io.interfaces import Refusals
 from ..io.json_predictions import prediction_values
 from ..io.kafka.client import KafkaFailure
 from ..io.kafka.connect import connect
+from ..io.kafka.reachable import any_listens
 from ..io.registry.avro_predictions import AvroPredictions
 from ..io.registry.client import RegistryClient, RegistryUnavailable
 from ..io.registry.records import RegistryRecords, registry_records
@@ -36,6 +37,7 @@ from .telemetry.server import serve_metrics
 
 log = logging.getLogger(__name__)
 STOP_GRACE_SECONDS = 9.0  # a stop asked for ends within this, whatever a dependency does
+LISTENER_CHECK_SECONDS = 1.0  # how often a replica whose broker is gone checks that one listens again
 
 
 @dataclass
@@ -170,7 +172,6 @@ def _run_sessions(context: ServiceContext, stop: threading.Event) -> None:
                 last_failure = None
             backoff.reset()
             session.run(stop.is_set)
-            log.info("stopped after a final commit")
         except KafkaFailure as failure:
             metrics.not_ready()
             pause = backoff.next()
@@ -182,11 +183,19 @@ def _run_sessions(context: ServiceContext, stop: threading.Event) -> None:
                 session.close()
                 session = None
             _wait(stop, pause, metrics)
+            _wait_for_listener(stop, context.config.kafka.bootstrap, metrics)
         finally:
             if session is not None:
                 session.close()
     if not started:
         log.info("stopped before a Kafka session started")
+
+
+def _wait_for_listener(stop: threading.Event, bootstrap: str, metrics: ServiceMetrics) -> None:
+    """Wait until a bootstrap server accepts a TCP connection (asked every LISTENER_CHECK_SECONDS),
+    building no Kafka client meanwhile."""
+    while not stop.is_set() and not any_listens(bootstrap):
+        _wait(stop, LISTENER_CHECK_SECONDS, metrics)
 
 
 def _wait(stop: threading.Event, seconds: float, metrics: ServiceMetrics) -> None:

@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from nbstream.arrow import FeatureEncoder
 
@@ -205,10 +206,21 @@ class Session:
             self.group.take_updates(self.follower.poll(0.0))
             if (len(polled) or len(labels)) and self._process(polled, labels, should_stop):
                 self.metrics.quality.show(self.group.quality_reports())
-            if self.checkpoint.due(len(polled) + len(labels)):
+            if self.checkpoint.due(len(polled) + len(labels)) and self._broker_may_answer():
                 self.commit()
             self._heartbeat(len(polled) + len(labels) > 0)
-        self.commit(last=True)
+        if self._broker_may_answer():
+            self.commit(last=True)
+            log.info("stopped after a final commit")
+        else:
+            log.warning("stopping while the broker does not answer: what was not committed is left to the "
+                        "partitions' next owner, which reads it again from the last commit")
+
+    def _broker_may_answer(self) -> bool:
+        """False while the last probe found the broker silent: a commit then waits for it to answer
+        (building the state records only to fail would cost as much at every try; the work since
+        the last commit is kept in memory, or read again by the next owner)."""
+        return self.metrics.connected is not False
 
     def _process(self, polled: Polled, labels: Polled, should_stop: Callable[[], bool]) -> bool:
         """Process a poll; False when stopped first. While the Schema Registry cannot answer for its
@@ -284,9 +296,10 @@ class Session:
             try:
                 owned = sorted(self.group.owned)
                 metrics.assigned.set(len(owned))
-                # while records flow, the ends the fetches report: asking the broker would stall the loop
+                # while records flow, the ends the fetches report: asking the broker would stall the loop;
+                # else one partition's, which is enough to hear it answer
                 if owned:
-                    self.consumer.end_offsets(owned, cached=busy)
+                    self.consumer.end_offsets(owned if busy else owned[:1], cached=busy)
                 else:
                     self.consumer.committed([0])
                 if self.follower.reader.caught_up(cached=busy):
@@ -310,9 +323,15 @@ class Session:
         consumer: Consumer | None = getattr(self, "consumer", None)
         follower: StateFollower | None = getattr(self, "follower", None)
         steps: list[Callable[[], None]] = []
-        if isinstance(producer, TransactionalProducer) and producer.open:
+        # With the broker silent, an abort could only wait: the broker aborts the transaction
+        # itself (its timeout, or the next owner's fencing), and nothing is left to flush.
+        answers = self._broker_may_answer()
+        if isinstance(producer, TransactionalProducer) and producer.open and answers:
             steps.append(lambda: producer.abort_transaction(5.0))
-        steps += [client.close for client in (consumer, producer) if client is not None]
+        if consumer is not None:
+            steps.append(consumer.close)
+        if producer is not None:
+            steps.append(partial(producer.close, 5.0 if answers else 0.0))
         if follower is not None:
             steps.append(follower.reader.close)
         for step in steps:

@@ -115,6 +115,7 @@ def translated(method: Callable[P, R]) -> Callable[P, R]:
 
 
 BOOTSTRAP_TIMEOUT_MS = 10_000  # a client that cannot reach any broker gives up after this
+ASK_TIMEOUT_MS = 5_000  # where partitions end: asked to hear the broker answer, which a stalled loop must not wait on
 
 
 class _TokenProvider(AbstractTokenProvider):  # type: ignore[misc]  # kafka-python is untyped
@@ -276,7 +277,7 @@ class _Consumer(Consumer):
         tps = [self._tp(p) for p in partitions]
         ends = _reported_ends(self._consumer, tps) if cached else None
         if ends is None:
-            ends = self._consumer.end_offsets(tps)
+            ends = self._consumer.end_offsets(tps, timeout_ms=ASK_TIMEOUT_MS)
         return {tp.partition: offset for tp, offset in ends.items()}
 
     @translated
@@ -342,7 +343,7 @@ class _Reader(Reader):
             if ends is None:
                 return self._was_caught_up
             return all(self._consumer.position(tp) >= end for tp, end in ends.items())
-        ends = self._consumer.end_offsets(self._partitions)
+        ends = self._consumer.end_offsets(self._partitions, timeout_ms=ASK_TIMEOUT_MS)
         self._was_caught_up = all(self._consumer.position(tp) >= ends[tp] for tp in self._partitions)
         return self._was_caught_up
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import numpy as np
 import pytest
@@ -329,6 +330,53 @@ def test_the_broker_answers_again_only_after_it_did_not(caplog):
     assert broker_lines(caplog) == [("WARNING", "the broker does not answer", "no broker at 127.0.0.1:9"),
                                     ("INFO", "the broker answers again", None)]
     assert (connected(metrics), metrics.ready) == (1, True)
+
+
+def scripted(*steps):
+    """should_stop for ``run``: each turn runs the next step (a callable) and goes on; then stops."""
+    turns = iter(steps)
+
+    def should_stop() -> bool:
+        step = next(turns, None)
+        if step is None:
+            return True
+        step()
+        return False
+    return should_stop
+
+
+def silenced(kafka: FakeKafka, session: Session, answers: bool = False):
+    """A step: the broker answers (or not) from now on, and the session probes it at its next beat."""
+    def step() -> None:
+        kafka.answers = answers
+        session._probed = float("-inf")
+    return step
+
+
+def test_while_the_broker_is_silent_a_due_commit_waits_and_the_work_is_committed_once_it_answers():
+    """Building state records only to fail would cost as much at every try: a commit that comes
+    due waits for the broker's next answer, then commits what was learned."""
+    kafka = cluster(messages=4)
+    session = open_session(kafka, settings(checkpoint_interval=0.1))
+    idle = lambda: time.sleep(0.15)  # noqa: E731 - a commit comes due by time
+    session.run(scripted(lambda: None, silenced(kafka, session), idle, idle))
+    assert "producer.commit_transaction" not in transaction_calls(kafka.journal)
+    session.run(scripted(silenced(kafka, session, answers=True), idle))
+    assert transaction_calls(kafka.journal).count("producer.commit_transaction") == 1
+    assert kafka.group_offsets["g"][0] == 4
+
+
+def test_a_stop_while_the_broker_is_silent_neither_commits_nor_waits_on_it(caplog):
+    kafka = cluster(messages=4)
+    session = open_session(kafka, settings())
+    caplog.set_level(logging.INFO)
+    session.run(scripted(lambda: None, silenced(kafka, session)))  # learns, then finds the broker silent
+    session.close()
+    assert [call for call in transaction_calls(kafka.journal) if call != "producer.init_transactions"] == [
+        "producer.begin_transaction"]  # no commit, and no abort to wait on
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("stop")] == [
+        "stopping while the broker does not answer: what was not committed is left to the partitions' next owner, "
+        "which reads it again from the last commit"]
 
 
 def test_readiness_is_a_metric_too():
