@@ -143,7 +143,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for client in args.clients.split(","):
             found = measure(client, args.partitions, args.learn, args.settle, args.seconds, Path(folder))
-            print(f"| {client} | {args.partitions} | {args.learn:,} | {found['cpu_share']:.1%} | {found['readyz']} | {found['healthz']} "
+            print(f"| {client} | {args.partitions} | {args.learn:,} | {found['cpu_share']:.1%} | {found['readyz']} "
+                  f"| {found['healthz']} "
                   f"| {found['stop_seconds']:.1f} s |", flush=True)
 
 
