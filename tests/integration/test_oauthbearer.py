@@ -214,3 +214,109 @@ def test_a_token_endpoint_redirecting_to_another_origin_gets_it_nothing_and_ends
            "requests (and their credentials) are never sent; give --sasl-oauth-token-url the URL it redirects to." \
         in errors[0], errors
     assert "Traceback" not in result.stderr and SECRET not in result.stdout + result.stderr
+
+
+# ---- a token endpoint refusing the client: at start, after not answering at start, while serving ------------
+
+@pytest.mark.parametrize("status_code, error", [(401, "invalid_client"), (400, "invalid_grant"),
+                                                (400, "unauthorized_client")])
+def test_a_token_endpoint_refusing_the_client_ends_serve_in_one_line(broker, oidc, kafka_client, status_code, error):
+    """The endpoint's answer alone, as RFC 6749 (5.2) has it: one line naming it, exit status 2, at once."""
+    with HostileServer(json_answer({"error": error}, status=status_code)) as endpoint:
+        started = time.monotonic()
+        result = run_worker(*COMMANDS["serve"], "--kafka-client", kafka_client,
+                            *oauth_options(broker, oidc, token_url=endpoint.url + "/token"), timeout=60)
+        elapsed = time.monotonic() - started
+        asked = len(endpoint.requests)
+    errors = error_lines(result)
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-3000:]
+    assert f"the OAuth token endpoint {endpoint.url}/token refused the client credentials of nbstream " \
+           f"(HTTP {status_code}) ({error}): check --sasl-oauth-client-id, its secret and --sasl-oauth-scope." \
+        in errors[0], errors
+    assert "Traceback" not in result.stderr and SECRET not in result.stdout + result.stderr
+    assert elapsed < 15 and asked == 1, (elapsed, asked)
+
+
+def test_a_refusal_after_an_endpoint_that_did_not_answer_at_start_ends_serve_in_one_line(broker, oidc, kafka_client,
+                                                                                       tmp_path):
+    """No token at start (HTTP 503: the service starts, and the first connections ask again), then
+    401: the first connections' refusal is the start's. It had kept serve restarting its session
+    forever with kafka-python, one WARNING `Kafka failed`, and never served."""
+    with HostileServer(json_answer({"error": "temporarily_unavailable"}, status=503)) as endpoint:
+        service = Service(broker.bootstrap, "oauth-refused-later", tmp_path, client=kafka_client,
+                          connection=oauth_options(broker, oidc, token_url=endpoint.url + "/token")).start()
+        try:
+            assert wait_for(lambda: NO_TOKEN_YET in service.log_tail(100_000), timeout=30), service.log_tail()
+            endpoint.behaviour = json_answer({"error": "invalid_client"}, status=401)
+            refused = time.monotonic()
+            status_code = service.process.wait(timeout=60)
+            elapsed = time.monotonic() - refused
+        finally:
+            if service.running():
+                service.kill()
+    log = service.log.read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert status_code == 2 and len(errors) == 1, log[-3000:]
+    assert f"the OAuth token endpoint {endpoint.url}/token refused the client credentials of nbstream (HTTP 401) " \
+           "(invalid_client)" in errors[0], errors
+    assert "Traceback" not in log and SECRET not in log
+    assert elapsed < 30, elapsed  # kafka-python gives up bootstrapping after 10 s
+
+
+def serving(broker, oidc, kafka_client, tmp_path, client_id) -> tuple[Service, str]:
+    """A service with 10 s tokens of ``client_id`` that predicted 20 messages."""
+    oidc.add_client(client_id, SECRET, lifetime_s=SHORT_LIFETIME_S)
+    topic = new_topic(broker.bootstrap, f"oauth-later-{kafka_client}")
+    send(broker.bootstrap, topic, [json_message(text=f"early {i}", label="ham", id=i) for i in range(20)])
+    service = Service(broker.bootstrap, topic, tmp_path, "--text", client=kafka_client,
+                      connection=oauth_options(broker, oidc, client_id)).start()
+    assert len(read_all(broker.bootstrap, service.output, expected=20, timeout=120, committed_only=True)) == 20, \
+        service.log_tail()
+    return service, topic
+
+
+def test_credentials_the_token_endpoint_refuses_while_serving_end_serve_in_one_line(broker, oidc, kafka_client,
+                                                                                   tmp_path):
+    """The client's secret rotated at the provider: the next token is refused. The secret is read at
+    start, so only a new process can get tokens again: serve ends (exit status 2), as at start."""
+    client_id = f"rotated-{kafka_client}"
+    service, _ = serving(broker, oidc, kafka_client, tmp_path, client_id)
+    try:
+        oidc.add_client(client_id, "the-rotated-secret")
+        refused = time.monotonic()
+        status_code = service.process.wait(timeout=90)
+        elapsed = time.monotonic() - refused
+    finally:
+        if service.running():
+            service.kill()
+    log = service.log.read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert status_code == 2 and len(errors) == 1, log[-3000:]
+    assert f"refused the client credentials of {client_id} (HTTP 401) (invalid_client: client authentication " \
+           "failed)" in errors[0], errors
+    assert "Traceback" not in log and SECRET not in log and "the-rotated-secret" not in log
+    assert elapsed < 2 * SHORT_LIFETIME_S + 20, elapsed  # its token expires within a lifetime
+
+
+def test_a_token_endpoint_failing_while_serving_is_waited_out(broker, oidc, kafka_client, tmp_path):
+    """HTTP 500 for 25 s while serving (tokens live 10 s): serve goes on, with new sessions, and
+    predicts what comes once the endpoint answers again. A 500 had ended it with a traceback
+    (kafka-python) or as `Kafka refused access` (confluent)."""
+    client_id = f"flaky-{kafka_client}"
+    service, topic = serving(broker, oidc, kafka_client, tmp_path, client_id)
+    try:
+        oidc.add_client(client_id, SECRET, lifetime_s=SHORT_LIFETIME_S, answer="500")
+        time.sleep(25)
+        assert service.running(), service.log_tail()
+        oidc.add_client(client_id, SECRET, lifetime_s=SHORT_LIFETIME_S)
+        send(broker.bootstrap, topic, [json_message(text=f"later {i}", label="ham", id=20 + i) for i in range(20)],
+             first_key=20)
+        predictions = read_all(broker.bootstrap, service.output, expected=40, timeout=120, committed_only=True)
+        assert sorted(json.loads(r.value)["offset"] for r in predictions) == list(range(40)), service.log_tail()
+        assert service.terminate() == 0, service.log_tail()
+    finally:
+        if service.running():
+            service.kill()
+    log = service.log.read_text()
+    assert "Traceback" not in log and " ERROR " not in log, log[-3000:]
+    assert "answered HTTP 500" in log and SECRET not in log

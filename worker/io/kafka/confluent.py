@@ -1,4 +1,12 @@
-"""The client seam on confluent-kafka (librdkafka, C; for throughput): ``--kafka-client confluent``."""
+"""The client seam on confluent-kafka (librdkafka, C; for throughput): ``--kafka-client confluent``.
+
+librdkafka fetches its own OAUTHBEARER tokens, and says only that it could not authenticate when
+the token endpoint refuses it, does not answer, or gave a token that librdkafka or the broker
+refuses. Under OIDC client credentials, a refusal of access is put on whom it is due by asking the
+endpoint afresh (``_Reporting._blamed``): its refusal ends the command, as at start; an endpoint
+that does not answer (or answers again, after failing librdkafka's request) ends the session, to
+be tried again; a token refused (expired, signed by a key the broker does not trust) stays a
+refusal of access."""
 
 from __future__ import annotations
 
@@ -39,7 +47,7 @@ from .client import (
     mismatched_assignment,
     refuses_access,
 )
-from .oauth import checked_source
+from .oauth import TokenRefused, TokenSource, checked_source
 from .settings import KafkaSettings, OAuthClient
 
 _E = ck.KafkaError
@@ -49,6 +57,11 @@ _ACCESS = {_E._AUTHENTICATION, _E._SSL, _E.SASL_AUTHENTICATION_FAILED, _E.TOPIC_
 _REJECTED = {_E.MSG_SIZE_TOO_LARGE, _E.INVALID_RECORD, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_MSG_SIZE, _E.INVALID_MSG,
              _E.INVALID_TIMESTAMP}
 _library_log = logging.getLogger("kafka.librdkafka")
+# librdkafka's words for a token it did not get: from the endpoint (an error answer, quoted; an
+# answer without "access_token"; no answer), or refused by its own checks of the token, which the
+# endpoint gives alike every time ("Must supply an unexpired token", a JWT without "exp" or "sub")
+_NO_TOKEN = "Failed to acquire SASL OAUTHBEARER token"
+_TOKEN_CHECKS = ("unexpired", "JWT", '"exp"', '"sub"', "xtension", "decode", "nvalid token")
 _SECOND = operator.itemgetter(1)  # of a (timestamp type, timestamp) pair
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -97,7 +110,9 @@ def translated(method: Callable[Concatenate[ReportingT, P], R]) -> Callable[Conc
             result = method(self, *args, **kwargs)
         except ck.KafkaException as error:
             self._raise_reported(serve=True)
-            raise failure(error) from error
+            raise self._blamed(failure(error)) from error
+        except KafkaAccessError as refused:  # a consumer's poll raises those librdkafka hands it
+            raise self._blamed(refused) from None
         except concurrent.futures.TimeoutError:
             self._raise_reported(serve=True)
             raise KafkaFailure(f"{method.__name__}: no answer from Kafka in time") from None
@@ -107,10 +122,14 @@ def translated(method: Callable[Concatenate[ReportingT, P], R]) -> Callable[Conc
 
 
 class _Reporting:
-    """Keeps what librdkafka reports through ``error_cb``: access errors end the command."""
+    """Keeps what librdkafka reports through ``error_cb``: access errors end the command.
 
-    def __init__(self) -> None:
+    tokens : the OIDC client's token source, under OAUTHBEARER with client credentials (else None)."""
+
+    def __init__(self, tokens: TokenSource | None = None) -> None:
         self._access_error: Exception | None = None
+        self._tokens = tokens
+        self._blame: Exception | None = None  # what a refusal of access was put down to (asked once per client)
 
     def _error_cb(self, error: ck.KafkaError) -> None:
         if error.code() in _ACCESS or refuses_access(error.str()):
@@ -125,7 +144,26 @@ class _Reporting:
         if serve:
             self._serve()
         if self._access_error is not None:
+            self._access_error = self._blamed(self._access_error)
             raise self._access_error
+
+    def _blamed(self, error: Exception) -> Exception:
+        """A refusal of access, under OIDC client credentials put on whom it is due (the module
+        docstring): the token endpoint's TokenRefused, a KafkaFailure, or the refusal itself."""
+        if self._tokens is None or not isinstance(error, KafkaAccessError):
+            return error
+        if self._blame is None:
+            fault = self._tokens.blame()
+            if isinstance(fault, TokenRefused):
+                self._blame = fault
+            elif fault is not None:
+                self._blame = KafkaFailure(str(fault))
+            elif _NO_TOKEN in str(error) and not any(check in str(error) for check in _TOKEN_CHECKS):
+                self._blame = KafkaFailure(f"the OAuth token endpoint failed librdkafka's request, and gives a token "
+                                           f"now ({str(error)[:300]})")
+            else:
+                self._blame = error
+        return self._blame
 
     def _configured(self, factory: Callable[[dict[str, Any]], ClientT], conf: dict[str, Any]) -> ClientT:
         try:
@@ -166,8 +204,9 @@ def oidc(client: OAuthClient, cafile: str | None) -> dict[str, str]:
 
 
 class _Consumer(_Reporting, Consumer):
-    def __init__(self, topic: str, conf: dict[str, Any], labels_topic: str | None = None):
-        super().__init__()
+    def __init__(self, topic: str, conf: dict[str, Any], labels_topic: str | None = None,
+                 tokens: TokenSource | None = None):
+        super().__init__(tokens)
         self.topic, self.labels_topic = topic, labels_topic
         self._labels = Polled.of(labels_topic or "", [])
         self._callback_error: BaseException | None = None
@@ -295,8 +334,8 @@ def _polled(topic: str, messages: list[ck.Message]) -> Polled:
 
 
 class _Reader(_Reporting, Reader):
-    def __init__(self, conf: dict[str, Any]):
-        super().__init__()
+    def __init__(self, conf: dict[str, Any], tokens: TokenSource | None = None):
+        super().__init__(tokens)
         self._consumer = self._configured(ck.Consumer, conf)
         self._at_end: dict[tuple[str, int], bool] = {}
 
@@ -339,8 +378,8 @@ class _Reader(_Reporting, Reader):
 
 
 class _Producer(_Reporting, Producer):
-    def __init__(self, conf: dict[str, Any]):
-        super().__init__()
+    def __init__(self, conf: dict[str, Any], tokens: TokenSource | None = None):
+        super().__init__(tokens)
         self._producer = self._configured(ck.Producer, {**conf, "on_delivery": self._delivered,
                                                         "delivery.report.only.error": True})
         self._failures: list[Failure] = []
@@ -436,8 +475,8 @@ class _Producer(_Reporting, Producer):
 
 
 class _Admin(_Reporting, Admin):
-    def __init__(self, conf: dict[str, Any]):
-        super().__init__()
+    def __init__(self, conf: dict[str, Any], tokens: TokenSource | None = None):
+        super().__init__(tokens)
         self._admin = self._configured(AdminClient, conf)
 
     def _serve(self) -> None:
@@ -490,7 +529,9 @@ class _Admin(_Reporting, Admin):
 class ConfluentClient(KafkaClient):
     def __init__(self, settings: KafkaSettings):
         super().__init__(settings)
-        checked_source(settings)  # librdkafka fetches its own tokens: this checks the credentials at start
+        # librdkafka fetches its own tokens: this checks the credentials at start, and asks the
+        # endpoint whose fault it is when the cluster refuses access
+        self._tokens = checked_source(settings)
         self._connection = connection(settings)
 
     def consumer(self, topic: str, group: str, options: ConsumerOptions = ConsumerOptions()) -> Consumer:
@@ -505,13 +546,14 @@ class ConfluentClient(KafkaClient):
             conf["group.instance.id"] = options.instance_id
         if options.client_id:
             conf["client.id"] = options.client_id
-        return _Consumer(topic, conf, options.labels_topic)
+        return _Consumer(topic, conf, options.labels_topic, self._tokens)
 
     def reader(self, *, read_committed: bool = True) -> Reader:
         return _Reader({**self._connection, "group.id": f"nbstream-reader-{uuid.uuid4().hex}",
                         "enable.auto.commit": False, "enable.partition.eof": True,
                         "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-                        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES})
+                        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES},
+                       self._tokens)
 
     def producer(self, *, transactional_id: str | None = None, transaction_timeout_s: float = 60.0,
                  linger_ms: int = 20, max_request_bytes: int = 16 << 20, batch_bytes: int = 1 << 20,
@@ -524,7 +566,7 @@ class ConfluentClient(KafkaClient):
             conf.update({"transactional.id": transactional_id,
                          "transaction.timeout.ms": int(transaction_timeout_s * 1000),
                          "message.timeout.ms": int(min(delivery_timeout_s, transaction_timeout_s) * 1000)})
-        return _Producer(conf)
+        return _Producer(conf, self._tokens)
 
     def admin(self) -> Admin:
-        return _Admin(dict(self._connection))
+        return _Admin(dict(self._connection), self._tokens)

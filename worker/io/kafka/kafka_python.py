@@ -42,7 +42,7 @@ from .client import (
     refuses_access,
 )
 from .kafka_python_properties import ADMIN, CONSUMER, PRODUCER, options_by_client
-from .oauth import TokenSource, checked_source
+from .oauth import TokenRefused, TokenSource, TokenUnavailable, checked_source
 from .settings import OAUTHBEARER, KafkaSettings
 
 _ACCESS = (errors.AuthorizationError, errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError,
@@ -69,6 +69,7 @@ class _ConnectionCauses(logging.Handler):
         super().__init__(logging.WARNING)
         self.last: str | None = None
         self.refusal: tuple[float, str] | None = None  # (when, cause)
+        self.token_refusal: tuple[float, TokenRefused] | None = None  # the token endpoint's, until it gives a token
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
@@ -83,6 +84,11 @@ class _ConnectionCauses(logging.Handler):
             return self.refusal[1]
         return None
 
+    def recent_token_refusal(self) -> TokenRefused | None:
+        if self.token_refusal and time.time() - self.token_refusal[0] < self.RECENT_SECONDS:
+            return self.token_refusal[1]
+        return None
+
 
 _causes = _ConnectionCauses()
 logging.getLogger("kafka.net").addHandler(_causes)
@@ -91,11 +97,15 @@ log = logging.getLogger(__name__)
 
 def failure(error: BaseException) -> Exception:
     """The seam's exception for a kafka-python one."""
+    if isinstance(error, NoOAuthToken):  # the token endpoint's answer, passed through kafka-python
+        return error.cause if isinstance(error.cause, TokenRefused) else KafkaFailure(str(error.cause))
     if isinstance(error, errors.KafkaConfigurationError):  # settings that contradict each other
         return ConfigError(f"Kafka client configuration: {describe(error)}")
     if isinstance(error, _ACCESS):
         return KafkaAccessError(f"Kafka refused access: {describe(error)}")
     if isinstance(error, errors.KafkaTimeoutError) and "bootstrap" in str(error):
+        if token_refusal := _causes.recent_token_refusal():  # the first connections asked, and were refused
+            return token_refusal
         if refusal := _causes.recent_refusal():
             return KafkaAccessError(f"Kafka refused access: {refusal}")
         if _causes.last:
@@ -118,16 +128,37 @@ BOOTSTRAP_TIMEOUT_MS = 10_000  # a client that cannot reach any broker gives up 
 ASK_TIMEOUT_MS = 5_000  # where partitions end: asked to hear the broker answer, which a stalled loop must not wait on
 
 
+class NoOAuthToken(errors.KafkaConnectionError):  # type: ignore[misc]  # kafka-python is untyped
+    """A token not given, as kafka-python is told it: a connection that could not authenticate,
+    which it tries again (it expects none of its other exceptions there, and let a TokenUnavailable
+    out of a poll, a traceback). ``failure`` gives the endpoint's own back: a refusal ends the
+    command, an endpoint that does not answer ends the session."""
+
+    def __init__(self, cause: TokenRefused | TokenUnavailable):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 class _TokenProvider(AbstractTokenProvider):  # type: ignore[misc]  # kafka-python is untyped
-    """OAUTHBEARER tokens for kafka-python, which asks on its network thread each time it opens or
-    re-authenticates a connection; a failure fails that connection, to be tried again."""
+    """OAUTHBEARER tokens for kafka-python, which asks each time it opens or re-authenticates a
+    connection (on its network thread, or on the thread of the call that needs the connection); a
+    failure fails that connection (``NoOAuthToken``). A refusal is kept for ``failure``: when the
+    connections of a client's bootstrap all fail on it, kafka-python says only that it could not
+    bootstrap."""
 
     def __init__(self, source: TokenSource):
         super().__init__()
         self.source = source
 
     def token(self) -> str:
-        return self.source.token()
+        try:
+            token = self.source.token()
+        except (TokenRefused, TokenUnavailable) as fault:
+            if isinstance(fault, TokenRefused):
+                _causes.token_refusal = (time.time(), fault)
+            raise NoOAuthToken(fault) from None
+        _causes.token_refusal = None
+        return token
 
     def __repr__(self) -> str:
         return repr(self.source)

@@ -8,9 +8,17 @@ own tokens, and is given the same settings (see ``confluent.connection``).
 
 Each failure says whose fault it is: ``TokenRefused`` (the endpoint refused the credentials,
 answered with no token, redirected to another origin, or its certificate is not trusted: the
-settings' fault, one line at start), ``TokenUnavailable`` (unreachable, not answering within
-DEADLINE_S, a 5xx: nobody's, asked again on the next connection). Neither the client secret nor a
-token appears in a message, a repr or a log line, and what the endpoint says is cut short.
+settings' fault, one line and exit status 2), ``TokenUnavailable`` (unreachable, not answering
+within DEADLINE_S, a 5xx, 408 or 429: nobody's, asked again on the next connection). Neither the
+client secret nor a token appears in a message, a repr or a log line, and what the endpoint says
+is cut short.
+
+A refusal ends the command whenever it comes: at start (the first token, asked for before
+anything else), when the first connections ask for a token the endpoint did not give at start,
+and while serving (the credentials revoked or rotated: they are read once, at start, so only a
+new process, started with the new ones, can get tokens again). The Kafka clients pass it on as
+theirs (``kafka_python._TokenProvider``; for librdkafka, which asks for its own tokens,
+``blame`` asks the endpoint afresh when the cluster refuses access).
 """
 
 from __future__ import annotations
@@ -79,6 +87,18 @@ class TokenSource:
                 log.debug("OAuth token fetched", extra={"token_url": self.client.token_url,
                                                         "refresh_in_s": round(REFRESH_AT * lifetime_s, 1)})
             return self._token
+
+    def blame(self) -> TokenRefused | TokenUnavailable | None:
+        """Whether the token endpoint is at fault now, asked afresh (a client that fetches its own
+        tokens could not authenticate): TokenRefused when it refuses the credentials, TokenUnavailable
+        when it does not answer, None when it gives a token (kept, as ``token`` keeps one)."""
+        with self._lock:
+            self._refresh_at = 0.0
+        try:
+            self.token()
+        except (TokenRefused, TokenUnavailable) as fault:
+            return fault
+        return None
 
     def _fetch(self) -> tuple[str, float]:
         """A new (access token, lifetime in seconds) from the endpoint."""

@@ -146,6 +146,69 @@ def test_credentials_are_checked_at_start_but_an_endpoint_not_up_yet_is_waited_f
     assert checked_source(KafkaSettings("b:1")) is None
 
 
+def test_blame_asks_the_endpoint_afresh_and_says_whose_fault_it_is(provider):
+    tokens = source(provider, "blamed")
+    tokens.token()
+    assert tokens.blame() is None and provider.issued["blamed"] == 2  # asked afresh
+    assert tokens.token() and provider.issued["blamed"] == 2  # and kept
+    provider.add_client("blamed", SECRET, answer="500")
+    assert isinstance(tokens.blame(), TokenUnavailable)
+    provider.add_client("blamed", "rotated")
+    refused = tokens.blame()
+    assert isinstance(refused, TokenRefused) and "(HTTP 401) (invalid_client" in str(refused)
+    assert SECRET not in str(refused) and "rotated" not in str(refused)
+
+
+def test_kafka_python_is_told_a_token_failure_as_a_connection_failure_the_seam_gives_back(provider):
+    """kafka-python handles its own exceptions when a connection cannot authenticate: a TokenUnavailable
+    raised in it came out of a poll as a traceback. Its seam gives the endpoint's fault back: a refusal
+    (ends the command), or a KafkaFailure (a new session)."""
+    from kafka import errors
+
+    from worker.io.kafka.client import KafkaFailure
+
+    tokens = source(provider, "told", answer="500")
+    mechanism = SaslMechanismOAuth(**kafka_python.connection(KafkaSettings(
+        "b:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER", oauth=tokens.client), tokens))
+    with pytest.raises(errors.KafkaConnectionError) as unavailable:
+        mechanism.auth_bytes()
+    assert isinstance(kafka_python.failure(unavailable.value), KafkaFailure)
+    provider.add_client("told", "rotated")
+    with pytest.raises(errors.KafkaConnectionError) as refused:
+        mechanism.auth_bytes()
+    assert isinstance(kafka_python.failure(refused.value), TokenRefused)
+    # a bootstrap that failed on it says only that it could not bootstrap: the refusal is the news
+    bootstrap = errors.KafkaTimeoutError("Unable to bootstrap from ['b:1']")
+    assert kafka_python.failure(bootstrap) is refused.value.cause
+    provider.add_client("told", SECRET)
+    assert mechanism.auth_bytes()  # a token again: the refusal is forgotten
+    assert not isinstance(kafka_python.failure(bootstrap), TokenRefused)
+
+
+def test_librdkafkas_refusal_of_access_is_put_on_the_token_endpoint_when_it_is_at_fault(provider):
+    """librdkafka fetches its own tokens: when the cluster refuses access, the endpoint is asked afresh."""
+    pytest.importorskip("confluent_kafka")
+    from worker.io.kafka.client import KafkaAccessError, KafkaFailure
+    from worker.io.kafka.confluent import _Reporting
+
+    tokens = source(provider, "librdkafka")
+    no_token = KafkaAccessError('Kafka refused access: Failed to acquire SASL OAUTHBEARER token: {"error": "x"}')
+    expired = KafkaAccessError("Kafka refused access: Failed to acquire SASL OAUTHBEARER token: Must supply an "
+                               "unexpired token: now=2ms, exp=1ms")
+    broker = KafkaAccessError("Kafka refused access: SASL authentication error: invalid_token")
+    assert _Reporting()._blamed(no_token) is no_token  # no OIDC client: nothing to ask
+    assert isinstance(_Reporting(tokens)._blamed(no_token), KafkaFailure)  # it gives a token now
+    assert _Reporting(tokens)._blamed(expired) is expired  # it gives such a token every time
+    assert _Reporting(tokens)._blamed(broker) is broker
+    provider.add_client("librdkafka", SECRET, answer="500")
+    assert isinstance(_Reporting(tokens)._blamed(broker), KafkaFailure)
+    provider.add_client("librdkafka", "rotated")
+    reporting = _Reporting(tokens)
+    assert isinstance(reporting._blamed(broker), TokenRefused)
+    provider.add_client("librdkafka", SECRET)
+    assert isinstance(reporting._blamed(broker), TokenRefused)  # asked once per client
+
+
 # ---- a hostile token endpoint, each behaviour alone ------------------------------------------
 
 @pytest.fixture
