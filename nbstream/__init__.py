@@ -9,18 +9,18 @@ Models leave nbstream as scikit-learn estimators (``to_sklearn``, and ``from_skl
 graphs (``nbstream.onnx``) and MLflow models (``nbstream.mlflow``).
 """
 
-from .bernoulli import BernoulliNB
-from .categorical import CategoricalNB
-from .complement import ComplementNB
-from .gaussian import GaussianNB
-from .labels import LabelError, LabelTypeError
-from .multinomial import MultinomialNB
-from .registry import MODEL_KINDS, model_class
-from .sklearn_estimators import from_sklearn, to_sklearn
-from .snapshot import SnapshotError, dumps, load, loads, save
-from .state import ModelState
-from .stats import TableSizeError
-from .validation import NotFittedError
+from .interop.sklearn import from_sklearn, to_sklearn
+from .naive_bayes.bernoulli import BernoulliNB
+from .naive_bayes.categorical import CategoricalNB
+from .naive_bayes.complement import ComplementNB
+from .naive_bayes.gaussian import GaussianNB
+from .naive_bayes.kinds import MODEL_KINDS, model_class
+from .naive_bayes.multinomial import MultinomialNB
+from .naive_bayes.state import ModelState
+from .persistence.snapshot import SnapshotError, dumps, load, loads, save
+from .stats.counts import TableSizeError
+from .utils.class_set import LabelError, LabelTypeError
+from .utils.validation import NotFittedError
 
 __all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB", "MODEL_KINDS",
            "LabelError", "LabelTypeError", "ModelState", "NotFittedError", "SnapshotError", "TableSizeError", "dumps",

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import nbstream
-from nbstream.base import NaiveBayes
+from nbstream.naive_bayes import NaiveBayes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scripts.bench_core import NEIGHBOURS, best_times, busy_cores  # noqa: E402

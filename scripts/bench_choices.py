@@ -42,16 +42,17 @@ def choices(rng: np.random.Generator) -> list[tuple[str, str, Callable[[], objec
         return padded
 
     return [
-        ("prequential_stats: argsort of keys", "as uint8", lambda: np.argsort(keys.astype(np.uint8), kind="stable"),
+        ("prequential.moments_and_categories: argsort of keys", "as uint8",
+         lambda: np.argsort(keys.astype(np.uint8), kind="stable"),
          "as int64", lambda: np.argsort(keys, kind="stable")),
-        ("kernels.add_class_sums: np.add.at", "one flat index",
+        ("utils.blocked.add_class_sums: np.add.at", "one flat index",
          lambda: np.add.at(table.reshape(-1), rows * table.shape[1] + columns, values),
          "a (row, column) pair", lambda: np.add.at(table, (rows, columns), values)),
         ("stats._pad_rows: 10 x 784 to 11 rows", "zeros and a copy", pad,
          "np.pad", lambda: np.pad(small, [(0, 1), (0, 0)])),
         ("discrete.weights_for_rows: CSR text @ weights", "(n_features, n_classes) row-major",
          lambda: text @ row_major, "a transposed view", lambda: text @ log_weights.T),
-        ("prequential_counts: nonzeros of uint8 pixels", "of a bool mask", lambda: np.flatnonzero(pixels != 0),
+        ("prequential.counts: nonzeros of uint8 pixels", "of a bool mask", lambda: np.flatnonzero(pixels != 0),
          "of the pixels", lambda: np.flatnonzero(pixels)),
         ("snapshot: nonzeros of sparse float counts", "of a bool mask", lambda: np.flatnonzero(counts != 0),
          "of the floats", lambda: np.flatnonzero(counts)),

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import nbstream
+from nbstream.naive_bayes import NaiveBayes
 from nbstream.onnx import to_onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,7 +27,7 @@ from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
 ROWS_PER_CALL = 1_000  # the Gaussian graph holds rows x classes x features values per call
 
-FAMILIES: dict[str, tuple[Callable[[], nbstream.base.NaiveBayes], Callable[[np.ndarray], np.ndarray]]] = {
+FAMILIES: dict[str, tuple[Callable[[], NaiveBayes], Callable[[np.ndarray], np.ndarray]]] = {
     "bernoulli": (lambda: nbstream.BernoulliNB(binarize=127.5), lambda pixels: pixels),
     "multinomial": (nbstream.MultinomialNB, lambda pixels: pixels),
     "complement": (nbstream.ComplementNB, lambda pixels: pixels),
@@ -35,7 +36,8 @@ FAMILIES: dict[str, tuple[Callable[[], nbstream.base.NaiveBayes], Callable[[np.n
 }
 
 
-def onnx_predictions(model: nbstream.base.NaiveBayes, X: np.ndarray, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+def onnx_predictions(model: NaiveBayes, X: np.ndarray,
+                     dtype: type) -> tuple[np.ndarray, np.ndarray]:
     """Labels (n,) and probabilities (n, n_classes) of ONNX Runtime on the model's graph."""
     import onnxruntime
 

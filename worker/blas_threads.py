@@ -2,7 +2,7 @@
 
 numpy's BLAS reads its thread count from the environment once, when it loads; every process
 the worker starts (Spark's Python workers in local mode, say) inherits it. The library keeps its
-own matrix products on one thread anyway (``nbstream.threads``); this covers the rest of the
+own matrix products on one thread anyway (``nbstream.utils.threads``); this covers the rest of the
 process from the start. ``main`` calls ``one_blas_thread_unless_set`` before anything imports numpy.
 """
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import nbstream
 from nbstream.arrow import LONGEST_NGRAMS, FeatureSpec
-from nbstream.quality import MOST_LABELS
+from nbstream.metrics.quality import MOST_LABELS
+from nbstream.naive_bayes import NaiveBayes
 
 from .errors import ConfigError
 from .setting import check_settings, setting
@@ -95,7 +96,7 @@ class ModelOptions:
             raise ConfigError(f"the {self.kind} model takes no {options}.")
         return given
 
-    def build(self) -> nbstream.base.NaiveBayes[Any, Any]:
+    def build(self) -> NaiveBayes[Any, Any]:
         """A fresh model with these parameters, checked before any data is read."""
         parameters = self.parameters()
         model = nbstream.model_class(self.chosen_kind)(**parameters)

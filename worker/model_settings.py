@@ -24,7 +24,7 @@ import math
 from typing import Any
 
 import nbstream
-from nbstream.parameters import ParameterRule
+from nbstream.utils.parameters import ParameterRule
 
 from .config import ModelOptions
 from .errors import ConfigError

@@ -27,8 +27,8 @@ from typing import Any
 
 import nbstream
 from nbstream.arrow import FeatureEncoder, Pipeline, feature_encoder_of, files_source
-from nbstream.base import NaiveBayes
-from nbstream.snapshot import load_with_header
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.persistence.snapshot import load_with_header
 
 from .io.parquet.source import Position
 

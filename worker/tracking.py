@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow.parquet as pq
 
 from nbstream.arrow import Pipeline, load_pipeline
-from nbstream.base import NaiveBayes
-from nbstream.optional import optional_module
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.utils.optional import optional_module
 
 from .config import ScoreConfig, TrainConfig
 from .errors import ConfigError, UserError

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..ndarrays import AnyArray, BoolArray
+from ..utils.ndarrays import AnyArray, BoolArray
 
 
 def is_numeric_type(arrow_type: pa.DataType) -> bool:

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..ndarrays import IntArray
+from ..utils.ndarrays import IntArray
 from .arrays import is_string_type
 from .problems import FeatureError, RowProblems
 from .spec import FeatureEncoder, FeatureSpec

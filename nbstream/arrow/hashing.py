@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..ndarrays import BoolArray, Features, FloatArray, IndexArray, IntArray
+from ..utils.ndarrays import BoolArray, Features, FloatArray, IndexArray, IntArray
 
 Hashes = npt.NDArray[np.uint64]
 Bytes = npt.NDArray[np.uint8]

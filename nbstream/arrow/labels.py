@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..ndarrays import AnyArray, BoolArray
+from ..utils.ndarrays import AnyArray, BoolArray
 from .arrays import is_numeric_type, is_string_type, numpy_values, with_valid_utf8
 from .problems import FeatureError, RowProblems
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..ndarrays import AnyArray, BoolArray, Features, IntArray
-from ..validation import LARGEST_VALUE
+from ..utils.ndarrays import AnyArray, BoolArray, Features, IntArray
+from ..utils.validation import LARGEST_VALUE
 from .arrays import is_list_type
 from .problems import RowProblems, flag_values
 

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..ndarrays import AnyArray, Features
-from ..state import is_int
+from ..naive_bayes.state import is_int
+from ..utils.ndarrays import AnyArray, Features
 from .arrays import is_list_type, is_numeric_type, numpy_values
 from .ml_vectors import is_ml_vector_type, ml_vectors, vector_widths
 from .problems import FeatureError, RowProblems, flag_values

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..base import NaiveBayes
-from ..categorical import CategoricalNB
-from ..ndarrays import AnyArray, Features, FloatArray, IntArray
-from ..registry import model_class
-from ..snapshot import SnapshotError, dumps, load_with_header, loads, save
+from ..naive_bayes.base import NaiveBayes
+from ..naive_bayes.categorical import CategoricalNB
+from ..naive_bayes.kinds import model_class
+from ..persistence.snapshot import SnapshotError, dumps, load_with_header, loads, save
+from ..utils.ndarrays import AnyArray, Features, FloatArray, IntArray
 from .categorical import CategoricalEncoder
 from .numeric import VectorEncoder
 from .problems import FeatureError
@@ -145,7 +145,7 @@ class Pipeline:
         return data
 
     def to_bytes(self) -> bytes:
-        """The pipeline as bytes: a snapshot (``nbstream.snapshot.dumps``) once the model has
+        """The pipeline as bytes: a snapshot (``nbstream.persistence.snapshot.dumps``) once the model has
         learned; before, its kind, parameters and encoder."""
         if self.model.is_fitted:
             return dumps(self.model, self.snapshot_meta(), tables=False)  # loading recomputes them

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..ndarrays import AnyArray, BoolArray, FloatArray
+from ..utils.ndarrays import AnyArray, BoolArray, FloatArray
 from .problems import RowProblems
 
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from ..ndarrays import AnyArray, BoolArray, Features
-from ..validation import LARGEST_VALUE
+from ..utils.ndarrays import AnyArray, BoolArray, Features
+from ..utils.validation import LARGEST_VALUE
 
 
 class FeatureError(ValueError):

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Self
 
 import pyarrow as pa
 
-from ..ndarrays import Features
-from ..state import is_int
+from ..naive_bayes.state import is_int
+from ..utils.ndarrays import Features
 from .arrays import with_valid_utf8
 from .problems import FeatureError, RowProblems
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..ndarrays import Features
+from ..utils.ndarrays import Features
 from .arrays import is_string_type
 from .hashing import HASH_SCHEME, hashed_counts
 from .problems import FeatureError, RowProblems

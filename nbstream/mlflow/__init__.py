@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..optional import optional_module
+from ..utils.optional import optional_module
 from .pyfunc import PyfuncModel, load_snapshot, save_snapshot
 
 FLAVOR_NAME = "nbstream"

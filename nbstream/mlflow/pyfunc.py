@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base import NaiveBayes
-from ..exportable import is_pipeline
-from ..ndarrays import AnyArray
-from ..snapshot import load_with_header, save
+from ..interop.exportable import is_pipeline
+from ..naive_bayes.base import NaiveBayes
+from ..persistence.snapshot import load_with_header, save
+from ..utils.ndarrays import AnyArray
 
 if TYPE_CHECKING:
     import pandas

@@ -16,8 +16,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..ndarrays import AnyArray
-from ..optional import optional_module
+from ..utils.ndarrays import AnyArray
+from ..utils.optional import optional_module
 
 # Operator set 17 and IR version 8 (ONNX 1.12, 2022): read by every ONNX Runtime since 1.12 and by
 # the other runtimes of that age; every operator used here is in this set's default domain.

@@ -8,9 +8,9 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..base import NaiveBayes
-from ..dense_tables import DENSE_MAX_VALUES, check_dense_size
-from ..exportable import is_pipeline
+from ..interop.dense_tables import DENSE_MAX_VALUES, check_dense_size
+from ..interop.exportable import is_pipeline
+from ..naive_bayes.base import NaiveBayes
 from .builder import OPSET, Graph, GraphBuilder
 from .scores import joint_log_likelihood
 

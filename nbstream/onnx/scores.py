@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ..base import NaiveBayes
-from ..bernoulli import BernoulliNB
-from ..categorical import CategoricalNB
-from ..complement import ComplementNB
-from ..gaussian import GaussianNB
-from ..multinomial import MultinomialNB
-from ..ndarrays import AnyArray, FloatArray
+from ..naive_bayes.base import NaiveBayes
+from ..naive_bayes.bernoulli import BernoulliNB
+from ..naive_bayes.categorical import CategoricalNB
+from ..naive_bayes.complement import ComplementNB
+from ..naive_bayes.gaussian import GaussianNB
+from ..naive_bayes.multinomial import MultinomialNB
+from ..utils.ndarrays import AnyArray, FloatArray
 from .builder import GraphBuilder
 
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from ..arrow import FeatureError, FeatureSpec, Pipeline, PipelineLearner, files_source
 from ..arrow.learning import DEFAULT_MAX_CLASSES
 from ..arrow.predictions import label_type, proba_column
-from ..evaluation import ConfusionCounts
-from ..registry import model_class
+from ..metrics.classification import ConfusionCounts
+from ..naive_bayes.kinds import model_class
 from . import shipping, tasks
 from .executors import ExecutorEnvironmentError, explained
 from .frames import arrow_schema, feature_spec, spark_schema, with_places

@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from ..arrow import FeatureError, Pipeline, PipelineLearner, RowProblems, UnusableRow, extract_labels
 from ..arrow.predictions import prediction_table
-from ..evaluation import ConfusionCounts
-from ..labels import LabelError
+from ..metrics.classification import ConfusionCounts
+from ..utils.class_set import LabelError
 
 FILE, ROW = "__nbstream_file", "__nbstream_row"  # where a row came from, when Spark can tell
 PARTITION, PIPELINE, COUNTS = "__nbstream_partition", "__nbstream_pipeline", "__nbstream_counts"

@@ -32,7 +32,7 @@ def log_lines(service: Service) -> list[dict]:
     return [json.loads(line) for line in service.log.read_text().splitlines() if line.startswith("{")]
 
 
-def exported(bootstrap, client, service: Service, path, *model_name) -> tuple[nbstream.base.NaiveBayes, str]:
+def exported(bootstrap, client, service: Service, path, *model_name) -> tuple[nbstream.naive_bayes.NaiveBayes, str]:
     done = run_worker("export", "--bootstrap", bootstrap, "--kafka-client", client, "--input", service.topic,
                       "--group", service.group, "--out", path, *model_name, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -46,7 +46,7 @@ def test_predict_writes_one_row_per_input_row_with_ids_and_probabilities(tmp_pat
     np.testing.assert_allclose(total, 1.0)
     model = nbstream.load(out)
     from nbstream.arrow import FeatureEncoder
-    from nbstream.snapshot import read_header
+    from nbstream.persistence.snapshot import read_header
     encoder = FeatureEncoder.from_json(read_header(out)["meta"]["features"])
     X, _ = encoder.encode(source.to_batches()[0], learn=False)
     assert table.column("prediction").to_pylist() == model.predict(X).tolist()

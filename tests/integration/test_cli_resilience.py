@@ -15,7 +15,7 @@ import pytest
 
 import nbstream
 import worker.batch.train
-from nbstream.snapshot import read_header
+from nbstream.persistence.snapshot import read_header
 from tests.helpers.arrays import dense
 from tests.helpers.cli import invoke, worker_env
 from tests.helpers.paths import SMS

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import nbstream
-from nbstream.snapshot import dumps, loads
+from nbstream.persistence.snapshot import dumps, loads
 from worker.io.kafka.state_topic import StateAssembler
 from worker.service.partition.drift_watch import DriftWatch
 from worker.service.partition.record import PartitionRecord

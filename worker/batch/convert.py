@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nbstream.arrow import Pipeline
-from nbstream.atomic import AtomicFile
-from nbstream.snapshot import load_with_header
+from nbstream.persistence.atomic import AtomicFile
+from nbstream.persistence.snapshot import load_with_header
 
 from ..errors import ConfigError
 from ..io.files import refuse_replacing_an_input

@@ -7,7 +7,8 @@ from typing import Any
 
 import nbstream
 from nbstream.arrow import Pipeline
-from nbstream.snapshot import read_header
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.persistence.snapshot import read_header
 
 from ..errors import ConfigError
 from ..io.files import refuse_replacing_an_input
@@ -16,7 +17,7 @@ from ..snapshot_meta import MergedFrom, SnapshotMeta, read_snapshot, write_snaps
 _MAX_DEPTH = 8  # merges of merges followed this deep when looking for shared sources
 
 
-def merge_snapshots(paths: list[Path], out: Path) -> tuple[nbstream.base.NaiveBayes[Any, Any], list[str]]:
+def merge_snapshots(paths: list[Path], out: Path) -> tuple[NaiveBayes[Any, Any], list[str]]:
     """Merge into the first snapshot's pipeline (``Pipeline.merge``: categories aligned); refused
     when kinds, parameters or features differ.
 

@@ -12,9 +12,9 @@ import pyarrow as pa
 
 from nbstream.arrow import FeatureEncoder, RowProblems, extract_labels
 from nbstream.arrow.predictions import prediction_table
-from nbstream.base import NaiveBayes
-from nbstream.evaluation import ConfusionCounts
-from nbstream.ndarrays import AnyArray, FloatArray
+from nbstream.metrics.classification import ConfusionCounts
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.utils.ndarrays import AnyArray, FloatArray
 
 from ..config import ScoreConfig
 from ..errors import ConfigError, InvalidRowError

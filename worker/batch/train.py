@@ -18,7 +18,8 @@ import pyarrow as pa
 import nbstream
 from nbstream.arrow import FeatureEncoder, Pipeline, PipelineLearner, UnusableRow
 from nbstream.arrow.ml_vectors import is_vector_type
-from nbstream.snapshot import read_header
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.persistence.snapshot import read_header
 
 from ..checkpoint import Checkpointer, CheckpointPolicy
 from ..config import TrainConfig
@@ -37,7 +38,7 @@ class TrainSummary:
     seconds: float
     resumed_from: Position | None
     snapshot: Path
-    model: nbstream.base.NaiveBayes[Any, Any]
+    model: NaiveBayes[Any, Any]
     features: FeatureEncoder
 
 
@@ -56,7 +57,7 @@ class TrainRun:
     counters. Its ``write`` is the checkpoint's state step: the snapshot at --out, holding the
     position reached."""
 
-    def __init__(self, config: TrainConfig, signature: dict[str, Any], model: nbstream.base.NaiveBayes[Any, Any],
+    def __init__(self, config: TrainConfig, signature: dict[str, Any], model: NaiveBayes[Any, Any],
                  features: FeatureEncoder, start: Position | None = None, rows_read: int = 0,
                  rows_rejected: int = 0):
         self.config, self.signature = config, signature
@@ -69,7 +70,7 @@ class TrainRun:
         self.rejects = ParquetRejects(config.rejects_dir, count=rows_rejected)
 
     @property
-    def model(self) -> nbstream.base.NaiveBayes[Any, Any]:
+    def model(self) -> NaiveBayes[Any, Any]:
         return self.pipeline.model
 
     @property

@@ -15,7 +15,7 @@ import typer
 
 import nbstream
 from nbstream.arrow import FeatureError
-from nbstream.optional import MissingDependency
+from nbstream.utils.optional import MissingDependency
 
 from ..errors import UserError
 from ..io.files import cannot_because

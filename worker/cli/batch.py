@@ -12,8 +12,8 @@ from typing import Any
 
 import typer
 
-from nbstream.discrete import FeatureCountsNB
-from nbstream.snapshot import load_with_header
+from nbstream.naive_bayes.discrete import FeatureCountsNB
+from nbstream.persistence.snapshot import load_with_header
 
 from .. import tracking
 from ..batch.spark import EngineOptions

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from nbstream.arrow import FeatureSpec, RowProblems
 from nbstream.arrow.arrays import is_string_type
-from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
+from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
 from .arrow_ipc_size import decompressed_size
 from .fields import ID_COLUMN, LABEL_COLUMN, MessageFields

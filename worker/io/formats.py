@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from nbstream.arrow import FeatureSpec
-from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
+from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
 from .arrow_messages import decode_arrow, encode_predictions
 from .fields import REGISTRY_FORMATS, MessageFields

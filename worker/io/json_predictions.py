@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
-from nbstream.ndarrays import AnyArray, FloatArray, IndexArray, IntArray
+from nbstream.utils.ndarrays import AnyArray, FloatArray, IndexArray, IntArray
 
 from .json_exact import write_exactly
 from .records import FieldValue

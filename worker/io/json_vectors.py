@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import simdjson
 
-from nbstream.ndarrays import FloatArray
+from nbstream.utils.ndarrays import FloatArray
 
 from .records import FieldValue
 

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from nbstream.arrow import FeatureSpec, RowProblems
-from nbstream.ndarrays import AnyArray, FloatArray, IntArray
+from nbstream.utils.ndarrays import AnyArray, FloatArray, IntArray
 
 from .fields import LABEL_COLUMN, MessageFields
 from .json_exact import MAX_DEPTH, DuplicateKey, needs_exact_reading, read_exactly

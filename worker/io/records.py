@@ -8,7 +8,7 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-from nbstream.ndarrays import BoolArray, IntArray
+from nbstream.utils.ndarrays import BoolArray, IntArray
 
 Header: TypeAlias = tuple[str, bytes | None]  # a Kafka record header: its name, and its value (None: a null value)
 Origin: TypeAlias = tuple[str, int, int]  # where an input message was read: (topic, partition, offset)

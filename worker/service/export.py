@@ -18,7 +18,7 @@ from typing import Any
 
 import nbstream
 from nbstream.arrow import FeatureEncoder
-from nbstream.base import NaiveBayes
+from nbstream.naive_bayes import NaiveBayes
 
 from ..errors import UserError
 from ..io.kafka.client import KafkaClient

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import nbstream
 from nbstream.arrow import FeatureEncoder
+from nbstream.naive_bayes import NaiveBayes
 
 from ..io.kafka.client import KafkaFailure, Reader
 from ..io.kafka.state_topic import ForeignRecord, NewerStateFormat, StateAssembler
@@ -129,7 +129,7 @@ class StateFollower:
         self._fetched = None
 
     def take(self, name: str,
-             fresh_model: nbstream.base.NaiveBayes[Any, Any]) -> tuple[PartitionRecord, FeatureEncoder] | None:
+             fresh_model: NaiveBayes[Any, Any]) -> tuple[PartitionRecord, FeatureEncoder] | None:
         """The newest state of ``name`` that reads, and the feature encoder it was learned with
         (``fresh_model`` is its model if it learned nothing); None when no state of ``name`` that
         reads came since the last take. Each newer one that does not is skipped."""

@@ -25,9 +25,9 @@ import pyarrow as pa
 
 import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
-from nbstream.base import NaiveBayes
-from nbstream.labels import ClassSet
-from nbstream.ndarrays import AnyArray, Features
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.utils.class_set import ClassSet
+from nbstream.utils.ndarrays import AnyArray, Features
 
 from ..io.messages import NUMBER, STRING
 from .telemetry.metrics import GLOBAL_MODEL_MERGE_SECONDS

@@ -38,9 +38,9 @@ from functools import partial
 from typing import Any
 
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
-from nbstream.base import NaiveBayes
-from nbstream.ndarrays import AnyArray
-from nbstream.quality import PredictionQuality
+from nbstream.metrics.quality import PredictionQuality
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.utils.ndarrays import AnyArray
 
 from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start

@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 from nbstream.arrow import FeatureError, RowProblems, flag_classes_beyond, label_values
-from nbstream.labels import ClassSet
-from nbstream.ndarrays import AnyArray, BoolArray, Features
+from nbstream.utils.class_set import ClassSet
+from nbstream.utils.ndarrays import AnyArray, BoolArray, Features
 
 from ..io.fields import LABEL_COLUMN, MessageFields
 from ..io.formats import Decoded, MessageFormat

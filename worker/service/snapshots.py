@@ -16,7 +16,7 @@ from typing import Any
 
 import nbstream
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
-from nbstream.base import NaiveBayes
+from nbstream.naive_bayes import NaiveBayes
 
 from ..errors import ConfigError
 from ..snapshot_meta import KafkaOffsets, SnapshotMeta, read_snapshot, write_snapshot
@@ -39,7 +39,7 @@ class SnapshotStore:
         found = [(int(m.group(1)), path) for path in self.directory.iterdir() if (m := _NAME.match(path.name))]
         return sorted(found)
 
-    def latest(self) -> tuple[nbstream.base.NaiveBayes[Any, Any], SnapshotMeta, Path] | None:
+    def latest(self) -> tuple[NaiveBayes[Any, Any], SnapshotMeta, Path] | None:
         """(model, meta, path) of the newest intact snapshot, or None when there is none."""
         for _, path in reversed(self._numbered()):
             try:

@@ -21,7 +21,7 @@ class Block:
 
 sys.meta_path.insert(0, Block())
 import tempfile, pathlib
-import nbstream, nbstream.onnx, nbstream.mlflow, nbstream.sklearn_estimators
+import nbstream, nbstream.onnx, nbstream.mlflow, nbstream.interop.sklearn
 model = nbstream.BernoulliNB().partial_fit([[1, 0], [0, 1]], ["a", "b"])
 path = nbstream.save(model, pathlib.Path(tempfile.mkdtemp()) / "m.nbs")
 print(nbstream.load(path).predict([[1, 0]]).tolist())

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from nbstream.optional import MissingDependency
+from nbstream.utils.optional import MissingDependency
 from worker import tracking
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nbstream.checked import shown
+from nbstream.utils.checked import shown
 
 from ...errors import ConfigError
 

@@ -32,7 +32,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbstream.checked import INT32_MAX, shown
+from nbstream.utils.checked import INT32_MAX, shown
 
 from ...errors import ConfigError
 from ...redaction import keep_secret

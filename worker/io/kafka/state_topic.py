@@ -50,8 +50,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from nbstream.checked import integer, required, shown
-from nbstream.framing import CODECS, FrameError, compress, cut, decompress, digest
+from nbstream.persistence.framing import CODECS, FrameError, compress, cut, decompress, digest
+from nbstream.utils.checked import integer, required, shown
 
 from ...errors import ConfigError
 

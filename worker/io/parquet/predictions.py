@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nbstream.atomic import AtomicFile
+from nbstream.persistence.atomic import AtomicFile
 
 from ..files import writing
 

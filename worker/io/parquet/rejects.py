@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nbstream.arrow import RowProblems
-from nbstream.atomic import AtomicFile
+from nbstream.persistence.atomic import AtomicFile
 
 from ..files import writing
 from .source import Batch

@@ -19,7 +19,7 @@ import fastavro
 import pyarrow as pa
 from fastavro.schema import SchemaParseException, UnknownType
 
-from nbstream.ndarrays import IntArray
+from nbstream.utils.ndarrays import IntArray
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors

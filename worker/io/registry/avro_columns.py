@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from nbstream.ndarrays import AnyArray, BoolArray, IntArray
+from nbstream.utils.ndarrays import AnyArray, BoolArray, IntArray
 
 from ..json_vectors import Vectors
 from ..records import FieldValue

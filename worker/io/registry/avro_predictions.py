@@ -30,7 +30,7 @@ import json
 
 import numpy as np
 
-from nbstream.ndarrays import AnyArray, FloatArray, IndexArray, IntArray
+from nbstream.utils.ndarrays import AnyArray, FloatArray, IndexArray, IntArray
 
 from ..records import FieldValue
 from .client import RegistryClient

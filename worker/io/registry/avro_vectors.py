@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from nbstream.ndarrays import FloatArray, IntArray
+from nbstream.utils.ndarrays import FloatArray, IntArray
 
 NULL, BOOLEAN, VARINT, FLOAT, DOUBLE, STRING, BYTES, ENUM, UNION = range(9)
 SCALARS = {"null": NULL, "boolean": BOOLEAN, "int": VARINT, "long": VARINT, "float": FLOAT,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from nbstream.ndarrays import IntArray
+from nbstream.utils.ndarrays import IntArray
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors, read_vectors

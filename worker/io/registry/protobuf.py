@@ -36,7 +36,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, json_format, messag
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from nbstream.ndarrays import IntArray
+from nbstream.utils.ndarrays import IntArray
 
 from ...errors import UserError
 from ..excerpts import excerpt

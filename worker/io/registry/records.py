@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from nbstream.arrow import FeatureSpec
-from nbstream.ndarrays import IntArray
+from nbstream.utils.ndarrays import IntArray
 
 from ..fields import MessageFields
 from ..json_vectors import Vectors

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from nbstream.checked import shown
+from nbstream.utils.checked import shown
 
 from .global_models import GlobalModels
 from .names import NAME_RULE, is_model_name

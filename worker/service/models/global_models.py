@@ -14,8 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from nbstream.arrow import FeatureEncoder
-from nbstream.base import NaiveBayes
-from nbstream.ndarrays import AnyArray
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.utils.ndarrays import AnyArray
 
 from ..global_model import GlobalModel, Predictions, Statistics
 from .lineup import Lineup

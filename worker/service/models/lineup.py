@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nbstream.base import NaiveBayes
+from nbstream.naive_bayes import NaiveBayes
 
 from ..partition.record import ModelState, PartitionRecord
 from .names import DEFAULT_NAME

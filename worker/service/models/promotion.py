@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nbstream.evaluation import example_losses
-from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IntArray
+from nbstream.metrics.classification import example_losses
+from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray, IntArray
 
 from ..partition.partition import Judged
 

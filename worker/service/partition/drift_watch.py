@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, required, shown
 from nbstream.drift import ADWIN, DETECTORS, DriftDetector, PageHinkley, drift_detector
+from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, number, required, shown
 
 from ...errors import ConfigError
 from ...setting import Checked, setting

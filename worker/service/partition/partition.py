@@ -34,9 +34,9 @@ import numpy as np
 import pyarrow as pa
 
 from nbstream.arrow import FeatureEncoder
-from nbstream.base import NaiveBayes
-from nbstream.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
-from nbstream.quality import PredictionQuality
+from nbstream.metrics.quality import PredictionQuality
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
 from ..pending.join import LabelsConfig, widened
 from ..pending.records import PendingRecords, PendingWrite

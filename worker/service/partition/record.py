@@ -4,7 +4,7 @@ Statistics are additive, so the model every replica predicts with is the merge o
 partition states (see ``global_model.py``), and a partition's state moves between replicas
 as one unit: the payload below, written to the state topic at every commit.
 
-Payload (a frame of ``nbstream.framing``): b"NBPS", a uint32 header length, the JSON header,
+Payload (a frame of ``nbstream.persistence.framing``): b"NBPS", a uint32 header length, the JSON header,
 then (once the partition has learned something) the model as an nbstream snapshot without its
 smoothed tables. The header
 keeps the prequential quality under "quality" (``quality.py``), and its accuracy alone under
@@ -39,11 +39,11 @@ from typing import Any
 
 import nbstream
 from nbstream.arrow import LONGEST_NGRAMS, FeatureEncoder
-from nbstream.base import NaiveBayes
-from nbstream.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
-from nbstream.framing import Framing
-from nbstream.quality import EXACT_COUNT, PredictionQuality
-from nbstream.snapshot import NewerFormatError, dumps, loads
+from nbstream.metrics.quality import EXACT_COUNT, PredictionQuality
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.persistence.framing import Framing
+from nbstream.persistence.snapshot import NewerFormatError, dumps, loads
+from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
 
 from ...errors import ConfigError
 from ..models.names import DEFAULT_NAME, NAME_RULE, is_model_name

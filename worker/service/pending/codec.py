@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from nbstream.checked import integer, shown
-from nbstream.ndarrays import AnyArray
+from nbstream.utils.checked import integer, shown
+from nbstream.utils.ndarrays import AnyArray
 
 from ..models.names import is_model_name
 from .frame import pack, unpack

@@ -1,6 +1,6 @@
 """Named numpy arrays and a JSON header as one compressed frame, read back strictly; never pickle.
 
-Layout (integers little-endian; the frame is ``nbstream.framing``'s)::
+Layout (integers little-endian; the frame is ``nbstream.persistence.framing``'s)::
 
     b"NBPF", uint8 format version, uint32 header length, the header (UTF-8 JSON), the body
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from nbstream.checked import integer, shown
-from nbstream.framing import Framing, compress, decompress
-from nbstream.ndarrays import AnyArray
+from nbstream.persistence.framing import Framing, compress, decompress
+from nbstream.utils.checked import integer, shown
+from nbstream.utils.ndarrays import AnyArray
 
 VERSION = 1
 PENDING_FRAME = Framing(b"NBPF", "not a frame of pending examples", "frame of pending examples", versions=(VERSION,))

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from nbstream.arrow import RowProblems
-from nbstream.ndarrays import AnyArray, BoolArray, FloatArray
+from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray
 
 from ...errors import ConfigError
 from ...io.messages import id_problem

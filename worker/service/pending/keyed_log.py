@@ -24,7 +24,7 @@ from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
-from nbstream.ndarrays import BoolArray, IndexArray, IntArray
+from nbstream.utils.ndarrays import BoolArray, IndexArray, IntArray
 
 from .rows import Column, concatenate, take
 

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nbstream.checked import shown
+from nbstream.utils.checked import shown
 
 from ...io.kafka.state_topic import Record, delete_records, write_records
 from .codec import LOGS, ModelsKept

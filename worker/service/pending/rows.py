@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from nbstream.ndarrays import AnyArray, Features, IntArray
+from nbstream.utils.ndarrays import AnyArray, Features, IntArray
 
 # Integer dtypes a block may store its values in, smallest first.
 _NARROW = tuple(np.dtype(name) for name in ("u1", "i1", "u2", "i2", "u4", "i4"))

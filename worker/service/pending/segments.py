@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from nbstream.checked import integer, shown
-from nbstream.ndarrays import AnyArray
+from nbstream.utils.checked import integer, shown
+from nbstream.utils.ndarrays import AnyArray
 
 from .codec import LOGS, ModelsKept, decode_rows, encode_rows
 from .frame import pack, unpack

@@ -42,7 +42,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from nbstream.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
+from nbstream.utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 
 from .codec import EXAMPLES, JOINED, LABELS, decode, encode, served_columns, served_names
 from .keyed_log import Id, KeyedLog, Taken, id_key

@@ -12,7 +12,7 @@ import pytest
 
 import nbstream
 from nbstream.arrow import FeatureError
-from nbstream.snapshot import read_header
+from nbstream.persistence.snapshot import read_header
 from worker.batch import train as train_module
 from worker.batch.train import TrainRun, _initial_run, run_signature, train
 from worker.config import FeatureOptions, ModelOptions, TrainConfig

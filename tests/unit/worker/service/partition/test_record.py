@@ -60,7 +60,7 @@ def test_a_state_the_previous_version_wrote_is_read_with_its_accuracy_and_nothin
     old_header = {"next_offset": 40, "judged": 200, "correct": 150, "recent_judged": 180.5, "recent_correct": 140.25,
                   "starts": {}, "features": encoder().to_json(), "fitted": True, "label_field": "label"}
     header_bytes = json.dumps(old_header).encode()
-    payload = b"NBPS" + struct.pack("<I", len(header_bytes)) + header_bytes + nbstream.snapshot.dumps(
+    payload = b"NBPS" + struct.pack("<I", len(header_bytes)) + header_bytes + nbstream.persistence.snapshot.dumps(
         model, tables=False)
     state, _ = PartitionRecord.from_payload(payload, nbstream.MultinomialNB(), "partition-0")
     report = state.quality.report()

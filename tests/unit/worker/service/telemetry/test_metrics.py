@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from nbstream.quality import PredictionQuality
+from nbstream.metrics.quality import PredictionQuality
 from worker.io.kafka.dead_letters import reason_of
 from worker.service.telemetry.metrics import ServiceMetrics
 

@@ -1,0 +1,1 @@
+"""Models as scikit-learn estimators, and the size of their dense tables."""

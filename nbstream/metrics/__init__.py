@@ -1,0 +1,1 @@
+"""Classification metrics summed batch by batch, and the prequential quality of served predictions."""

@@ -1,0 +1,1 @@
+"""Snapshots, the framing of every stored format, and atomic writes."""
