@@ -7,13 +7,6 @@ status 2. Anything else is a bug and surfaces as one, with its traceback.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from nbstream.arrow import RowProblems
-
-    from .io.parquet.source import Batch
-
 
 class UserError(Exception):
     """Base of every failure the user can fix; its message names what was expected and what came."""
@@ -28,10 +21,4 @@ class SourceError(UserError):
 
 
 class InvalidRowError(UserError):
-    """A row that cannot be used, named by file, row and column."""
-
-    @classmethod
-    def first_in(cls, batch: Batch, problems: RowProblems, advice: str) -> InvalidRowError:
-        """The first bad row of a Parquet batch (see ``worker.io.parquet.Batch``)."""
-        row, column, message = problems.first()
-        return cls(f"{batch.path}: row {batch.first_row + row}, column {column!r}: {message}. {advice}")
+    """A row that cannot be used, named by file, row and column (``Batch.first_invalid``)."""

@@ -17,7 +17,7 @@ from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.ndarrays import AnyArray, FloatArray
 
 from ..config import ScoreConfig
-from ..errors import ConfigError, InvalidRowError
+from ..errors import ConfigError
 from ..io.files import refuse_replacing_an_input
 from ..io.parquet.predictions import PredictionWriter
 from ..io.parquet.source import Batch, count_rows, expand_paths, read_batches
@@ -56,7 +56,7 @@ def score_batches(config: ScoreConfig, model: NaiveBayes[Any, Any], features: Fe
             X, problems = features.encode(batch.data, learn=False)
             y = extract_labels(batch.data, label, problems) if label else None
             if problems.any() and not config.skip_invalid:
-                raise InvalidRowError.first_in(batch, problems, "Use --skip-invalid to score the other rows.")
+                raise batch.first_invalid(problems, "Use --skip-invalid to score the other rows.")
             good_X, good_y = problems.select_good(X), None if y is None else problems.select_good(y)
             if prequential and good_y is not None and len(good_y):
                 classes, proba = model.predict_proba_then_learn(good_X, good_y)

@@ -25,8 +25,8 @@ from ..io.kafka.client import KafkaClient
 from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_snapshot
 from .follower import StateFollower, partition_of
 from .global_model import merge_states
+from .model_names import DEFAULT_NAME
 from .models.choice import SERVED_MODEL
-from .models.names import DEFAULT_NAME
 from .partition.record import ModelStatistics, PartitionRecord
 
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Protocol, TypeAlias
 
 import pyarrow as pa
 
 from ..io.kafka.client import DeliveryFailed, KafkaFailure, Producer, record_bytes
 from ..progress import RowProgress
 from .labels import DelayedLabels
-
-if TYPE_CHECKING:
-    from .produce import ProduceRequest
 
 Message: TypeAlias = tuple[int, bytes | None, bytes]  # (rows, key, value) of one message
 # (table, rows per message) -> each message
@@ -31,12 +28,32 @@ class Produced:
     labels: int = 0  # label events sent apart (--labels-topic)
 
 
+class Pace(Protocol):
+    """What a sender takes of a produce request (``ProduceRequest``): where, how fast, how many
+    rows a message, and the labels topic with its delay."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def rate(self) -> float: ...
+
+    @property
+    def rows_per_message(self) -> int: ...
+
+    @property
+    def labels_topic(self) -> str | None: ...
+
+    @property
+    def label_delay(self) -> int: ...
+
+
 class Sender:
     """Sends a request's messages on ``producer``: at its rate, each no larger than ``limit_bytes``
     (a larger one is counted failed: the broker would refuse it and its batch), its label apart
     with --labels-topic; ``confirm`` waits for the broker to have every one."""
 
-    def __init__(self, producer: Producer, request: ProduceRequest, limit_bytes: int, timeout_s: float):
+    def __init__(self, producer: Producer, request: Pace, limit_bytes: int, timeout_s: float):
         self.producer, self.topic, self.rate = producer, request.topic, request.rate
         self.rows_per_message, self.limit_bytes, self.timeout_s = request.rows_per_message, limit_bytes, timeout_s
         self.labels = None if request.labels_topic is None else DelayedLabels(

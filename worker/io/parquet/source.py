@@ -18,7 +18,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ...errors import SourceError
+from nbstream.arrow import RowProblems
+
+from ...errors import InvalidRowError, SourceError
 from ..files import special_kind
 
 _FORMAT = ds.ParquetFileFormat()
@@ -46,6 +48,11 @@ class Batch:
     path: str
     first_row: int
     end: Position
+
+    def first_invalid(self, problems: RowProblems, advice: str) -> InvalidRowError:
+        """The error of the batch's first bad row among ``problems``, named by file, row and column."""
+        row, column, message = problems.first()
+        return InvalidRowError(f"{self.path}: row {self.first_row + row}, column {column!r}: {message}. {advice}")
 
 
 def expand_paths(paths: list[str]) -> list[str]:

@@ -29,7 +29,7 @@ from .client import RegisteredSchema
 from .schemas import SchemaProblem
 
 if TYPE_CHECKING:
-    from .records import WriterSchema
+    from .decoder import WriterSchema
 
 # What fastavro raises on bytes that are not a record of the schema (cut short, or garbage): a
 # varint or a length past the end, a union branch or enum symbol out of range, bad UTF-8, a date

@@ -26,7 +26,7 @@ from .client import RegisteredSchema
 from .schemas import SchemaProblem
 
 if TYPE_CHECKING:
-    from .records import WriterSchema
+    from .decoder import WriterSchema
 
 
 @dataclass(frozen=True)

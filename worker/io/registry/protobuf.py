@@ -46,7 +46,7 @@ from .client import RegisteredSchema
 from .schemas import SchemaProblem
 
 if TYPE_CHECKING:
-    from .records import WriterSchema
+    from .decoder import WriterSchema
 
 WELL_KNOWN = "google/protobuf/"
 WRAPPERS = frozenset(f"google.protobuf.{name}Value" for name in

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,44 +22,12 @@ from ..fields import MessageFields
 from ..json_vectors import Vectors
 from ..messages import all_present, value_problem
 from . import require_package
-from .client import RegisteredSchema, RegistryClient
+from .client import RegistryClient
+from .decoder import RecordDecoder, WriterSchema
 from .schemas import SchemaCache
 from .wire import HEADER_BYTES, unframe
 
 PLAIN_IDS = (str, int, float, bool, type(None))  # what a JSON prediction can carry as the id, as it came
-
-
-class WriterSchema(Protocol):
-    """A schema records were written with, parsed by its format's decoder."""
-
-    @property
-    def schema_id(self) -> int: ...
-
-    @property
-    def field_names(self) -> frozenset[str]:
-        """The top-level fields its records have."""
-
-
-class RecordDecoder(Protocol):
-    """One schema format (Avro, JSON Schema, Protobuf)."""
-
-    def parse(self, registered: RegisteredSchema) -> WriterSchema:
-        """The schema parsed for reading records (raises SchemaProblem)."""
-
-    def read(self, schema: WriterSchema, encoded: bytes) -> tuple[dict[str, Any] | None, str | None]:
-        """(the record, None), or (None, why it does not decode with its writer schema)."""
-
-    def vectors(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
-                fields: MessageFields) -> Vectors | None:
-        """The features, labels and ids of the records at buffer[begins[i]:ends[i]] (record i
-        written with schemas[i]) whose features are one list of numbers, read in bulk; None to
-        read them one by one (any doubt included)."""
-
-    def table(self, buffer: bytes, begins: IntArray, ends: IntArray, schemas: list[WriterSchema],
-              fields: MessageFields) -> pa.Table | None:
-        """The text, label and id columns of such records whose text is one string, read in bulk
-        (a column only where the schemas have the field); None to read them one by one (any doubt
-        included)."""
 
 
 class RegistryRecords:

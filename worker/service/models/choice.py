@@ -27,8 +27,8 @@ from typing import Any
 
 from nbstream.utils.checked import shown
 
+from ..model_names import NAME_RULE, is_model_name
 from .global_models import GlobalModels
-from .names import NAME_RULE, is_model_name
 from .promotion import Promotion, PromotionWatch
 
 log = logging.getLogger(__name__)

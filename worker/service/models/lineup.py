@@ -15,8 +15,8 @@ from typing import Any
 
 from nbstream.naive_bayes import NaiveBayes
 
+from ..model_names import DEFAULT_NAME
 from ..partition.record import ModelState, PartitionRecord
-from .names import DEFAULT_NAME
 
 
 @dataclass(frozen=True)
