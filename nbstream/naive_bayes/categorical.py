@@ -11,7 +11,6 @@ import numpy.typing as npt
 
 from ..prequential.counts import LearnedRows
 from ..prequential.moments_and_categories import counts_before_each_row
-from ..stats import held as held_statistics
 from ..stats.counts import CategoryCounts, check_category_cells
 from ..utils.class_set import ClassSet
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
@@ -123,7 +122,7 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
             check_category_cells(n_classes, widths, cause=f"lower min_categories ({self.min_categories!r}) or "
                                                           "learn fewer classes")
         if not fresh:
-            for statistics in held_statistics.each_statistics(self._held):
+            for statistics in self._held.each():
                 widths = [max(width, table.shape[1]) for width, table in zip(widths, statistics.category_count,
                                                                              strict=True)]
         if X.shape[0]:

@@ -22,7 +22,6 @@ import numpy.typing as npt
 from ..stats import held as held_statistics
 from ..stats.counts import Statistics
 from ..stats.held import Held
-from ..stats.sliding_window import StatisticsWindow
 from ..utils.blocked import log_normalize, normalized_exp
 from ..utils.class_set import ClassSet, distinct_classes
 from ..utils.ndarrays import AnyArray, Features, FloatArray, FloatingArray, IndexArray
@@ -230,12 +229,13 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
         ``window``) and note what the tables must refresh.
 
         rows : (n_samples,) the class row of each sample, of n_classes; weights : (n_samples,) or None"""
-        held = self._held
-        if isinstance(held, StatisticsWindow):
-            held.grow(n_classes)
-            held.update(X, rows, weights)
+        window = self._held.sliding_window()
+        if window is not None:
+            window.grow(n_classes)
+            window.update(X, rows, weights)
             self._cache.invalidate()  # a bucket leaving the window changes every feature it had
             return
+        held = self._held.statistics()
         grew = len(held.class_count) < n_classes
         held.grow(n_classes)
         held.update(X, rows, self._forget(X.shape[0], weights))
@@ -280,12 +280,12 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
     def _stats(self) -> StatsT:
         """The model's statistics: all it learned, or with ``window`` the merge of the window's
         buckets (computed when read after a change)."""
-        return held_statistics.statistics_of(self._held)
+        return self._held.statistics()
 
     def _statistics_layout(self) -> type[Statistics] | None:
         """The type of the statistics held (None before any), without merging a window's buckets."""
         held = getattr(self, "_held", None)
-        return None if held is None else held_statistics.layout_of(held)
+        return None if held is None else held.layout
 
     def _checked_held(self) -> Held[StatsT]:
         """What the model holds, once checked to be what ``window`` and ``window_buckets`` say
@@ -304,14 +304,14 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
     def _change_statistics(self, change: Callable[[StatsT], None]) -> None:
         """Apply ``change`` to the statistics in place (to every bucket of a window); a change
         that raises leaves them as they were."""
-        held_statistics.change_everywhere(self._held, change)
+        self._held.change(change)
         self._invalidate_tables()
 
     @property
     def n_examples_in_window_(self) -> int:
         """Examples the statistics hold: with ``window``, those of the window's buckets (a merged
         model's window unites the windows of both); without, every example learned."""
-        in_window = held_statistics.examples_in_window(self._held) if self.is_fitted else None
+        in_window = self._held.examples_in_window if self.is_fitted else None
         return int(self.n_examples_seen_) if in_window is None else in_window
 
     def keep_newest(self, n_examples: int) -> Self:
@@ -326,9 +326,9 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
         if not _is_integer(n_examples) or n_examples < 0:
             raise ValueError(f"keep_newest takes an integer >= 0; got {n_examples!r}.")
         if self.is_fitted:
-            held = self._checked_held()
-            assert isinstance(held, StatisticsWindow)  # as the window parameter says
-            held.keep_newest(int(n_examples))
+            window = self._checked_held().sliding_window()
+            assert window is not None  # as the window parameter says
+            window.keep_newest(int(n_examples))
             self._cache.invalidate()
         return self
 

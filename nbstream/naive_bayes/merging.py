@@ -12,7 +12,6 @@ from typing import Any, Self
 import numpy as np
 
 from ..stats.held import Held
-from ..stats.sliding_window import StatisticsWindow
 from ..utils.class_set import ClassSet
 from .core import NaiveBayesCore, StatsT, same_param
 from .state import (
@@ -66,9 +65,11 @@ class MergeableModel(NaiveBayesCore[StatsT, TablesT]):
         rows = class_set.rows_for(theirs.classes)
         held = self._held
         held.grow(len(class_set))
-        if isinstance(held, StatisticsWindow):
-            assert isinstance(their_window, StatisticsWindow)
-            held.merge(their_window, rows)
+        window = held.sliding_window()
+        if window is not None:
+            theirs_held = None if their_window is None else their_window.sliding_window()
+            assert theirs_held is not None  # made with this model's window
+            window.merge(theirs_held, rows)
         else:
             self._merge_statistics(self._statistics_from(theirs.statistics), rows)
         self.n_examples_seen_ += theirs.examples_seen
@@ -81,8 +82,9 @@ class MergeableModel(NaiveBayesCore[StatsT, TablesT]):
         held = self._checked_held()
         if n_features != self.n_features_in_:
             raise ValueError(f"cannot merge: this model has {self.n_features_in_} features, the other {n_features}.")
-        if isinstance(held, StatisticsWindow) and isinstance(their_window, StatisticsWindow):
-            held.check_merge(their_window)
+        window, theirs = held.sliding_window(), None if their_window is None else their_window.sliding_window()
+        if window is not None and theirs is not None:
+            window.check_merge(theirs)
 
     # ---- the learned state as plain values ---------------------------------------------
     def export_state(self, *, tables: bool = True, copy: bool = True) -> ModelState:

@@ -78,6 +78,18 @@ class StatisticsWindow(Generic[S]):
         """Examples in the window: in all its buckets."""
         return sum(self._examples)
 
+    @property
+    def window_shape(self) -> tuple[int, int]:
+        """(window, n_buckets)."""
+        return self.window, self.n_buckets
+
+    @property
+    def examples_in_window(self) -> int:
+        return self.n_examples
+
+    def sliding_window(self) -> StatisticsWindow[S]:
+        return self
+
     # ---- learning ----------------------------------------------------------------------------
     def grow(self, n_classes: int) -> None:
         """Add zero rows for new classes up to n_classes, in every bucket."""
@@ -170,8 +182,10 @@ class StatisticsWindow(Generic[S]):
         """The buckets, oldest first, then the blank statistics a new bucket starts as (no copies)."""
         return [*self._buckets, self._blank]
 
-    def change_each(self, change: Callable[[S], None]) -> None:
-        """Apply ``change`` to every bucket."""
+    def change(self, change: Callable[[S], None]) -> None:
+        """Apply ``change`` to the merge of the buckets first (a change that raises there changes
+        no bucket), then to every bucket."""
+        change(self.statistics())
         for bucket in self._buckets:
             change(bucket)
         self._merged = None
