@@ -5,6 +5,8 @@ the values it takes (``Setting``). From that one declaration come the Typer opti
 options.settings_options``), the environment-variable table of the docs (``scripts/env_table.py``
 reads the options), and the check of the value (``check_settings``, called by the dataclass
 itself, so a config built in code is held to the same rules as one built from a command line).
+A setting that several commands take is declared on one dataclass; the others take it with
+``setting_like`` (the same flag, variable, range and check; a help in their own words, at most).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 SETTING = "nbstream.setting"  # the key of a field's metadata that holds its Setting
 ENV_PREFIX = "NBSTREAM_"
+_SAME = object()  # setting_like: the declaration's default
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,10 @@ class Setting:
     parse : turns the text given on the command line into the value (a duration, a list), with
         ``shown`` the default as one would write it (parsed as the value given, and shown by --help);
     many : the option may be given several times: ``parse`` turns the list of their texts into the value;
-    panel : the heading --help shows the option under (None: the command's own options)."""
+    panel : the heading --help shows the option under (None: the command's own options);
+    aliases : more spellings of the option, shown by --help ("--bootstrap-server");
+    deprecated : an old spelling still taken, with its own environment variable (without its prefix),
+        hidden from --help: a value given so is used when the option is not given, with a warning."""
     flag: str
     help: str = ""
     env: str | None = None
@@ -43,6 +49,8 @@ class Setting:
     shown: str | None = None
     many: bool = False
     panel: str | None = None
+    aliases: tuple[str, ...] = ()
+    deprecated: tuple[str, str] | None = None
 
     @property
     def parameter(self) -> str:
@@ -79,6 +87,24 @@ def setting(default: Any = dataclasses.MISSING, flag: str = "", help: str = "", 
     if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def setting_like(cls: type, name: str, default: Any = _SAME, help: str | None = None) -> Any:
+    """A dataclass field taking the setting of ``cls``'s field ``name``: its flag, variable, range
+    and check, and its default unless another is given. ``help`` : the command's own words for it
+    (what the option means stays the declaration's)."""
+    f, rule = field_setting(cls, name)
+    metadata = {SETTING: rule if help is None else dataclasses.replace(rule, help=help)}
+    if default is not _SAME:
+        return dataclasses.field(default=default, metadata=metadata)
+    if f.default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=f.default_factory, metadata=metadata)
+    return dataclasses.field(default=f.default, metadata=metadata)
+
+
+def field_setting(cls: type, name: str) -> tuple[dataclasses.Field[Any], Setting]:
+    """The field ``name`` of a config dataclass, with its setting."""
+    return next((f, rule) for f, rule in settings_of(cls) if f.name == name)
 
 
 def settings_of(cls: type) -> list[tuple[dataclasses.Field[Any], Setting]]:

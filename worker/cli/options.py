@@ -8,22 +8,24 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import os
+import logging
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import typer
 
 import nbstream
 
-from ..io.kafka.settings import ConnectionGiven, KafkaSettings, OAuthGiven, settings_from
-from ..io.registry.settings import RegistrySettings, registry_settings_from
+from ..io.kafka.options import ConnectionGiven
+from ..io.kafka.settings import settings_given
+from ..io.registry.settings import RegistryGiven, registry_given
 from ..model_settings import MODEL_OPTIONS, parameter_rule
-from ..setting import Setting, settings_of
+from ..setting import ENV_PREFIX, Setting, field_setting, settings_of
 from ..tracking import REQUEST_SECONDS, TIMEOUT_SECONDS
+
+log = logging.getLogger(__name__)
 
 
 def env(name: str) -> str:
@@ -62,24 +64,44 @@ class Given:
     """A config dataclass's options as given, built when asked: inside the command, where its
     errors are reported as one line. ``make`` builds it (the dataclass, or a builder of it);
     ``parsers`` turn the text of the values that are given as text into their value (field name
-    -> parse), when it is built too: a value that does not parse is reported as any other error."""
+    -> parse), when it is built too: a value that does not parse is reported as any other error.
+    ``old`` : the deprecated spellings given (old -> new), warned of when it is built."""
     make: Callable[..., Any]
     values: dict[str, Any]
     parsers: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    old: dict[str, str] = field(default_factory=dict)
 
     def build(self, **more: Any) -> Any:
+        for old, new in self.old.items():
+            log.warning(f"{old} is deprecated: give {new}", extra={"option": old})
         parsed = {name: self.parsers[name](value) if name in self.parsers else value
                   for name, value in self.values.items()}
         return self.make(**parsed, **more)
 
 
-def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[..., Any]]]
-                     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+Part = type | tuple[type, Callable[..., Any]]  # a config dataclass, or (it, what builds it from its settings)
+
+
+def settings_options(name: str, parts: dict[str, Part]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator adding the options of the settings (``worker/setting.py``) of several config
     dataclasses to a command, which receives them as one parameter ``name``: part -> ``Given``.
     A part is a dataclass, or (the dataclass, what builds it from its settings). A setting that
     parses its text and is not given takes the dataclass's default (so does one that may be given
     several times and is not given at all)."""
+    options, given = _settings_group(parts)
+    return option_group(name, given, options)
+
+
+def settings_part(name: str, part: Part) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding the options of one config dataclass's settings to a command, which
+    receives them as one ``Given`` parameter ``name`` (``settings_options`` of one part)."""
+    options, given = _settings_group({name: part})
+    return option_group(name, lambda **values: given(**values)[name], options)
+
+
+def _settings_group(parts: dict[str, Part]) -> tuple[dict[str, tuple[Any, Any]], Callable[..., dict[str, Given]]]:
+    """The options of the parts' settings (parameter name -> (type, typer option)), and what turns
+    their values into a ``Given`` per part."""
     makers = {part: spec if isinstance(spec, tuple) else (spec, spec) for part, spec in parts.items()}
     options: dict[str, tuple[Any, Any]] = {}  # by the option's words (its field's name may be another's too)
     for cls, _ in makers.values():
@@ -87,54 +109,82 @@ def settings_options(name: str, parts: dict[str, type | tuple[type, Callable[...
         for f, rule in settings_of(cls):
             if rule.parameter in options:
                 raise ValueError(f"two settings take {rule.flag} ({cls.__name__}.{f.name} and another)")
-            options[rule.parameter] = _typer_option(f, rule, hints[f.name])
+            options[rule.parameter] = _typer_option(rule, _field_default(f), hints[f.name])
+            if rule.deprecated is not None:
+                options[_old_parameter(rule)] = _deprecated_option(rule, hints[f.name])
 
     def given(**values: Any) -> dict[str, Given]:
-        found: dict[str, Given] = {}
-        for part, (cls, make) in makers.items():
-            mine, parsers = {}, {}
-            for f, rule in settings_of(cls):
-                value = values[rule.parameter]
-                if rule.many and not value:
-                    value = None
-                if rule.parse is not None and value is not None:
-                    parsers[f.name] = rule.parse
-                if rule.parse is None or value is not None:
-                    mine[f.name] = value
-            found[part] = Given(make, mine, parsers)
-        return found
+        return {part: _given(cls, make, values, options) for part, (cls, make) in makers.items()}
 
-    return option_group(name, given, options)
+    return options, given
 
 
-def setting_option(cls: type, name: str) -> Any:
-    """The Typer option of one setting of ``cls``, for a command that takes it alone."""
-    f, rule = next((f, rule) for f, rule in settings_of(cls) if f.name == name)
-    return _typer_option(f, rule, typing.get_type_hints(cls)[name])[1]
+def _given(cls: type, make: Callable[..., Any], values: dict[str, Any], options: dict[str, tuple[Any, Any]]
+           ) -> Given:
+    """The values of ``cls``'s settings among the command's ``values`` (by parameter), as a Given."""
+    mine, parsers, old = {}, {}, {}
+    for f, rule in settings_of(cls):
+        value = values[rule.parameter]
+        if rule.deprecated is not None and values[_old_parameter(rule)] is not None:
+            old[rule.deprecated[0]] = rule.flag
+            if value == options[rule.parameter][1].default:  # the option itself wins
+                value = values[_old_parameter(rule)]
+        if rule.many and not value:
+            value = None
+        if rule.parse is not None and value is not None:
+            parsers[f.name] = rule.parse
+        if rule.parse is None or value is not None:
+            mine[f.name] = value
+    return Given(make, mine, parsers, old)
 
 
-def _typer_option(f: dataclasses.Field[Any], rule: Setting, annotation: Any) -> tuple[Any, Any]:
+def setting_option(cls: type, name: str, default: Any = dataclasses.MISSING, help: str | None = None) -> Any:
+    """The Typer option of one setting of ``cls``, for a command that takes it alone (with another
+    default, or its own words for it)."""
+    f, rule = field_setting(cls, name)
+    if rule.deprecated is not None:
+        raise ValueError(f"{rule.flag} has a deprecated spelling: give it with settings_part")
+    return _typer_option(rule if help is None else dataclasses.replace(rule, help=help),
+                         _field_default(f) if default is dataclasses.MISSING else default,
+                         typing.get_type_hints(cls)[name])[1]
+
+
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    """A field's default, ``...`` (required) without one."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return ...
+
+
+def _typer_option(rule: Setting, default: Any, annotation: Any) -> tuple[Any, Any]:
     """(the parameter's type, its typer.Option) for one setting."""
-    default: Any
     if rule.many:  # the texts given, each time the option was
         annotation, default = list[str] | None, None
     elif rule.parse is not None:  # the text given, or shown: the default as one would write it
         annotation, default = str | None, rule.shown
-    elif f.default is not dataclasses.MISSING:
-        default = f.default
-    elif f.default_factory is not dataclasses.MISSING:
-        default = f.default_factory()
-    else:
-        default = ...  # required
     flag = f"{rule.flag}/{rule.negative}" if rule.negative else rule.flag
     numeric = rule.parse is None  # a parsed value's range is checked once parsed, by the dataclass
-    option = typer.Option(default, flag, min=rule.low if numeric else None, max=rule.high if numeric else None,
-                          envvar=rule.variable, help=rule.help or None, rich_help_panel=rule.panel)
+    option = typer.Option(default, flag, *rule.aliases, min=rule.low if numeric else None,
+                          max=rule.high if numeric else None, envvar=rule.variable, help=rule.help or None,
+                          rich_help_panel=rule.panel)
     return annotation, option
 
 
+def _old_parameter(rule: Setting) -> str:
+    """The parameter of a setting's deprecated spelling."""
+    return "deprecated_" + rule.parameter
+
+
+def _deprecated_option(rule: Setting, annotation: Any) -> tuple[Any, Any]:
+    """(type, typer.Option) of a setting's deprecated spelling: hidden, None when not given."""
+    assert rule.deprecated is not None
+    old, variable = rule.deprecated
+    return annotation | None, typer.Option(None, old, envvar=ENV_PREFIX + variable, hidden=True)
+
+
 MODEL_PANEL = "Model parameters"  # --help groups these options under their own headings
-KAFKA_PANEL = "Kafka connection"
 
 SNAPSHOT = typer.Argument(..., help="Snapshot written by worker train.", show_default=False)
 PATHS = typer.Argument(..., help="Parquet files, directories or globs.", show_default=False)
@@ -182,128 +232,10 @@ model_parameters = option_group("model_parameters", dict, {
 """Gives a command the model parameters, received as one dict ``model_parameters`` (ModelOptions' fields)."""
 
 
-# ---- Kafka connection (serve, produce, export) ----------------------------------------------
-BOOTSTRAP = typer.Option(None, "--bootstrap", "--bootstrap-server", envvar=env("BOOTSTRAP"),
-                         help="Kafka bootstrap servers HOST:PORT[,HOST:PORT...] (or bootstrap.servers in "
-                              "--kafka-config).", rich_help_panel=KAFKA_PANEL)
-KAFKA_CLIENT = typer.Option("kafka-python", "--kafka-client", envvar=env("KAFKA_CLIENT"),
-                            help="kafka-python, or confluent (librdkafka, faster; pip install "
-                                 "'nbstream\\[confluent]').", rich_help_panel=KAFKA_PANEL)
-SECURITY_PROTOCOL = typer.Option(None, "--security-protocol", envvar=env("SECURITY_PROTOCOL"),
-                                 help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.",
-                                 rich_help_panel=KAFKA_PANEL)
-SASL_MECHANISM = typer.Option(None, "--sasl-mechanism", envvar=env("SASL_MECHANISM"),
-                              help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (with --sasl-username), or OAUTHBEARER "
-                                   "(with --sasl-oauth-token-url and --sasl-oauth-client-id).",
-                              rich_help_panel=KAFKA_PANEL)
-SASL_USERNAME = typer.Option(None, "--sasl-username", envvar=env("SASL_USERNAME"), help="SASL user name.",
-                             rich_help_panel=KAFKA_PANEL)
-SASL_PASSWORD_FILE = typer.Option(None, "--sasl-password-file", envvar=env("SASL_PASSWORD_FILE"),
-                                  help="File holding the SASL password; or set NBSTREAM_SASL_PASSWORD. "
-                                       "There is no password flag.", rich_help_panel=KAFKA_PANEL)
-SASL_OAUTH_TOKEN_URL = typer.Option(None, "--sasl-oauth-token-url", envvar=env("SASL_OAUTH_TOKEN_URL"),
-                                    help="OAUTHBEARER: the OIDC provider's token endpoint (client credentials "
-                                         "grant).", rich_help_panel=KAFKA_PANEL)
-SASL_OAUTH_CLIENT_ID = typer.Option(None, "--sasl-oauth-client-id", envvar=env("SASL_OAUTH_CLIENT_ID"),
-                                    help="OAUTHBEARER: the OIDC client id.", rich_help_panel=KAFKA_PANEL)
-SASL_OAUTH_SCOPE = typer.Option(None, "--sasl-oauth-scope", envvar=env("SASL_OAUTH_SCOPE"),
-                                help="OAUTHBEARER: the scope to ask tokens for (space-separated; default: none).",
-                                rich_help_panel=KAFKA_PANEL)
-SASL_OAUTH_CLIENT_SECRET_FILE = typer.Option(None, "--sasl-oauth-client-secret-file",
-                                             envvar=env("SASL_OAUTH_CLIENT_SECRET_FILE"),
-                                             help="OAUTHBEARER: file holding the OIDC client secret; or set "
-                                                  "NBSTREAM_SASL_OAUTH_CLIENT_SECRET. There is no secret flag.",
-                                             rich_help_panel=KAFKA_PANEL)
-SSL_CAFILE = typer.Option(None, "--ssl-cafile", envvar=env("SSL_CAFILE"),
-                          help="PEM file of the CA certificates that sign the brokers' certificates (and an https "
-                               "OAuth token endpoint's).",
-                          rich_help_panel=KAFKA_PANEL)
-SSL_CERTFILE = typer.Option(None, "--ssl-certfile", envvar=env("SSL_CERTFILE"),
-                            help="PEM client certificate (mutual TLS).", rich_help_panel=KAFKA_PANEL)
-SSL_KEYFILE = typer.Option(None, "--ssl-keyfile", envvar=env("SSL_KEYFILE"), help="PEM key of the client certificate.",
-                           rich_help_panel=KAFKA_PANEL)
-KAFKA_CONFIG = typer.Option(None, "--kafka-config", envvar=env("KAFKA_CONFIG"),
-                            help="A client.properties file (key=value lines) for any other client property, in "
-                                 "librdkafka's or the Java clients' names; confluent takes every one, kafka-python "
-                                 "those it has an equivalent of.", rich_help_panel=KAFKA_PANEL)
+kafka_options = settings_part("kafka", (ConnectionGiven, settings_given))
+"""Gives a command the Kafka connection options (``worker/io/kafka/options.py``), received as one
+``kafka: Given`` that builds their ``KafkaSettings``."""
 
-
-@dataclass(frozen=True)
-class KafkaOptions:
-    """The connection options of a Kafka command, as given (``settings()`` checks and reads them)."""
-    bootstrap: str | None
-    kafka_client: str
-    security_protocol: str | None
-    sasl_mechanism: str | None
-    sasl_username: str | None
-    sasl_password_file: Path | None
-    sasl_oauth_token_url: str | None
-    sasl_oauth_client_id: str | None
-    sasl_oauth_scope: str | None
-    sasl_oauth_client_secret_file: Path | None
-    ssl_cafile: Path | None
-    ssl_certfile: Path | None
-    ssl_keyfile: Path | None
-    kafka_config: Path | None
-
-    def settings(self) -> KafkaSettings:
-        """Connection settings, with NBSTREAM_SASL_PASSWORD and NBSTREAM_SASL_OAUTH_CLIENT_SECRET (raises
-        ConfigError)."""
-        oauth = OAuthGiven(self.sasl_oauth_token_url, self.sasl_oauth_client_id, self.sasl_oauth_scope,
-                           os.environ.get("NBSTREAM_SASL_OAUTH_CLIENT_SECRET"), self.sasl_oauth_client_secret_file)
-        return settings_from(ConnectionGiven(
-            self.bootstrap, self.kafka_client, self.security_protocol, self.sasl_mechanism, self.sasl_username,
-            os.environ.get("NBSTREAM_SASL_PASSWORD"), self.sasl_password_file, self.ssl_cafile, self.ssl_certfile,
-            self.ssl_keyfile, self.kafka_config, oauth))
-
-
-kafka_options = option_group("kafka", KafkaOptions, {
-    "bootstrap": (str | None, BOOTSTRAP), "kafka_client": (str, KAFKA_CLIENT),
-    "security_protocol": (str | None, SECURITY_PROTOCOL), "sasl_mechanism": (str | None, SASL_MECHANISM),
-    "sasl_username": (str | None, SASL_USERNAME), "sasl_password_file": (Path | None, SASL_PASSWORD_FILE),
-    "sasl_oauth_token_url": (str | None, SASL_OAUTH_TOKEN_URL),
-    "sasl_oauth_client_id": (str | None, SASL_OAUTH_CLIENT_ID), "sasl_oauth_scope": (str | None, SASL_OAUTH_SCOPE),
-    "sasl_oauth_client_secret_file": (Path | None, SASL_OAUTH_CLIENT_SECRET_FILE),
-    "ssl_cafile": (Path | None, SSL_CAFILE), "ssl_certfile": (Path | None, SSL_CERTFILE),
-    "ssl_keyfile": (Path | None, SSL_KEYFILE), "kafka_config": (Path | None, KAFKA_CONFIG)})
-"""Gives a command the Kafka connection options, received as one ``kafka: KafkaOptions``."""
-
-
-# ---- Schema Registry (serve and produce with --format avro) ---------------------------------
-REGISTRY_PANEL = "Schema Registry"
-SCHEMA_REGISTRY = typer.Option(None, "--schema-registry", envvar=env("SCHEMA_REGISTRY"),
-                               help="URL of a Confluent-compatible Schema Registry's API (--format avro, "
-                                    "json-schema, protobuf; --output-format avro).",
-                               rich_help_panel=REGISTRY_PANEL)
-SCHEMA_REGISTRY_USER = typer.Option(None, "--schema-registry-user", envvar=env("SCHEMA_REGISTRY_USER"),
-                                    help="User name for the registry (HTTP basic).", rich_help_panel=REGISTRY_PANEL)
-SCHEMA_REGISTRY_PASSWORD_FILE = typer.Option(None, "--schema-registry-password-file",
-                                             envvar=env("SCHEMA_REGISTRY_PASSWORD_FILE"),
-                                             help="File holding the registry password; or set "
-                                                  "NBSTREAM_SCHEMA_REGISTRY_PASSWORD. There is no password flag.",
-                                             rich_help_panel=REGISTRY_PANEL)
-SCHEMA_REGISTRY_CAFILE = typer.Option(None, "--schema-registry-cafile", envvar=env("SCHEMA_REGISTRY_CAFILE"),
-                                      help="PEM file of the CA certificates that sign the registry's certificate "
-                                           "(https).", rich_help_panel=REGISTRY_PANEL)
-
-
-@dataclass(frozen=True)
-class RegistryOptions:
-    """The Schema Registry options of a command, as given (``settings()`` checks and reads them)."""
-    schema_registry: str | None
-    schema_registry_user: str | None
-    schema_registry_password_file: Path | None
-    schema_registry_cafile: Path | None
-
-    def settings(self) -> RegistrySettings | None:
-        """Registry settings, with NBSTREAM_SCHEMA_REGISTRY_PASSWORD; None without --schema-registry."""
-        return registry_settings_from(self.schema_registry, self.schema_registry_user,
-                                      os.environ.get("NBSTREAM_SCHEMA_REGISTRY_PASSWORD"),
-                                      self.schema_registry_password_file, self.schema_registry_cafile)
-
-
-registry_options = option_group("registry", RegistryOptions, {
-    "schema_registry": (str | None, SCHEMA_REGISTRY), "schema_registry_user": (str | None, SCHEMA_REGISTRY_USER),
-    "schema_registry_password_file": (Path | None, SCHEMA_REGISTRY_PASSWORD_FILE),
-    "schema_registry_cafile": (Path | None, SCHEMA_REGISTRY_CAFILE)})
-"""Gives a command the Schema Registry options, received as one ``registry: RegistryOptions``."""
+registry_options = settings_part("registry", (RegistryGiven, registry_given))
+"""Gives a command the Schema Registry options, received as one ``registry: Given`` that builds
+their ``RegistrySettings`` (None without --schema-registry)."""

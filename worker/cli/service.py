@@ -19,8 +19,6 @@ from .options import (
     PATHS,
     PROGRESS,
     Given,
-    KafkaOptions,
-    RegistryOptions,
     env,
     kafka_options,
     model_parameters,
@@ -37,7 +35,7 @@ serve_options = settings_options("parts", SETTING_PARTS)
 @registry_options
 @model_parameters
 @serve_options
-def serve(*, kafka: KafkaOptions, registry: RegistryOptions, model_parameters: dict[str, Any],
+def serve(*, kafka: Given, registry: Given, model_parameters: dict[str, Any],
           parts: dict[str, Given]) -> None:
     """Serve predictions for a Kafka topic and learn from its labeled messages (prequential).
 
@@ -54,7 +52,7 @@ def serve(*, kafka: KafkaOptions, registry: RegistryOptions, model_parameters: d
     configure_logging(telemetry["json_logs"], telemetry["log_level"] if telemetry["log_level"] in LEVELS else "info")
     with reported_errors(logging.getLogger("worker.serve")):
         built = {part: given.build() for part, given in parts.items() if part != "model"}
-        config = ServeConfig(kafka=kafka.settings(), schema_registry=registry.settings(),
+        config = ServeConfig(kafka=kafka.build(), schema_registry=registry.build(),
                              model=parts["model"].build(parameters=model_parameters), **built)
         run_serve(config)
 
@@ -71,7 +69,7 @@ def export(
                                           help="Which of the group's models (the served one or a challenger, as "
                                                "serve names them; default: the one it serves)."),
     *,
-    kafka: KafkaOptions,
+    kafka: Given,
 ) -> None:
     """Write a serving group's current model (every partition's committed state, merged) as a snapshot."""
     from ..io.kafka.client import KafkaFailure
@@ -80,7 +78,7 @@ def export(
     from ..service.export import export as run_export
 
     with reported_errors():
-        settings = kafka.settings()
+        settings = kafka.build()
         try:
             exported = run_export(connect(settings), input_topic, state_topic or state_topic_name(group, input_topic),
                                   out, model_name)
@@ -96,8 +94,8 @@ def export(
 @kafka_options
 @registry_options
 @settings_options("given", {"request": ProduceRequest})
-def produce(paths: list[str] = PATHS, progress: bool | None = PROGRESS, *, kafka: KafkaOptions,
-            registry: RegistryOptions, given: dict[str, Given]) -> None:
+def produce(paths: list[str] = PATHS, progress: bool | None = PROGRESS, *, kafka: Given, registry: Given,
+            given: dict[str, Given]) -> None:
     """Send Parquet rows to a topic as JSON, Avro or Arrow messages (for demos and benchmarks); every one is
     confirmed."""
     from ..io.kafka.client import KafkaFailure
@@ -107,9 +105,9 @@ def produce(paths: list[str] = PATHS, progress: bool | None = PROGRESS, *, kafka
 
     with reported_errors():
         request = given["request"].build(paths=paths)
-        settings = kafka.settings()
+        settings = kafka.build()
         try:
-            result = run_produce(connect(settings), request, registry=registry.settings(), progress=progress)
+            result = run_produce(connect(settings), request, registry=registry.build(), progress=progress)
         except KafkaFailure as failure:
             raise UserError(f"Kafka at {settings.bootstrap}: {failure}") from None
         except RegistryUnavailable as failure:

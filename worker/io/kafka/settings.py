@@ -1,5 +1,8 @@
 """How to reach a Kafka cluster: bootstrap servers, which client library, security, extra properties.
 
+The options that say so are declared once, in ``options.py``; ``settings_from`` turns them, as a
+command was given them, into ``KafkaSettings``, with a --kafka-config file filling what they leave out.
+
 The password never appears in a repr, a log line or a snapshot: it is a ``Secret``, read
 from NBSTREAM_SASL_PASSWORD or --sasl-password-file (or a sasl.jaas.config property). So is the
 client secret of SASL/OAUTHBEARER's OIDC client credentials (``OAuthClient``), read from
@@ -26,21 +29,23 @@ batching) keep its values, on both clients, with a warning.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import ssl
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nbstream.utils.checked import INT32_MAX, shown
 
 from ...errors import ConfigError
 from ...redaction import keep_secret
 from ..files import not_a_regular_file, read_small_text
+from .options import CLIENTS, ConnectionGiven, OAuthGiven
 
 log = logging.getLogger(__name__)
 
-CLIENTS = ("kafka-python", "confluent")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # a user name and a password
 OAUTHBEARER = "OAUTHBEARER"  # an access token of OIDC client credentials
@@ -308,24 +313,6 @@ _OIDC_METHOD = "sasl.oauthbearer.method"  # librdkafka's: "oidc", or "default" (
 _JAVA_OIDC_LOGIN = "sasl.login.callback.handler.class"  # the Java clients' client-credentials login
 
 
-@dataclass(frozen=True)
-class OAuthGiven:
-    """The --sasl-oauth-* options as given (any may be missing); the client secret's value comes from
-    NBSTREAM_SASL_OAUTH_CLIENT_SECRET, or the file."""
-    token_url: str | None = None
-    client_id: str | None = None
-    scope: str | None = None
-    client_secret: str | None = None
-    client_secret_file: Path | None = None
-
-    @property
-    def options_given(self) -> bool:
-        """Whether an option asks for OAUTHBEARER (a secret alone, say in the environment of every
-        deployment, does not)."""
-        return any(value is not None for value in (self.token_url, self.client_id, self.scope,
-                                                   self.client_secret_file))
-
-
 def _oidc_from_file(properties: dict[str, str], jaas: dict[str, str]) -> dict[str, str | None]:
     """The OIDC client credentials a --kafka-config file gives (taken out of ``properties``), by
     OAuthGiven's field; none when it asks librdkafka for OAUTHBEARER by another method."""
@@ -359,22 +346,11 @@ def _oauth_client(given: OAuthGiven, in_file: dict[str, str | None]) -> OAuthCli
     return OAuthClient(token_url, client_id, Secret(secret), given.scope or in_file.get("scope") or None)
 
 
-@dataclass(frozen=True)
-class ConnectionGiven:
-    """The connection options as a command was given them (any may be missing); the SASL
-    password's value comes from NBSTREAM_SASL_PASSWORD, or the file."""
-    bootstrap: str | None = None
-    client: str = "kafka-python"
-    security_protocol: str | None = None
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: str | None = None
-    sasl_password_file: Path | None = None
-    ssl_cafile: Path | str | None = None
-    ssl_certfile: Path | str | None = None
-    ssl_keyfile: Path | str | None = None
-    kafka_config: Path | None = None
-    oauth: OAuthGiven = field(default_factory=OAuthGiven)
+def settings_given(**options: Any) -> KafkaSettings:
+    """Settings from a command's connection options (``ConnectionGiven``'s settings), with the
+    secrets of NBSTREAM_SASL_PASSWORD and NBSTREAM_SASL_OAUTH_CLIENT_SECRET."""
+    return settings_from(ConnectionGiven(**options, sasl_password=os.environ.get("NBSTREAM_SASL_PASSWORD"),
+                                         sasl_oauth_client_secret=os.environ.get("NBSTREAM_SASL_OAUTH_CLIENT_SECRET")))
 
 
 def settings_from(given: ConnectionGiven) -> KafkaSettings:

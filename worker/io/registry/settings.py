@@ -1,16 +1,21 @@
 """How to reach a Schema Registry: its URL, a user and password (HTTP basic), a CA file for TLS.
 
-The password never appears in a repr or a log line: it is a ``Secret``, read from
+The options that say so are declared once, on ``RegistryGiven`` (``worker/setting.py``). The
+password never appears in a repr or a log line: it is a ``Secret``, read from
 NBSTREAM_SCHEMA_REGISTRY_PASSWORD or --schema-registry-password-file, never from a flag.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import ConfigError
+from ...setting import setting
 from ..files import read_small_text
 from ..kafka.settings import Secret
 
@@ -27,6 +32,32 @@ class RegistrySettings:
     def describe(self) -> dict[str, str | None]:
         """Where and how it connects, for a log line (no secret)."""
         return {"url": self.url, "user": self.user, "cafile": self.cafile}
+
+
+REGISTRY_PANEL = "Schema Registry"  # --help shows these options under this heading
+_option = functools.partial(setting, None, panel=REGISTRY_PANEL)
+
+
+@dataclass(frozen=True)
+class RegistryGiven:
+    """The Schema Registry options of a command (serve and produce), as given."""
+    url: str | None = _option("--schema-registry",
+                              help="URL of a Confluent-compatible Schema Registry's API (--format avro, json-schema, "
+                                   "protobuf; --output-format avro).")
+    user: str | None = _option("--schema-registry-user", help="User name for the registry (HTTP basic).")
+    password_file: Path | None = _option("--schema-registry-password-file",
+                                         help="File holding the registry password; or set "
+                                              "NBSTREAM_SCHEMA_REGISTRY_PASSWORD. There is no password flag.")
+    cafile: Path | None = _option("--schema-registry-cafile",
+                                  help="PEM file of the CA certificates that sign the registry's certificate (https).")
+
+
+def registry_given(**options: Any) -> RegistrySettings | None:
+    """Settings from a command's registry options (``RegistryGiven``'s settings), with
+    NBSTREAM_SCHEMA_REGISTRY_PASSWORD; None without --schema-registry."""
+    given = RegistryGiven(**options)
+    return registry_settings_from(given.url, given.user, os.environ.get("NBSTREAM_SCHEMA_REGISTRY_PASSWORD"),
+                                  given.password_file, given.cafile)
 
 
 def registry_settings_from(url: str | None, user: str | None, password: str | None, password_file: Path | None,

@@ -10,7 +10,8 @@ from worker.errors import ConfigError
 from worker.io.kafka import kafka_python
 from worker.io.kafka.confluent import connection as confluent_connection
 from worker.io.kafka.oauth import TokenSource
-from worker.io.kafka.settings import ConnectionGiven, OAuthGiven, settings_from
+from worker.io.kafka.options import ConnectionGiven
+from worker.io.kafka.settings import settings_from
 
 URL = "https://idp.example.com/oauth2/token"
 SECRET = "the-client-secret"
@@ -23,7 +24,8 @@ def settings(tmp_path, client="confluent", text: str | None = None, security_pro
         config = tmp_path / "client.properties"
         config.write_text(text)
     return settings_from(ConnectionGiven("b:1", client, security_protocol, sasl_mechanism, sasl_username,
-                                         ssl_cafile=ssl_cafile, kafka_config=config, oauth=OAuthGiven(**oauth)))
+                                         ssl_cafile=ssl_cafile, kafka_config=config,
+                                         **{f"sasl_oauth_{name}": value for name, value in oauth.items()}))
 
 
 def test_the_options_give_librdkafka_its_oidc_properties(tmp_path):

@@ -10,7 +10,8 @@ import pytest
 from worker.errors import ConfigError
 from worker.io.kafka.confluent import connection as confluent_connection
 from worker.io.kafka.kafka_python_properties import ADMIN, CONSUMER, EQUIVALENTS, PRODUCER, options_by_client
-from worker.io.kafka.settings import ConnectionGiven, settings_from
+from worker.io.kafka.options import ConnectionGiven
+from worker.io.kafka.settings import settings_from
 
 
 def settings(tmp_path, text: str, client: str = "confluent", **options):
