@@ -96,7 +96,7 @@ def measure(client: str, partitions: int, learn: int, settle: float, seconds: fl
     command = [sys.executable, "-m", "worker", "serve", "--bootstrap", broker.bootstrap, "--kafka-client", client,
                "--input", topic, "--output", f"{topic}.out", "--group", f"g-{topic}", "--metrics-port", str(port)]
     if learn:
-        command += ["--text", "--model", "multinomial", "--checkpoint-interval", "30"]
+        command += ["--text-features", "--model", "multinomial", "--checkpoint-interval", "30"]
     with open(folder / f"serve-{client}.log", "wb") as log:
         serve = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                                  env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -97,7 +97,7 @@ SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partition
 CHALLENGERS = ("cnb=model=complement", "recent=model=multinomial,window=10000",
                "forget=model=multinomial,half_life=10000")
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
-SMS_MODEL = ["--text", "--model", "multinomial"]
+SMS_MODEL = ["--text-features", "--model", "multinomial"]
 MIB = 1 << 20
 SESSION_TIMEOUT = 10.0  # worker serve's --session-timeout: a static member that stopped leaves the group then
 

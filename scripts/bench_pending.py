@@ -5,7 +5,7 @@ A store is filled in polls of 10,000 messages (``add``: the mean time of a poll)
 10,000 labels for random pending ids joins (``add_labels``), and the store goes to bytes and back
 (``to_bytes``, ``from_bytes``); each figure is the best of --rounds. Data: MNIST pixels as Arrow messages give them
 (uint8) and as JSON messages give them (float64, stored as uint8), with 10 served probabilities;
-the SMS messages hashed into 2^20 word counts as ``worker serve --text`` encodes them, with 2. The
+the SMS messages hashed into 2^20 word counts as ``worker serve --text-features`` encodes them, with 2. The
 datasets are repeated to reach 100,000 rows. A second table gives what commits by chunk
 (``pending_segments``) write at a steady state, and a last one compares ways to look 10,000 ids
 up among 100,000.

@@ -118,7 +118,7 @@ start_service() {
     # be. Commits every second rather than every 5 s, so that predictions become visible (they
     # are, under exactly-once, when their transaction commits) without a long wait.
     setsid .venv/bin/worker serve --bootstrap "$bootstrap" --input "$INPUT_TOPIC" --output "$OUTPUT_TOPIC" \
-        --group "$GROUP" --text --ngrams 2 --alpha 0.1 --max-poll-records 100 --checkpoint-interval 1 \
+        --group "$GROUP" --text-features --ngrams 2 --alpha 0.1 --max-poll-records 100 --checkpoint-interval 1 \
         --metrics-port "$metrics_port" >"$workdir/serve.log" 2>&1 &
     serve_pid=$!
     say "worker serve running (pid $serve_pid, log $workdir/serve.log), metrics at http://127.0.0.1:$metrics_port/metrics"

@@ -143,17 +143,19 @@ class FeatureOptions:
     def __post_init__(self) -> None:
         check_settings(self)
 
-    def spec(self, model_kind: str, *, list_column: bool) -> FeatureSpec:
+    def spec(self, model_kind: str, *, list_column: bool, text_option: str = "--text") -> FeatureSpec:
         """The feature spec these options declare, for both Parquet and Kafka.
 
         list_column : whether a single feature column holds lists of numbers (from the
             Parquet schema; for Kafka messages, whether "features" is a list).
+        text_option : the option that asks for text, as an error names it.
         """
         if bool(self.columns) == bool(self.text):
             raise ConfigError("give either --features COL[,COL...] or --text COL (exactly one).")
         if self.text:
             if model_kind not in TEXT_MODELS:
-                raise ConfigError(f"--text needs a bernoulli, multinomial or complement model; got {model_kind}.")
+                raise ConfigError(f"{text_option} needs a bernoulli, multinomial or complement model; got "
+                                  f"{model_kind}.")
             return FeatureSpec.text(self.text, self.hash_bits, self.ngrams)
         if model_kind == "categorical":
             return FeatureSpec.categorical(self.columns)

@@ -17,7 +17,7 @@ from tests.helpers.paths import SMS
 from tests.helpers.service import Service, free_port, metric_values, wait_for
 
 PROMOTED = "promoted mnb to serve in place of main"
-CHALLENGED = ("--text", "--model", "bernoulli", "--challenger", "mnb=model=multinomial", "--promote", "auto",
+CHALLENGED = ("--text-features", "--model", "bernoulli", "--challenger", "mnb=model=multinomial", "--promote", "auto",
               "--promote-window", 500, "--max-poll-records", 200, "--json-logs")
 
 
@@ -105,10 +105,11 @@ def test_a_model_whose_settings_changed_under_its_name_ends_the_service_in_one_l
     topic = new_topic(kafka_bootstrap, "challengers-changed")
     send(kafka_bootstrap, topic, [json_message(text="free prize now", label="spam", id=1),
                                   json_message(text="lunch at noon", label="ham", id=2)])
-    service = Service(kafka_bootstrap, topic, tmp_path, "--text", "--challenger", "cnb=model=complement").start()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--text-features", "--challenger",
+                      "cnb=model=complement").start()
     assert len(read_all(kafka_bootstrap, service.output, expected=2, timeout=90)) == 2
     assert service.terminate() == 0, service.log_tail()
-    again = Service(kafka_bootstrap, topic, tmp_path / "again", "--text", "--challenger",
+    again = Service(kafka_bootstrap, topic, tmp_path / "again", "--text-features", "--challenger",
                     "cnb=model=complement,alpha=0.5", group=service.group).start()
     assert again.process.wait(timeout=120) == 2
     errors = [line for line in again.log.read_text().splitlines() if " ERROR " in line]
@@ -128,13 +129,13 @@ def test_a_model_whose_settings_changed_under_its_name_ends_the_service_in_one_l
     ("cnb=alpha=1,alpha=2", "--challenger cnb: alpha is given twice."),
     ("cnb=window=5000,half_life=100", "--challenger cnb: half_life and window cannot be used together"),
     ("cnb=model=multinomial,binarize=0.5", "--challenger cnb: the multinomial model takes no binarize."),
-    ("cnb=model=gaussian", "--challenger cnb: --text needs a bernoulli, multinomial or complement model"),
+    ("cnb=model=gaussian", "--challenger cnb: --text-features needs a bernoulli, multinomial or complement model"),
     ("cnb=norm=maybe", "--challenger cnb: norm must be true or false; got 'maybe'."),
     ("main=model=complement", "the model name 'main' is given twice"),
 ])
 def test_a_bad_challenger_alone_is_one_line_with_exit_status_2(challenger, expected):
     done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
-                      "--text", "--challenger", challenger, timeout=60)
+                      "--text-features", "--challenger", challenger, timeout=60)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"ERROR worker.serve: {expected}" in lines[0], lines[0]
@@ -143,6 +144,6 @@ def test_a_bad_challenger_alone_is_one_line_with_exit_status_2(challenger, expec
 def test_more_than_eight_challengers_are_refused_in_one_line():
     many = [option for i in range(9) for option in ("--challenger", f"c{i}=alpha={i + 1}")]
     done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
-                      "--text", *many, timeout=60)
+                      "--text-features", *many, timeout=60)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "--challenger is given 9 times; 8 at most" in done.stderr

@@ -128,7 +128,7 @@ def test_a_settings_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path,
                 "--sasl-password-file": ["--security-protocol", "SASL_SSL", "--sasl-mechanism", "PLAIN",
                                          "--sasl-username", "u"]}[option]
     done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
-                      "--text", "--model", "multinomial", *security, option, path, timeout=60)
+                      "--text-features", "--model", "multinomial", *security, option, path, timeout=60)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     reason = "a directory, not a file" if kind == "directory" else "not a regular file"
@@ -153,7 +153,7 @@ def test_help_names_the_confluent_extra():
                                            ("--session-timeout", "inf"), ("--session-timeout", "1e9")])
 def test_timeouts_outside_what_a_broker_accepts_are_refused_before_connecting(option, value):
     result = invoke("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",
-                    "--text", "--model", "multinomial", option, value)
+                    "--text-features", "--model", "multinomial", option, value)
     assert result.exit_code == 2 and f"Invalid value for '{option}'" in " ".join(result.output.split()), result.output
 
 
@@ -221,7 +221,8 @@ def test_a_directory_is_read_recursively_without_hidden_files_and_a_stranger_is_
 
 @pytest.mark.parametrize("options, expected", [
     (["--features-field", "label"], "--features-field 'label' is also the --label-field; give each field one role."),
-    (["--text", "--text-field", "label"], "--text-field 'label' is also the --label-field; give each field one role."),
+    (["--text-features", "--text-field", "label"],
+     "--text-field 'label' is also the --label-field; give each field one role."),
 ])
 def test_serve_refuses_a_message_field_with_two_roles_before_connecting(options, expected):
     done = run_worker("serve", "--bootstrap", "127.0.0.1:9", "--input", "t", "--output", "t.out", "--group", "g",

@@ -20,7 +20,7 @@ def serve(bootstrap: str, client: str, properties, line: str, *options: str):
     """`worker serve` with a --kafka-config file of one property line; its result once it ends."""
     properties.write_text(f"# one value alone\n{line}\n")
     return run_worker("serve", "--bootstrap", bootstrap, "--input", "t", "--output", "t.out", "--group", "g",
-                      "--text", "--kafka-client", client, "--kafka-config", properties, *options, timeout=120)
+                      "--text-features", "--kafka-client", client, "--kafka-config", properties, *options, timeout=120)
 
 
 def written_lines(done) -> list[str]:
@@ -65,8 +65,8 @@ def test_a_stop_takes_seconds_at_the_longest_fetch_wait_allowed(kafka_bootstrap,
     """librdkafka waits out a fetch when it closes a consumer (54 s at fetch.wait.max.ms=300000)."""
     topic = new_topic(kafka_bootstrap, "fetch-wait")
     (tmp_path / "client.properties").write_text("fetch.wait.max.ms=5000\n")
-    service = Service(kafka_bootstrap, topic, tmp_path, "--text", "--kafka-config", tmp_path / "client.properties",
-                      client="confluent").start()
+    service = Service(kafka_bootstrap, topic, tmp_path, "--text-features", "--kafka-config",
+                      tmp_path / "client.properties", client="confluent").start()
     try:
         time.sleep(3)  # a stop asked for while it reads its state or joins the group
         started = time.monotonic()

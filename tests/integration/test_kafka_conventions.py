@@ -250,7 +250,7 @@ def test_a_file_as_confluent_cloud_hands_it_out_reaches_a_sasl_listener(own_brok
     produced = run_worker("produce", SMS / "test.parquet", "--topic", topic, "--text", "text", "--label", "label",
                           "--limit", 50, "--kafka-client", kafka_client, "--kafka-config", properties, timeout=120)
     assert produced.returncode == 0 and "sent 50 messages" in produced.stdout, produced.stderr
-    service = Service(own_broker.bootstrap, topic, tmp_path, "--text", client=kafka_client,
+    service = Service(own_broker.bootstrap, topic, tmp_path, "--text-features", client=kafka_client,
                       connection=["--kafka-config", properties]).start()
     predictions = TopicWatcher(own_broker.bootstrap, service.output, committed_only=True)
     try:
@@ -277,7 +277,7 @@ def test_kafka_python_refuses_by_name_a_property_it_has_no_equivalent_of(kafka_b
     properties = tmp_path / "client.properties"
     properties.write_text("\n".join(lines) + "\n")
     done = run_worker("serve", "--bootstrap-server", kafka_bootstrap, "--input", "t", "--output", "t.out", "--group",
-                      "g", "--text", "--kafka-config", properties, timeout=120)
+                      "g", "--text-features", "--kafka-config", properties, timeout=120)
     lines_written = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines_written) == 1, done.stderr[-3000:]
     assert f"--kafka-config: {expected}" in lines_written[0]

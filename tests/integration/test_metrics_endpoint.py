@@ -79,8 +79,8 @@ def test_stalled_clients_neither_exhaust_the_service_nor_keep_a_scrape_out(kafka
         pytest.skip("no IPv6 loopback on this machine")
     port = free_port()
     url = f"http://{'[::1]' if host == '::1' else host}:{port}"
-    service = Service(kafka_bootstrap, new_topic(kafka_bootstrap, "metrics"), tmp_path, "--text", "--metrics-host",
-                      host, "--metrics-port", port, client=kafka_client).start()
+    service = Service(kafka_bootstrap, new_topic(kafka_bootstrap, "metrics"), tmp_path, "--text-features",
+                      "--metrics-host", host, "--metrics-port", port, client=kafka_client).start()
     stalled: list[socket.socket] = []
     try:
         assert wait_for(lambda: status(f"{url}/readyz") == 200, timeout=120), service.log_tail()

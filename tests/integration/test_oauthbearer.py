@@ -78,7 +78,7 @@ def test_serve_and_produce_work_and_keep_working_past_a_tokens_lifetime(broker, 
     produced = produce(broker, oidc, topic, kafka_client, 200)
     assert produced.returncode == 0 and "sent 200 messages" in produced.stdout, produced.stderr
     issued_before = oidc.issued["short-lived"]
-    service = Service(broker.bootstrap, topic, tmp_path, "--text", "--log-level", "debug", client=kafka_client,
+    service = Service(broker.bootstrap, topic, tmp_path, "--text-features", "--log-level", "debug", client=kafka_client,
                       connection=oauth_options(broker, oidc, "short-lived")).start()
     try:
         predictions = read_all(broker.bootstrap, service.output, expected=200, timeout=120, committed_only=True)
@@ -268,7 +268,7 @@ def serving(broker, oidc, kafka_client, tmp_path, client_id) -> tuple[Service, s
     oidc.add_client(client_id, SECRET, lifetime_s=SHORT_LIFETIME_S)
     topic = new_topic(broker.bootstrap, f"oauth-later-{kafka_client}")
     send(broker.bootstrap, topic, [json_message(text=f"early {i}", label="ham", id=i) for i in range(20)])
-    service = Service(broker.bootstrap, topic, tmp_path, "--text", client=kafka_client,
+    service = Service(broker.bootstrap, topic, tmp_path, "--text-features", client=kafka_client,
                       connection=oauth_options(broker, oidc, client_id)).start()
     assert len(read_all(broker.bootstrap, service.output, expected=20, timeout=120, committed_only=True)) == 20, \
         service.log_tail()

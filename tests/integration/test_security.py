@@ -32,7 +32,7 @@ def test_serve_produce_and_export_on_a_secured_listener(own_broker, kafka_client
     produced = run_worker("produce", SMS / "test.parquet", "--topic", topic, "--text", "text", "--label", "label",
                           "--id", "id", "--limit", 300, "--kafka-client", kafka_client, *options, timeout=120)
     assert produced.returncode == 0 and "sent 300 messages" in produced.stdout, produced.stderr
-    service = Service(own_broker.bootstrap, topic, tmp_path, "--text", client=kafka_client,
+    service = Service(own_broker.bootstrap, topic, tmp_path, "--text-features", client=kafka_client,
                       connection=options).start()
     try:
         predictions = read_all(own_broker.bootstrap, service.output, expected=300, timeout=120, committed_only=True)
@@ -56,7 +56,8 @@ def test_no_log_line_shows_a_secret_even_at_debug_level(own_broker, kafka_client
     (tmp_path / "client.properties").write_text(f"ssl.key.password={key_password}\n")
     topic = new_topic(own_broker.bootstrap, "secure-debug")
     send(own_broker.bootstrap, topic, [json_message(text=f"message {i}", label="ham", id=i) for i in range(20)])
-    service = Service(own_broker.bootstrap, topic, tmp_path, "--text", "--log-level", "debug", client=kafka_client,
+    service = Service(own_broker.bootstrap, topic, tmp_path, "--text-features", "--log-level", "debug",
+                      client=kafka_client,
                       connection=[*sasl_options(own_broker), "--kafka-config", tmp_path / "client.properties"]).start()
     try:
         predictions = read_all(own_broker.bootstrap, service.output, expected=20, timeout=120, committed_only=True)

@@ -108,7 +108,7 @@ def test_predictions_carry_id_probabilities_version_and_source(kafka_bootstrap, 
     send(kafka_bootstrap, topic, [json_message(text="win a free prize now", label="spam", id="a"),
                                   json_message(text="see you at lunch", label="ham", id="b"),
                                   json_message(text="free prize", id="c")])
-    service = Service(kafka_bootstrap, topic, tmp_path, "--text", "--classes", "ham,spam",
+    service = Service(kafka_bootstrap, topic, tmp_path, "--text-features", "--classes", "ham,spam",
                       "--metrics-port", 0).start()
     records = read_all(kafka_bootstrap, service.output, expected=3)
     by_id = {json.loads(r.value)["id"]: (r, json.loads(r.value)) for r in records}
@@ -260,7 +260,7 @@ def test_at_least_once_starts_a_group_from_a_model_in_one_session(kafka_bootstra
     topic = new_topic(kafka_bootstrap, "init-at-least-once")
     send(kafka_bootstrap, topic, [json_message(text="free prize now", id=i) for i in range(20)])
     service = Service(kafka_bootstrap, topic, tmp_path, "--init-model", trained, "--guarantee", "at-least-once",
-                      "--text", client=kafka_client).start()
+                      "--text-features", client=kafka_client).start()
     predictions = read_all(kafka_bootstrap, service.output, expected=20, timeout=90)
     assert service.terminate() == 0, service.log_tail()
     log = service.log.read_text()
@@ -313,7 +313,7 @@ def _sms_served_test_then_train(kafka_bootstrap, kafka_client, tmp_path, fmt):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    service = Service(kafka_bootstrap, topic, tmp_path, "--text", "--format", fmt, "--drift-detector", "adwin",
+    service = Service(kafka_bootstrap, topic, tmp_path, "--text-features", "--format", fmt, "--drift-detector", "adwin",
                       "--metrics-port", port, client=kafka_client).start()
     expected = 9 if fmt == "arrow" else table.num_rows
     outputs = read_all(kafka_bootstrap, service.output, expected=expected, timeout=120)

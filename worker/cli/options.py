@@ -65,7 +65,8 @@ class Given:
     errors are reported as one line. ``make`` builds it (the dataclass, or a builder of it);
     ``parsers`` turn the text of the values that are given as text into their value (field name
     -> parse), when it is built too: a value that does not parse is reported as any other error.
-    ``old`` : the deprecated spellings given (old -> new), warned of when it is built."""
+    ``old`` : the deprecated spellings given (old -> new, each with its variable), warned of when it
+    is built."""
     make: Callable[..., Any]
     values: dict[str, Any]
     parsers: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
@@ -73,7 +74,7 @@ class Given:
 
     def build(self, **more: Any) -> Any:
         for old, new in self.old.items():
-            log.warning(f"{old} is deprecated: give {new}", extra={"option": old})
+            log.warning(f"{old} is deprecated: give {new}, which means the same")
         parsed = {name: self.parsers[name](value) if name in self.parsers else value
                   for name, value in self.values.items()}
         return self.make(**parsed, **more)
@@ -126,7 +127,7 @@ def _given(cls: type, make: Callable[..., Any], values: dict[str, Any], options:
     for f, rule in settings_of(cls):
         value = values[rule.parameter]
         if rule.deprecated is not None and values[_old_parameter(rule)] is not None:
-            old[rule.deprecated[0]] = rule.flag
+            old[f"{rule.deprecated[0]} ({ENV_PREFIX}{rule.deprecated[1]})"] = f"{rule.flag} ({rule.variable})"
             if value == options[rule.parameter][1].default:  # the option itself wins
                 value = values[_old_parameter(rule)]
         if rule.many and not value:

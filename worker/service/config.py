@@ -28,7 +28,7 @@ from ..io.fields import REGISTRY_FORMATS, MessageFields
 from ..io.kafka.settings import KafkaSettings
 from ..io.kafka.state_topic import state_topic_name
 from ..io.registry.settings import RegistrySettings
-from ..setting import Checked, setting
+from ..setting import Checked, field_setting, setting
 from .models.config import ModelsConfig
 from .partition.drift_watch import DriftConfig
 from .pending.join import LabelsConfig
@@ -91,7 +91,7 @@ class ServeModel(Checked):
 @dataclass(frozen=True)
 class ServeFeatures(Checked):
     """What the features of a message are: a list, a named object, or text hashed into columns."""
-    text: bool = setting(False, "--text", env="SERVE_TEXT",
+    text: bool = setting(False, "--text-features", deprecated=("--text", "SERVE_TEXT"),
                          help="Messages carry text (in --text-field), hashed into features.")
     hash_bits: int = hash_bits_setting()
     ngrams: int = ngrams_setting()
@@ -309,7 +309,7 @@ class ServeConfig:
         options = FeatureOptions(columns=[] if features.text else (names or [self.fields.features]),
                                  text=self.fields.text if features.text else None,
                                  hash_bits=features.hash_bits, ngrams=features.ngrams)
-        return options.spec(kind, list_column=not names)
+        return options.spec(kind, list_column=not names, text_option=field_setting(ServeFeatures, "text")[1].flag)
 
 
 # The parts of a ServeConfig that its settings give, and what builds each from them (where it is
