@@ -1,6 +1,8 @@
 """Typed settings of the batch commands: which model, which features, which data.
 
-The command line builds these; the commands take nothing else.
+The command line builds these; the commands take nothing else. Each setting is declared once, on
+its field (``worker/setting.py``): the model's kind, the features, what train reads and writes;
+`worker serve` and the other commands take those they share from here.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from nbstream.metrics.quality import MOST_LABELS
 from nbstream.naive_bayes import NaiveBayes
 
 from .errors import ConfigError
-from .setting import check_settings, setting
+from .setting import Checked, check_settings, names, setting, setting_like
 
 TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 
@@ -25,7 +27,8 @@ TEXT_MODELS = ("bernoulli", "multinomial", "complement")
 @dataclass
 class ModelOptions:
     """Model kind and the parameters given on the command line (None: the model's default)."""
-    kind: str | None = "multinomial"
+    kind: str | None = setting("multinomial", "--model",
+                               help="bernoulli, multinomial, complement, gaussian or categorical.")
     alpha: float | None = None
     binarize: float | None = None
     fit_prior: bool | None = None
@@ -112,33 +115,15 @@ def option_name(parameter: str) -> str:
     return "--" + parameter.replace("_", "-")
 
 
-def hash_bits_setting() -> Any:
-    """--hash-bits, as train and serve take it."""
-    return setting(20, "--hash-bits", low=1, high=31, help="Text is hashed into 2**hash_bits features.")
-
-
-def ngrams_setting() -> Any:
-    """--ngrams, as train and serve take it."""
-    return setting(1, "--ngrams", low=1, high=LONGEST_NGRAMS, help="Use word n-grams up to this length.")
-
-
-def max_classes_setting() -> Any:
-    """--max-classes, as train and serve take it."""
-    return setting(1_000, "--max-classes", low=1, high=MOST_LABELS,
-                   help="Most classes the model may hold: a label that would add one more is a bad row (train: an "
-                        "error, or set aside with --skip-invalid; serve: a dead letter). With sparse counts (hashed "
-                        "text) a class costs 16 bytes per (class, feature) pair its examples bring, and about 20 "
-                        "bytes in every prediction (each carries every class's probability); with dense counts 8 to "
-                        "24 bytes per feature.")
-
-
 @dataclass
 class FeatureOptions:
     """Where the features are: numeric, list or categorical columns, or one text column."""
-    columns: list[str] = field(default_factory=list)
-    text: str | None = None
-    hash_bits: int = hash_bits_setting()
-    ngrams: int = ngrams_setting()
+    columns: list[str] = setting(default_factory=list, flag="--features", parse=names,
+                                 help="Feature columns, comma-separated: one list column (e.g. pixels), numeric "
+                                      "columns, or string columns for --model categorical.")
+    text: str | None = setting(None, "--text", help="A text column: lowercased word tokens, hashed.")
+    hash_bits: int = setting(20, "--hash-bits", low=1, high=31, help="Text is hashed into 2**hash_bits features.")
+    ngrams: int = setting(1, "--ngrams", low=1, high=LONGEST_NGRAMS, help="Use word n-grams up to this length.")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -165,22 +150,29 @@ class FeatureOptions:
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Checked):
+    """What `worker train` reads, learns and writes."""
     paths: list[str]
-    label: str
-    out: Path
+    label: str = setting(flag="--label", help="Column holding the class label.")
+    out: Path = setting(flag="--out", help="Snapshot to write (and to continue from).")
     model: ModelOptions = field(default_factory=ModelOptions)
     features: FeatureOptions = field(default_factory=FeatureOptions)
-    batch_size: int = 65_536
-    checkpoint_every: int | None = None
-    resume: Path | None = None
-    fresh: bool = False
-    skip_invalid: bool = False
-    rejects: Path | None = None
-    max_classes: int = max_classes_setting()
-
-    def __post_init__(self) -> None:
-        check_settings(self)
+    batch_size: int = setting(65_536, "--batch-size", low=1, help="Rows per record batch; bounds memory.")
+    checkpoint_every: int | None = setting(None, "--checkpoint-every", low=1,
+                                           help="Write the snapshot every N rows (the run can then be restarted "
+                                                "where it stopped).")
+    resume: Path | None = setting(None, "--resume", help="Keep training this snapshot's model on new data.")
+    fresh: bool = setting(False, "--fresh", help="Start over even if --out holds a checkpoint of this run.")
+    skip_invalid: bool = setting(False, "--skip-invalid",
+                                 help="Set bad rows aside (counted, written out) instead of stopping.")
+    rejects: Path | None = setting(None, "--rejects",
+                                   help="Folder for rows set aside by --skip-invalid (default: OUT.rejects).")
+    max_classes: int = setting(1_000, "--max-classes", low=1, high=MOST_LABELS,
+                               help="Most classes the model may hold: a label that would add one more is a bad row "
+                                    "(train: an error, or set aside with --skip-invalid; serve: a dead letter). With "
+                                    "sparse counts (hashed text) a class costs 16 bytes per (class, feature) pair its "
+                                    "examples bring, and about 20 bytes in every prediction (each carries every "
+                                    "class's probability); with dense counts 8 to 24 bytes per feature.")
 
     @property
     def rejects_dir(self) -> Path:
@@ -188,12 +180,12 @@ class TrainConfig:
 
 
 @dataclass
-class ScoreConfig:
+class ScoreConfig(Checked):
     """Settings shared by predict and evaluate."""
     snapshot: Path
     paths: list[str]
-    batch_size: int = 65_536
-    skip_invalid: bool = False
+    batch_size: int = setting_like(TrainConfig, "batch_size")
+    skip_invalid: bool = setting_like(TrainConfig, "skip_invalid")
 
 
 def parse_classes(values: list[str]) -> list[int | float | str]:

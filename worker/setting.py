@@ -126,6 +126,11 @@ def _range(low: float | None, high: float | None) -> str:
     return f"at least {low:,}" if low is not None else f"at most {high:,}"
 
 
+def names(text: str | None) -> list[str]:
+    """A comma-separated list of names, blanks dropped (none without a text)."""
+    return [name.strip() for name in text.split(",") if name.strip()] if text else []
+
+
 def parse_duration(text: str, option: str) -> float:
     """Seconds in a duration as a user writes it: 90, 90s, 15m, 36h, 7d (decimals allowed)."""
     match = _DURATION.fullmatch(text.strip().lower())

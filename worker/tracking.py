@@ -39,6 +39,7 @@ from .errors import ConfigError, UserError
 from .io.parquet.source import expand_paths
 from .redaction import keep_secret, keep_uri_secrets, shown_line
 from .redaction import without_userinfo as shown_uri
+from .setting import Checked, setting
 
 if TYPE_CHECKING:
     from .batch.train import TrainSummary
@@ -53,6 +54,31 @@ CLIENT_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_
                    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5"}  # MLflow's: 7 retries, up to minutes apart
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TrackingOptions(Checked):
+    """Whether a run is logged to MLflow (train and evaluate), how long that may take, and the name
+    its model is registered under."""
+    mlflow: bool = setting(False, "--mlflow",
+                           help="Log the run (parameters, metrics, the model) to the MLflow tracking server "
+                                "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]'). A run that cannot be "
+                                "logged once the work is done is one line and exit status 3; the work (the snapshot) "
+                                "is kept.")
+    timeout: float = setting(TIMEOUT_SECONDS, "--mlflow-timeout", low=0.1,
+                             help=f"With --mlflow: seconds the whole logging of the run may take; each request (the "
+                                  f"server's health check before the work too) at most {REQUEST_SECONDS} of them.")
+    register: str | None = setting(None, "--register",
+                                   help="With --mlflow: register the logged model as a new version of this name.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.register is not None and not self.mlflow:
+            raise ConfigError("--register names the model --mlflow logs: add --mlflow.")
+
+    def server(self) -> str | None:
+        """The tracking URI with --mlflow, once its server answered (``check_server``); None without."""
+        return check_server(self.timeout) if self.mlflow else None
 
 
 class TrackingFailed(Exception):

@@ -11,9 +11,25 @@ from nbstream.persistence.snapshot import load_with_header
 
 from ..errors import ConfigError
 from ..io.files import refuse_replacing_an_input
+from ..setting import setting
 
 FORMATS = ("onnx",)
 DTYPES = ("float64", "float32")
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """What a snapshot is converted to: the format, the graph's float type, and whether a pipeline's
+    model is converted alone."""
+    fmt: str = setting("onnx", "--format", env="CONVERT_FORMAT",
+                       help="onnx: an ONNX graph of standard operators, for ONNX Runtime and the others (pip install "
+                            "'nbstream\\[onnx]').")
+    dtype: str = setting("float64", "--dtype",
+                         help="float64 (the model's probabilities to rounding) or float32 (float32's precision; see "
+                              "the docs).")
+    model_only: bool = setting(False, "--model-only",
+                               help="Convert a pipeline's model alone: its input is the encoded features (for text, "
+                                    "the hashed counts).")
 
 
 @dataclass
@@ -26,12 +42,12 @@ class Converted:
     dtype: str
 
 
-def convert(snapshot: Path, out: Path, *, fmt: str = "onnx", dtype: str = "float64",
-            model_only: bool = False) -> Converted:
-    """Write the snapshot's model as ``fmt``. A worker snapshot is a pipeline (model and feature
-    encoder): exported whole unless ``model_only``; a text pipeline only with ``model_only``."""
+def convert(snapshot: Path, out: Path, conversion: Conversion = Conversion()) -> Converted:
+    """Write the snapshot's model as ``conversion`` says. A worker snapshot is a pipeline (model and
+    feature encoder): exported whole unless ``model_only``; a text pipeline only with ``model_only``."""
     from nbstream.onnx import write_onnx
 
+    fmt, dtype = conversion.fmt, conversion.dtype
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
     if dtype not in DTYPES:
@@ -39,7 +55,7 @@ def convert(snapshot: Path, out: Path, *, fmt: str = "onnx", dtype: str = "float
     refuse_replacing_an_input(out, [snapshot], "the ONNX model")
     model, header = load_with_header(snapshot)
     source: object = model
-    if "features" in header["meta"] and not model_only:
+    if "features" in header["meta"] and not conversion.model_only:
         pipeline = Pipeline.from_snapshot_meta(model, header["meta"], snapshot)
         if pipeline.features.kind == "text":
             raise ConfigError(f"{snapshot} is a text pipeline, whose words are hashed, and hashing is no ONNX "

@@ -15,7 +15,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from nbstream.arrow import Pipeline
 
 from ..config import ScoreConfig, TrainConfig
 from ..errors import ConfigError, InvalidRowError
+from ..setting import setting
 from ..snapshot_meta import FilesRead, SnapshotMeta, read_snapshot, write_snapshot
 from .spark_console import quiet_unless_asked
 from .spark_sources import check_local_paths, first_line, read_parquet, read_table
@@ -39,10 +40,15 @@ SKIP_TO_SCORE = "Use --skip-invalid to score the other rows."
 @dataclass(frozen=True)
 class EngineOptions:
     """Where a batch command runs: ``local`` (this process) or ``spark``, and Spark's settings."""
-    engine: str = "local"
-    master: str | None = None
-    spark_conf: list[str] = field(default_factory=list)
-    table: str | None = None
+    engine: str = setting("local", "--engine",
+                          help="local (this process) or spark (Apache Spark: pip install 'nbstream\\[spark]').")
+    master: str | None = setting(None, "--master",
+                                 help="--engine spark: the master URL (local[4], spark://HOST:7077, yarn, sc://HOST "
+                                      "for Spark Connect; default: spark-submit's, else local[*]).")
+    spark_conf: list[str] = setting(default_factory=list, flag="--spark-conf", many=True, parse=list,
+                                    help="--engine spark: a Spark setting KEY=VALUE; repeat the option for more.")
+    table: str | None = setting(None, "--table",
+                                help="--engine spark: read this catalog table (Hive, Delta, Iceberg) instead of PATHs.")
 
     def check(self) -> None:
         """Raise ConfigError for settings that contradict each other."""
@@ -53,9 +59,9 @@ class EngineOptions:
                                   ("--table", self.table)):
                 if value:
                     raise ConfigError(f"{option} needs --engine spark.")
-        for setting in self.spark_conf:
-            if "=" not in setting or not setting.split("=", 1)[0].strip():
-                raise ConfigError(f"--spark-conf takes KEY=VALUE; got {setting!r}.")
+        for pair in self.spark_conf:
+            if "=" not in pair or not pair.split("=", 1)[0].strip():
+                raise ConfigError(f"--spark-conf takes KEY=VALUE; got {pair!r}.")
 
     @property
     def spark(self) -> bool:

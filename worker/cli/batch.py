@@ -19,86 +19,48 @@ from .. import tracking
 from ..batch.spark import EngineOptions
 from ..config import FeatureOptions, ModelOptions, ScoreConfig, TrainConfig
 from ..errors import ConfigError
+from ..setting import names
 from ..snapshot_meta import FilesRead, ParquetProgress, SnapshotMeta
 from .app import app, reported_errors
-from .options import (
-    BATCH_SIZE,
-    MLFLOW,
-    MLFLOW_TIMEOUT,
-    PROGRESS,
-    REGISTER,
-    SKIP_INVALID,
-    SNAPSHOT,
-    columns,
-    env,
-    model_parameters,
-    option_group,
-    setting_option,
-)
+from .flags import CommandFlags
+from .options import SNAPSHOT, Given, model_parameters, setting_option, settings_part
 
 TRACKING_FAILED = 3  # exit status: the command's work is done and kept, but its run was not logged to MLflow
 SOURCES = typer.Argument(None, help="Parquet files, directories or globs (--engine spark: anything Spark reads, "
                                     "hdfs:// or s3a:// too).", show_default=False)
-ENGINE = typer.Option("local", "--engine", envvar=env("ENGINE"),
-                      help="local (this process) or spark (Apache Spark: pip install 'nbstream\\[spark]').")
-MASTER = typer.Option(None, "--master", envvar=env("MASTER"),
-                      help="--engine spark: the master URL (local[4], spark://HOST:7077, yarn, sc://HOST for Spark "
-                           "Connect; default: spark-submit's, else local[*]).")
-SPARK_CONF = typer.Option(None, "--spark-conf", envvar=env("SPARK_CONF"),
-                          help="--engine spark: a Spark setting KEY=VALUE; repeat the option for more.")
-TABLE = typer.Option(None, "--table", envvar=env("TABLE"),
-                     help="--engine spark: read this catalog table (Hive, Delta, Iceberg) instead of PATHs.")
 
-
-def _engine(engine: str, master: str | None, spark_conf: list[str] | None, table: str | None) -> EngineOptions:
-    return EngineOptions(engine, master, list(spark_conf or []), table)
-
-
-engine_options = option_group("engine", _engine, {
-    "engine": (str, ENGINE), "master": (str | None, MASTER), "spark_conf": (list[str] | None, SPARK_CONF),
-    "table": (str | None, TABLE)})
-"""Gives a command where it runs, received as one ``engine: EngineOptions``."""
+engine_options = settings_part("engine", EngineOptions)
+"""Gives a command where it runs, received as one ``engine: Given`` that builds its ``EngineOptions``."""
+run_log_options = settings_part("run_log", tracking.TrackingOptions)
+"""Gives a command the MLflow options, received as one ``run_log: Given`` that builds its ``TrackingOptions``."""
 
 
 @app.command()
 @model_parameters
 @engine_options
+@run_log_options
 def train(
     paths: list[str] | None = SOURCES,
-    label: str = typer.Option(..., "--label", envvar=env("LABEL"), help="Column holding the class label."),
-    out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write (and to continue from)."),
-    model: str | None = typer.Option(None, "--model", envvar=env("MODEL"),
-                                        help="bernoulli, multinomial, complement, gaussian or categorical "
-                                             "(default: multinomial)."),
-    features: str | None = typer.Option(None, "--features", envvar=env("FEATURES"),
-                                           help="Feature columns, comma-separated: one list column "
-                                                "(e.g. pixels), numeric columns, or string columns for "
-                                                "--model categorical."),
-    text: str | None = typer.Option(None, "--text", envvar=env("TEXT"),
-                                       help="A text column: lowercased word tokens, hashed."),
+    label: str = setting_option(TrainConfig, "label"),
+    out: Path = setting_option(TrainConfig, "out"),
+    model: str | None = setting_option(ModelOptions, "kind", None, "bernoulli, multinomial, complement, gaussian or "
+                                                                   "categorical (default: multinomial)."),
+    features: str | None = setting_option(FeatureOptions, "columns"),
+    text: str | None = setting_option(FeatureOptions, "text"),
     hash_bits: int = setting_option(FeatureOptions, "hash_bits"),
     ngrams: int = setting_option(FeatureOptions, "ngrams"),
     max_classes: int = setting_option(TrainConfig, "max_classes"),
-    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", min=1,
-                                                   envvar=env("CHECKPOINT_EVERY"),
-                                                   help="Write the snapshot every N rows (the run can then "
-                                                        "be restarted where it stopped)."),
-    resume: Path | None = typer.Option(None, "--resume", envvar=env("RESUME"),
-                                          help="Keep training this snapshot's model on new data."),
-    fresh: bool = typer.Option(False, "--fresh", envvar=env("FRESH"),
-                               help="Start over even if --out holds a checkpoint of this run."),
-    rejects: Path | None = typer.Option(None, "--rejects", envvar=env("REJECTS"),
-                                           help="Folder for rows set aside by --skip-invalid "
-                                                "(default: OUT.rejects)."),
-    skip_invalid: bool = SKIP_INVALID,
-    batch_size: int = BATCH_SIZE,
-    progress: bool | None = PROGRESS,
-    mlflow: bool = MLFLOW,
-    mlflow_timeout: float = MLFLOW_TIMEOUT,
-    register: str | None = REGISTER,
+    checkpoint_every: int | None = setting_option(TrainConfig, "checkpoint_every"),
+    resume: Path | None = setting_option(TrainConfig, "resume"),
+    fresh: bool = setting_option(TrainConfig, "fresh"),
+    rejects: Path | None = setting_option(TrainConfig, "rejects"),
+    skip_invalid: bool = setting_option(TrainConfig, "skip_invalid"),
+    batch_size: int = setting_option(TrainConfig, "batch_size"),
+    progress: bool | None = setting_option(CommandFlags, "progress"),
     *,
     model_parameters: dict[str, Any],
-    engine: EngineOptions,
+    engine: Given,
+    run_log: Given,
 ) -> None:
     """Learn a model from Parquet files in bounded memory and write a snapshot.
 
@@ -112,17 +74,19 @@ def train(
     if resume is None and model is None:
         model = "multinomial"
     with reported_errors():
-        tracking_uri = _tracking_server(mlflow, register, mlflow_timeout)
-        engine.check_sources(paths or [])
+        logging_to: tracking.TrackingOptions = run_log.build()
+        tracking_uri = logging_to.server()
+        where: EngineOptions = engine.build()
+        where.check_sources(paths or [])
         config = TrainConfig(
             paths=paths or [], label=label, out=out,
             model=ModelOptions(kind=model, **model_parameters),
-            features=FeatureOptions(columns=columns(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
+            features=FeatureOptions(columns=names(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
             batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
             skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes)
-        summary = spark.train(config, engine) if engine.spark else run_train(config, progress=progress)
-        logged = _log_run(lambda: tracking.log_training(tracking_uri, config, summary, register, mlflow_timeout)) \
-            if tracking_uri else None
+        summary = spark.train(config, where) if where.spark else run_train(config, progress=progress)
+        logged = _log_run(lambda: tracking.log_training(tracking_uri, config, summary, logging_to.register,
+                                                        logging_to.timeout)) if tracking_uri else None
     rate = summary.rows_read / summary.seconds if summary.seconds > 0 else 0.0
     if summary.resumed_from:
         typer.echo(f"continued from file {summary.resumed_from.file_index}, row {summary.resumed_from.row}")
@@ -133,13 +97,6 @@ def train(
     if summary.rows_rejected:
         typer.echo(f"rejected rows: {config.rejects_dir}")
     _report_run(logged)
-
-
-def _tracking_server(mlflow: bool, register: str | None, timeout: float) -> str | None:
-    """The tracking URI with --mlflow, once its server answered; None without."""
-    if register is not None and not mlflow:
-        raise ConfigError("--register names the model --mlflow logs: add --mlflow.")
-    return tracking.check_server(timeout) if mlflow else None
 
 
 def _log_run(log: Callable[[], tracking.LoggedRun]) -> tracking.LoggedRun | tracking.TrackingFailed:
@@ -164,50 +121,45 @@ def _report_run(logged: tracking.LoggedRun | tracking.TrackingFailed | None, *, 
 def predict(
     snapshot: Path = SNAPSHOT,
     paths: list[str] | None = SOURCES,
-    out: Path = typer.Option(..., "--out", envvar=env("OUT"),
-                             help="Parquet file to write (--engine spark: a folder of Parquet parts)."),
-    proba: bool = typer.Option(False, "--proba", envvar=env("PROBA"),
-                               help="Add a proba_<class> column per class."),
-    id_column: str | None = typer.Option(None, "--id", envvar=env("ID"),
-                                            help="Column passed through to identify each row."),
-    skip_invalid: bool = SKIP_INVALID,
-    batch_size: int = BATCH_SIZE,
-    progress: bool | None = PROGRESS,
+    out: Path = setting_option(TrainConfig, "out", help="Parquet file to write (--engine spark: a folder of Parquet "
+                                                        "parts)."),
+    proba: bool = setting_option(CommandFlags, "proba"),
+    id_column: str | None = setting_option(CommandFlags, "id_column"),
+    skip_invalid: bool = setting_option(ScoreConfig, "skip_invalid"),
+    batch_size: int = setting_option(ScoreConfig, "batch_size"),
+    progress: bool | None = setting_option(CommandFlags, "progress"),
     *,
-    engine: EngineOptions,
+    engine: Given,
 ) -> None:
     """Predict a label for every row; one output row per input row."""
     from ..batch import spark
     from ..batch.score import predict as run_predict
 
-    config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
     with reported_errors():
-        engine.check_sources(config.paths)
-        rows = spark.predict(config, out, proba, id_column, engine) if engine.spark else \
+        config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
+        where: EngineOptions = engine.build()
+        where.check_sources(config.paths)
+        rows = spark.predict(config, out, proba, id_column, where) if where.spark else \
             run_predict(config, out, proba, id_column, progress=progress)
     typer.echo(f"wrote {rows:,} predictions to {out}")
 
 
 @app.command()
 @engine_options
+@run_log_options
 def evaluate(
     snapshot: Path = SNAPSHOT,
     paths: list[str] | None = SOURCES,
-    label: str | None = typer.Option(None, "--label", envvar=env("LABEL"),
-                                        help="Label column (default: the one the model was trained on)."),
-    as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the metrics as JSON."),
-    prequential: bool = typer.Option(False, "--prequential", envvar=env("PREQUENTIAL"),
-                                     help="Test-then-train: predict each row with the snapshot's model plus every "
-                                          "earlier row (files in order), then learn it; the snapshot is not "
-                                          "changed."),
-    skip_invalid: bool = SKIP_INVALID,
-    batch_size: int = BATCH_SIZE,
-    progress: bool | None = PROGRESS,
-    mlflow: bool = MLFLOW,
-    mlflow_timeout: float = MLFLOW_TIMEOUT,
-    register: str | None = REGISTER,
+    label: str | None = setting_option(TrainConfig, "label", None, "Label column (default: the one the model was "
+                                                                   "trained on)."),
+    as_json: bool = setting_option(CommandFlags, "as_json"),
+    prequential: bool = setting_option(CommandFlags, "prequential"),
+    skip_invalid: bool = setting_option(ScoreConfig, "skip_invalid"),
+    batch_size: int = setting_option(ScoreConfig, "batch_size"),
+    progress: bool | None = setting_option(CommandFlags, "progress"),
     *,
-    engine: EngineOptions,
+    engine: Given,
+    run_log: Given,
 ) -> None:
     """Accuracy, macro-F1, log-loss, Brier score, per-class precision/recall and the confusion matrix.
 
@@ -216,16 +168,18 @@ def evaluate(
     from ..batch import spark
     from ..batch.score import evaluate as run_evaluate
 
-    config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
     with reported_errors():
-        tracking_uri = _tracking_server(mlflow, register, mlflow_timeout)
-        engine.check_sources(config.paths)
-        if prequential and engine.spark:
+        config = ScoreConfig(snapshot=snapshot, paths=paths or [], batch_size=batch_size, skip_invalid=skip_invalid)
+        logging_to: tracking.TrackingOptions = run_log.build()
+        tracking_uri = logging_to.server()
+        where: EngineOptions = engine.build()
+        where.check_sources(config.paths)
+        if prequential and where.spark:
             raise ConfigError("--prequential replays the rows in order on one machine: use --engine local.")
-        report = spark.evaluate(config, label, engine) if engine.spark else \
+        report = spark.evaluate(config, label, where) if where.spark else \
             run_evaluate(config, label, progress=progress, prequential=prequential)
-        logged = _log_run(lambda: tracking.log_evaluation(tracking_uri, config, label, report, register,
-                                                          mlflow_timeout)) if tracking_uri else None
+        logged = _log_run(lambda: tracking.log_evaluation(tracking_uri, config, label, report, logging_to.register,
+                                                          logging_to.timeout)) if tracking_uri else None
     if as_json:
         run = logged.to_json() if isinstance(logged, tracking.LoggedRun) else None
         typer.echo(json.dumps({**report, "mlflow": run} if run else report, indent=2))
@@ -255,8 +209,7 @@ def _print_report(report: dict[str, Any]) -> None:
 
 @app.command()
 def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_default=False),
-            as_json: bool = typer.Option(False, "--json", envvar=env("JSON"), help="Print the header as JSON.")
-            ) -> None:
+            as_json: bool = setting_option(CommandFlags, "as_json", help="Print the header as JSON.")) -> None:
     """Kind, parameters, classes and counts, examples seen, features, source position, checksum."""
     with reported_errors():
         model, header = load_with_header(snapshot)
@@ -294,7 +247,7 @@ def inspect(snapshot: Path = typer.Argument(..., help="Snapshot file.", show_def
 @app.command()
 def merge(snapshots: list[Path] = typer.Argument(..., help="Snapshots trained on different shards.",
                                                  show_default=False),
-          out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Merged snapshot to write.")) -> None:
+          out: Path = setting_option(TrainConfig, "out", help="Merged snapshot to write.")) -> None:
     """Merge snapshots of the same kind and features into one model (exactly as if trained on all)."""
     from ..batch.merge import merge_snapshots
 

@@ -1,5 +1,8 @@
-"""Option definitions shared by several commands, and small parsing helpers.
+"""How the commands take their options: every one made from a setting declared once on a config
+dataclass's field (``worker/setting.py``), the model parameters from the library's rules of them.
 
+``settings_options`` and ``settings_part`` give a command the settings of whole dataclasses (built
+inside the command, where an error is one line); ``setting_option`` gives it one setting alone.
 Every option can also come from an environment variable NBSTREAM_<OPTION> (shown in --help).
 """
 
@@ -23,18 +26,8 @@ from ..io.kafka.settings import settings_given
 from ..io.registry.settings import RegistryGiven, registry_given
 from ..model_settings import MODEL_OPTIONS, parameter_rule
 from ..setting import ENV_PREFIX, Setting, field_setting, settings_of
-from ..tracking import REQUEST_SECONDS, TIMEOUT_SECONDS
 
 log = logging.getLogger(__name__)
-
-
-def env(name: str) -> str:
-    return f"NBSTREAM_{name}"
-
-
-def columns(value: str | None) -> list[str]:
-    """A comma-separated list of names, blanks dropped."""
-    return [c.strip() for c in value.split(",") if c.strip()] if value else []
 
 
 def option_group(name: str, build: Callable[..., Any], options: dict[str, tuple[Any, Any]]
@@ -189,24 +182,6 @@ MODEL_PANEL = "Model parameters"  # --help groups these options under their own 
 
 SNAPSHOT = typer.Argument(..., help="Snapshot written by worker train.", show_default=False)
 PATHS = typer.Argument(..., help="Parquet files, directories or globs.", show_default=False)
-BATCH_SIZE = typer.Option(65_536, "--batch-size", min=1, envvar=env("BATCH_SIZE"),
-                          help="Rows per record batch; bounds memory.")
-SKIP_INVALID = typer.Option(False, "--skip-invalid", envvar=env("SKIP_INVALID"),
-                            help="Set bad rows aside (counted, written out) instead of stopping.")
-PROGRESS = typer.Option(None, "--progress/--no-progress", envvar=env("PROGRESS"),
-                        help="Progress bar with rows/s (default: on when stderr is a terminal).")
-
-MLFLOW = typer.Option(False, "--mlflow", envvar=env("MLFLOW"),
-                      help="Log the run (parameters, metrics, the model) to the MLflow tracking server "
-                           "MLFLOW_TRACKING_URI names (pip install 'nbstream\\[mlflow]'). A run that cannot be "
-                           "logged once the work is done is one line and exit status 3; the work (the "
-                           "snapshot) is kept.")
-MLFLOW_TIMEOUT = typer.Option(TIMEOUT_SECONDS, "--mlflow-timeout", min=0.1, envvar=env("MLFLOW_TIMEOUT"),
-                              help=f"With --mlflow: seconds the whole logging of the run may take; each request "
-                                   f"(the server's health check before the work too) at most {REQUEST_SECONDS} "
-                                   f"of them.")
-REGISTER = typer.Option(None, "--register", envvar=env("REGISTER"),
-                        help="With --mlflow: register the logged model as a new version of this name.")
 _STRICTER_MINIMUM = {"window": 2}  # the commands' own: a window of one example keeps nothing to learn from
 _ANNOTATIONS = {"bool": bool | None, "int": int | None, "float": float | None, "choice": str | None}
 
@@ -224,7 +199,7 @@ def _parameter_option(name: str, negative: str | None) -> tuple[Any, Any]:
     low = _STRICTER_MINIMUM.get(name, low)
     flag = f"--{name.replace('_', '-')}" + (f"/{negative}" if negative else "")
     return _ANNOTATIONS[rule.kind], typer.Option(
-        None, flag, min=low, envvar=env(name.upper()), rich_help_panel=MODEL_PANEL,
+        None, flag, min=low, envvar=ENV_PREFIX + name.upper(), rich_help_panel=MODEL_PANEL,
         help=f"{takers}{rule.help}{choices}" + ("" if rule.default is None else f" Default: {rule.default}."))
 
 

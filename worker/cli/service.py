@@ -6,24 +6,25 @@ Each command builds a config from its options, delegates, and prints the outcome
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from ..errors import UserError
 from ..service.config import SETTING_PARTS, ServeConfig
+from ..service.export import ExportRequest
 from ..tools.produce import ProduceRequest
 from .app import app, reported_errors
+from .flags import CommandFlags
 from .options import (
     PATHS,
-    PROGRESS,
     Given,
-    env,
     kafka_options,
     model_parameters,
     registry_options,
+    setting_option,
     settings_options,
+    settings_part,
 )
 
 serve_options = settings_options("parts", SETTING_PARTS)
@@ -59,43 +60,32 @@ def serve(*, kafka: Given, registry: Given, model_parameters: dict[str, Any],
 
 @app.command()
 @kafka_options
-def export(
-    input_topic: str = typer.Option(..., "--input", envvar=env("INPUT"), help="The topic the group serves."),
-    group: str = typer.Option(..., "--group", envvar=env("GROUP"), help="The group whose model to export."),
-    out: Path = typer.Option(..., "--out", envvar=env("OUT"), help="Snapshot to write."),
-    state_topic: str | None = typer.Option(None, "--state-topic", envvar=env("STATE_TOPIC"),
-                                              help="The group's state topic (default: INPUT.GROUP.nbstream-state)."),
-    model_name: str | None = typer.Option(None, "--model-name", envvar=env("MODEL_NAME"),
-                                          help="Which of the group's models (the served one or a challenger, as "
-                                               "serve names them; default: the one it serves)."),
-    *,
-    kafka: Given,
-) -> None:
+@settings_part("request", ExportRequest)
+def export(*, kafka: Given, request: Given) -> None:
     """Write a serving group's current model (every partition's committed state, merged) as a snapshot."""
     from ..io.kafka.client import KafkaFailure
     from ..io.kafka.connect import connect
-    from ..io.kafka.state_topic import state_topic_name
     from ..service.export import export as run_export
 
     with reported_errors():
+        asked: ExportRequest = request.build()
         settings = kafka.build()
         try:
-            exported = run_export(connect(settings), input_topic, state_topic or state_topic_name(group, input_topic),
-                                  out, model_name)
+            exported = run_export(connect(settings), asked.input, asked.states, asked.out, asked.model_name)
         except KafkaFailure as failure:
             raise UserError(f"cannot read the state from Kafka at {settings.bootstrap}: {failure}") from None
     model = exported.model
     named = f" of model {exported.name}" if exported.named else ""
     typer.echo(f"exported {model.n_examples_seen_:,} examples{named}, {len(model.classes_)} classes, offsets "
-               f"{dict(sorted(exported.offsets.items()))} -> {out}")
+               f"{dict(sorted(exported.offsets.items()))} -> {asked.out}")
 
 
 @app.command()
 @kafka_options
 @registry_options
 @settings_options("given", {"request": ProduceRequest})
-def produce(paths: list[str] = PATHS, progress: bool | None = PROGRESS, *, kafka: Given, registry: Given,
-            given: dict[str, Given]) -> None:
+def produce(paths: list[str] = PATHS, progress: bool | None = setting_option(CommandFlags, "progress"), *,
+            kafka: Given, registry: Given, given: dict[str, Given]) -> None:
     """Send Parquet rows to a topic as JSON, Avro or Arrow messages (for demos and benchmarks); every one is
     confirmed."""
     from ..io.kafka.client import KafkaFailure

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..setting import check_settings, setting
+from ..setting import check_settings, names, setting
 
 FORMATS = ("json", "arrow", "avro", "json-schema", "protobuf")
 # records in the Confluent wire format, their schemas in a Schema Registry
@@ -15,11 +15,6 @@ REGISTRY_FORMATS = ("avro", "json-schema", "protobuf")
 # the labels of --label-field never take each other's place.
 LABEL_COLUMN = "\x00label"
 ID_COLUMN = "\x00id"  # the same for the ids of an Arrow message
-
-
-def _names(text: str) -> list[str]:
-    """A comma-separated list of names, blanks dropped."""
-    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 @dataclass
@@ -37,7 +32,7 @@ class MessageFields:
     features: str = setting("features", "--features-field")
     text: str = setting("text", "--text-field")
     label: str = setting("label", "--label-field")
-    feature_names: list[str] = setting(default_factory=list, flag="--feature-names", parse=_names,
+    feature_names: list[str] = setting(default_factory=list, flag="--feature-names", parse=names,
                                        help="Keys of a features object, comma-separated (default: features is a "
                                             "list of numbers).")
     max_bytes: int = setting(1_048_576, "--max-message-bytes", low=1,

@@ -15,20 +15,13 @@ from typing import Any
 
 from nbstream.arrow import FeatureSpec
 
-from ..config import (
-    FeatureOptions,
-    ModelOptions,
-    hash_bits_setting,
-    max_classes_setting,
-    ngrams_setting,
-    parse_classes,
-)
+from ..config import FeatureOptions, ModelOptions, TrainConfig, parse_classes
 from ..errors import ConfigError
 from ..io.fields import REGISTRY_FORMATS, MessageFields
 from ..io.kafka.settings import KafkaSettings
 from ..io.kafka.state_topic import state_topic_name
 from ..io.registry.settings import RegistrySettings
-from ..setting import Checked, field_setting, setting
+from ..setting import Checked, field_setting, names, setting, setting_like
 from .models.config import ModelsConfig
 from .partition.drift_watch import DriftConfig
 from .pending.join import LabelsConfig
@@ -38,11 +31,6 @@ GUARANTEES = ("exactly-once", "at-least-once")
 OUTPUT_FORMATS = ("json", "avro")
 OUTPUT_TIMESTAMPS = ("input", "now")  # a prediction's timestamp: its input's, or the time it is sent
 STARTS = ("earliest", "latest")
-
-
-def _columns(value: str) -> list[str]:
-    """A comma-separated list of names, blanks dropped."""
-    return [c.strip() for c in value.split(",") if c.strip()]
 
 
 @dataclass(frozen=True)
@@ -68,13 +56,12 @@ class TopicsConfig(Checked):
 class ServeModel(Checked):
     """Which model the group learns, its classes, and whether it learns at all (its parameters
     are the settings of ``worker.model_settings.ModelParameters``)."""
-    kind: str = setting("multinomial", "--model", help="bernoulli, multinomial, complement, gaussian or "
-                                                       "categorical.")
+    kind: str = setting_like(ModelOptions, "kind")
     classes: list[Any] = setting(default_factory=list, flag="--classes",
-                                 parse=lambda text: parse_classes(_columns(text)),
+                                 parse=lambda text: parse_classes(names(text)),
                                  help="Fixed class set, comma-separated (numbers if all are); other labels go to the "
                                       "dead-letter topic (default: open, grows).")
-    max_classes: int = max_classes_setting()
+    max_classes: int = setting_like(TrainConfig, "max_classes")
     learn: bool = setting(True, "--learn", negative="--no-learn",
                           help="Learn from labeled messages, or only predict (labels ignored).")
     parameters: dict[str, Any] = field(default_factory=dict[str, Any])  # the model's own (alpha, binarize, window, ...)
@@ -93,8 +80,8 @@ class ServeFeatures(Checked):
     """What the features of a message are: a list, a named object, or text hashed into columns."""
     text: bool = setting(False, "--text-features", deprecated=("--text", "SERVE_TEXT"),
                          help="Messages carry text (in --text-field), hashed into features.")
-    hash_bits: int = hash_bits_setting()
-    ngrams: int = ngrams_setting()
+    hash_bits: int = setting_like(FeatureOptions, "hash_bits")
+    ngrams: int = setting_like(FeatureOptions, "ngrams")
 
 
 @dataclass(frozen=True)
@@ -103,7 +90,8 @@ class CommitConfig(Checked):
     guarantee: str = setting("exactly-once", "--guarantee", choices=GUARANTEES,
                              help="exactly-once: predictions, dead letters, state and offsets commit in one Kafka "
                                   "transaction; at-least-once: a crash may repeat predictions.")
-    checkpoint_every: int = setting(50_000, "--checkpoint-every", low=1, help="Commit after this many messages...")
+    checkpoint_every: int = setting_like(TrainConfig, "checkpoint_every", 50_000,
+                                         help="Commit after this many messages...")
     checkpoint_interval: float = setting(0.5, "--checkpoint-interval", low=0.1,
                                          help="...or seconds (under exactly-once, how long predictions wait to "
                                               "become visible).")

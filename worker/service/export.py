@@ -20,14 +20,37 @@ import nbstream
 from nbstream.arrow import FeatureEncoder
 from nbstream.naive_bayes import NaiveBayes
 
+from ..config import TrainConfig
 from ..errors import UserError
 from ..io.kafka.client import KafkaClient
+from ..io.kafka.state_topic import state_topic_name
+from ..setting import setting_like
 from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_snapshot
+from .config import TopicsConfig
 from .follower import StateFollower, partition_of
 from .global_model import merge_states
 from .model_names import DEFAULT_NAME
 from .models.choice import SERVED_MODEL
+from .models.config import ModelsConfig
 from .partition.record import ModelStatistics, PartitionRecord
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """Which group's model `worker export` writes, and where: settings of serve and train, in
+    export's words."""
+    input: str = setting_like(TopicsConfig, "input", help="The topic the group serves.")
+    group: str = setting_like(TopicsConfig, "group", help="The group whose model to export.")
+    out: Path = setting_like(TrainConfig, "out", help="Snapshot to write.")
+    state_topic: str | None = setting_like(TopicsConfig, "state_topic",
+                                           help="The group's state topic (default: INPUT.GROUP.nbstream-state).")
+    model_name: str | None = setting_like(ModelsConfig, "model_name",
+                                          help="Which of the group's models (the served one or a challenger, as serve "
+                                               "names them; default: the one it serves).")
+
+    @property
+    def states(self) -> str:
+        return self.state_topic or state_topic_name(self.group, self.input)
 
 
 def _refuse(message: str) -> None:
