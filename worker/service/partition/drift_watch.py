@@ -59,10 +59,10 @@ class DriftConfig(Checked):
         return self.on_drift == "reset-to-window"
 
     @classmethod
-    def given(cls, detector: str = "none", on_drift: str = "report") -> DriftConfig | None:
+    def given(cls, **settings: Any) -> DriftConfig | None:
         """The drift settings, None with --drift-detector none."""
-        watched = cls(detector, on_drift)
-        if detector != "none":
+        watched = cls(**settings)
+        if watched.detector != "none":
             return watched
         if watched.reset_to_window:
             raise ConfigError("--on-drift reset-to-window needs a --drift-detector (adwin or page-hinkley).")

@@ -56,13 +56,12 @@ class LabelsConfig(Checked):
         return int(self.ttl * 1000)
 
     @classmethod
-    def given(cls, topic: str | None = None, ttl: float = 7 * 86_400.0, max_pending: int = 100_000,
-              dlq_unmatched: bool = False) -> LabelsConfig | None:
+    def given(cls, **settings: Any) -> LabelsConfig | None:
         """The labels settings, None without a labels topic (where --dlq-unmatched-labels means nothing)."""
-        config = cls(topic, ttl, max_pending, dlq_unmatched)  # the ranges are checked, topic or not
-        if topic is not None:
+        config = cls(**settings)  # the ranges are checked, topic or not
+        if config.topic is not None:
             return config
-        if dlq_unmatched:
+        if config.dlq_unmatched:
             raise ConfigError("--dlq-unmatched-labels needs --labels-topic: without it no label is unmatched.")
         return None
 
