@@ -239,15 +239,17 @@ class GaussianNB(NaiveBayes[GaussianMoments, GaussianTables]):
         scores = np.empty((X.shape[0], n_classes))
         for block, moments in moments_before_each_row(statistics, X, rows, weights, n_classes):
             var, _ = self._variance(moments)
-            point = var == 0  # point masses, as in _refresh
-            spread = np.where(point, 1.0, var)
+            point = var == 0  # point masses, as in _refresh (only with var_smoothing=0: skipped when none)
+            points = bool(point.any())
+            spread = np.where(point, 1.0, var) if points else var
             with np.errstate(divide="ignore"):
                 log_prior = np.log(self._class_prior(moments.weight))
             deviation = X[block, None, :] - moments.mean  # (n_block, n_classes, n_features)
             deviation *= deviation
-            distance = np.where(point, deviation, 0.0).sum(axis=-1) if point.any() else None
+            distance = np.where(point, deviation, 0.0).sum(axis=-1) if points else None
             deviation /= spread
-            deviation[point] = 0.0
+            if points:
+                deviation[point] = 0.0
             scores[block] = log_prior - 0.5 * (np.log(2.0 * np.pi * spread).sum(axis=-1) + deviation.sum(axis=-1))
             if distance is not None:
                 _nearest_point_masses(scores[block], distance, point.sum(axis=-1))
