@@ -254,13 +254,19 @@ def test_a_refusal_after_an_endpoint_that_did_not_answer_at_start_ends_serve_in_
         finally:
             if service.running():
                 service.kill()
+    error = the_one_error(service, status_code)
+    assert f"the OAuth token endpoint {endpoint.url}/token refused the client credentials of nbstream (HTTP 401) " \
+           "(invalid_client)" in error, error
+    assert elapsed < 30, elapsed  # kafka-python gives up bootstrapping after 10 s
+
+
+def the_one_error(service: Service, status_code: int, *secrets: str) -> str:
+    """The one ERROR line of a service that ended with exit status 2, no traceback and no secret in its log."""
     log = service.log.read_text()
     errors = [line for line in log.splitlines() if " ERROR " in line]
     assert status_code == 2 and len(errors) == 1, log[-3000:]
-    assert f"the OAuth token endpoint {endpoint.url}/token refused the client credentials of nbstream (HTTP 401) " \
-           "(invalid_client)" in errors[0], errors
-    assert "Traceback" not in log and SECRET not in log
-    assert elapsed < 30, elapsed  # kafka-python gives up bootstrapping after 10 s
+    assert "Traceback" not in log and not any(secret in log for secret in (SECRET, *secrets))
+    return errors[0]
 
 
 def serving(broker, oidc, kafka_client, tmp_path, client_id) -> tuple[Service, str]:
@@ -289,12 +295,9 @@ def test_credentials_the_token_endpoint_refuses_while_serving_end_serve_in_one_l
     finally:
         if service.running():
             service.kill()
-    log = service.log.read_text()
-    errors = [line for line in log.splitlines() if " ERROR " in line]
-    assert status_code == 2 and len(errors) == 1, log[-3000:]
+    error = the_one_error(service, status_code, "the-rotated-secret")
     assert f"refused the client credentials of {client_id} (HTTP 401) (invalid_client: client authentication " \
-           "failed)" in errors[0], errors
-    assert "Traceback" not in log and SECRET not in log and "the-rotated-secret" not in log
+           "failed)" in error, error
     assert elapsed < 2 * SHORT_LIFETIME_S + 20, elapsed  # its token expires within a lifetime
 
 
