@@ -3,7 +3,7 @@
 Every option can also come from an environment variable NBSTREAM_<OPTION> (shown in --help).
 """
 
-from . import batch, convert, service  # noqa: F401  (registers the commands)
+from . import batch, convert, inference, service  # noqa: F401  (registers the commands)
 from .app import app
 
 

@@ -29,7 +29,7 @@ from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_sna
 from .config import TopicsConfig
 from .follower import StateFollower, partition_of
 from .global_model import merge_states
-from .model_names import DEFAULT_NAME
+from ..model_names import DEFAULT_NAME
 from .models.choice import SERVED_MODEL
 from .models.config import ModelsConfig
 from .partition.record import ModelStatistics, PartitionRecord

@@ -19,6 +19,8 @@ import uuid
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..inference.server import InferenceServer
+from ..inference.sources import PublishedModels
 from ..io.fields import REGISTRY_FORMATS
 from ..io.formats import PredictionEncoder, message_format
 from ..io.interfaces import Refusals
@@ -92,6 +94,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
     stopping = Stop(stop)
     previous = {sig: signal.signal(sig, stopping) for sig in (signal.SIGTERM, signal.SIGINT)}
     http = None
+    api: InferenceServer | None = None
     try:
         client = connect(config.kafka)
         messages = message_format(config.fields, _registry_records(config), _prediction_encoder(config))
@@ -105,6 +108,11 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
             host = host.decode() if isinstance(host, bytes) else host
             address = f"[{host}]" if ":" in host else host  # an IPv6 address is bracketed in a URL
             log.info("metrics endpoint up", extra={"url": f"http://{address}:{port}/metrics"})
+        published = None
+        if config.inference.http_port is not None:
+            published = PublishedModels()
+            api = InferenceServer(config.inference, published)
+            api.start()
         models = config.models
         named = {"model": models.name, "challengers": [c.name for c in models.challengers],
                  "promote": models.promote} if models.named else {}
@@ -117,12 +125,14 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
         gc.freeze()
         replica = f"{config.consumer.instance_id or uuid.uuid4().hex[:12]}"
         _run_sessions(ServiceContext(client, config, metrics, start, f"nbstream.{config.topics.group}.{replica}",
-                                     Refusals(), store, messages), stop)
+                                     Refusals(), store, messages, published), stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if http:
             http.shutdown()
+        if api is not None:
+            api.stop()
         stopping.cancel()
 
 

@@ -20,6 +20,7 @@ from nbstream.arrow import FeatureEncoder
 
 from ..checkpoint import CheckpointPolicy
 from ..errors import ConfigError
+from ..inference.sources import PublishedModels
 from ..io.formats import MessageFormat, message_format
 from ..io.interfaces import Refusals
 from ..io.kafka.client import Consumer, ConsumerOptions, KafkaClient, KafkaFailure, Producer, Start, TopicInfo
@@ -35,6 +36,7 @@ from .group_state import GroupState, PartitionSettings
 from .loop import LoopOutputs, LoopSettings, PrequentialLoop
 from .models.lineup import Lineup
 from .models.promotion import PromotionWatch
+from .publisher import ModelPublisher
 from .snapshots import SnapshotStore, StartingPoint
 from .telemetry.counts import UncommittedCounts
 from .telemetry.lag import GroupLag
@@ -54,7 +56,8 @@ class ServiceContext:
     start : the model and features a new group starts from; transactional_id : this replica's
     (stable with --instance-id); refusals : what the broker refused, kept across sessions (see
     KafkaSink); store : where local copies go (--snapshot-dir); messages : the message format
-    (default: the one config.fields names, without a registry)."""
+    (default: the one config.fields names, without a registry); published : where each commit's
+    models go for the inference API (None: no API)."""
     client: KafkaClient
     config: ServeConfig
     metrics: ServiceMetrics
@@ -63,6 +66,7 @@ class ServiceContext:
     refusals: Refusals = field(default_factory=Refusals)
     store: SnapshotStore | None = None
     messages: MessageFormat | None = None
+    published: PublishedModels | None = None  # where the inference API reads the committed models (--http-port)
 
 
 class Session:
@@ -125,6 +129,8 @@ class Session:
         self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.commit.checkpoint_every, config.commit.interval),
                                           self.producer, self.consumer, self.group, self.sink, config.topics.states,
                                           config.fields.label, COMMIT_STEP_SECONDS)
+        self.publisher = ModelPublisher(context.published, self.group, topics.input, config.fields.label) \
+            if context.published is not None else None
         base = start.base
         if base is not None and self.group.base is None and not self.group.latest:
             self.checkpoint.start_group_from(base)
@@ -262,6 +268,8 @@ class Session:
             self.metrics.commit_seconds.observe(time.monotonic() - started)
             self.metrics.state_bytes.inc(self.checkpoint.last_bytes)
             self._copy_due = self.store is not None
+        if self.publisher is not None:
+            self.publisher.publish()  # nothing learned is uncommitted now
         if self._copy_due and (last or time.monotonic() - self._copied >= self.config.snapshots.snapshot_interval):
             self._keep_local_copy()
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from nbstream.utils.checked import shown
 
-from ..model_names import NAME_RULE, is_model_name
+from ...model_names import NAME_RULE, is_model_name
 from .global_models import GlobalModels
 from .promotion import Promotion, PromotionWatch
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from nbstream.naive_bayes import NaiveBayes
 
-from ..model_names import DEFAULT_NAME
+from ...model_names import DEFAULT_NAME
 from ..partition.record import ModelState, PartitionRecord
 
 

@@ -46,7 +46,7 @@ from nbstream.persistence.snapshot import NewerFormatError, dumps, loads
 from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, number, optional_text, required, shown
 
 from ...errors import ConfigError
-from ..model_names import DEFAULT_NAME, NAME_RULE, is_model_name
+from ...model_names import DEFAULT_NAME, NAME_RULE, is_model_name
 from ..pending.records import PendingRecords
 from ..pending.store import PendingExamples
 

@@ -29,7 +29,7 @@ import numpy as np
 from nbstream.utils.checked import integer, shown
 from nbstream.utils.ndarrays import AnyArray
 
-from ..model_names import is_model_name
+from ...model_names import is_model_name
 from .frame import pack, unpack
 from .keyed_log import Id, KeyedLog, Taken
 from .rows import Column, DenseRows, Rows, SparseRows

@@ -1,0 +1,172 @@
+"""A model that answers infer requests: a pipeline (a model and the encoder of its inputs), frozen
+at one state, with the version and stream position of that state.
+
+The inputs are what a message carries, one tensor per column the encoder reads: a text column as
+BYTES [-1]; a list column as FP64 [-1, F] (any numeric datatype is taken); numeric columns as FP64
+[-1] each; categorical columns as BYTES [-1] each (integers and booleans are taken too). The
+outputs are ``label`` (BYTES [N]), ``probabilities`` (FP64 [N, C], the classes in its parameters)
+and, when the request's parameters ask ``explain: k``, ``explanation`` (BYTES [N], a JSON object per
+row: see ``nbstream.naive_bayes.explanations``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from nbstream.arrow import CategoricalEncoder, FeatureError, Pipeline, TextEncoder, VectorEncoder
+
+from .errors import RequestError
+from .tensors import BYTES, InferRequest, Tensor
+
+PLATFORM = "nbstream"
+OUTPUTS = ("label", "probabilities", "explanation")
+MOST_EXPLAINED_FEATURES = 1000  # the largest k of "explain": k
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input tensor a model takes: its name (the column), datatype and shape (-1: any size)."""
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+
+    def metadata(self) -> dict[str, Any]:
+        return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class AnsweringModel:
+    """One named model at one state. pipeline is never changed after it is made: a newer state
+    is a new AnsweringModel.
+
+    version : what names the state (the examples learned, or a snapshot's digest)
+    position : "TOPIC:PARTITION" -> the next offset the state includes (empty: not from a stream)"""
+    name: str
+    pipeline: Pipeline
+    version: str
+    position: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.pipeline.model.is_fitted)
+
+    def inputs(self) -> list[InputSpec]:
+        encoder = self.pipeline.features
+        if isinstance(encoder, (TextEncoder, CategoricalEncoder)):
+            return [InputSpec(column, BYTES, (-1,)) for column in encoder.columns]
+        if isinstance(encoder, VectorEncoder):
+            return [InputSpec(encoder.columns[0], "FP64", (-1, encoder.width or -1))]
+        return [InputSpec(column, "FP64", (-1,)) for column in encoder.columns]
+
+    def metadata(self) -> dict[str, Any]:
+        """The model's metadata as the protocol gives it (GET /v2/models/{name})."""
+        classes = self._classes()
+        return {
+            "name": self.name, "versions": [self.version], "platform": PLATFORM,
+            "inputs": [spec.metadata() for spec in self.inputs()],
+            "outputs": [{"name": "label", "datatype": BYTES, "shape": [-1]},
+                        {"name": "probabilities", "datatype": "FP64", "shape": [-1, len(classes)]},
+                        {"name": "explanation", "datatype": BYTES, "shape": [-1]}],
+            "parameters": {"kind": self.pipeline.model.kind, "classes": classes, "position": self.position,
+                           "model_version": self.version}}
+
+    def _classes(self) -> list[Any]:
+        return _plain(self.pipeline.classes_) if self.ready else []
+
+    def infer(self, request: InferRequest) -> dict[str, Any]:
+        """The answer to a request (RequestError when its inputs or parameters do not fit)."""
+        if not self.ready:
+            raise RequestError(f"model {self.name!r} has learned nothing yet: it cannot predict.", 503)
+        asked = request.outputs or ("label", "probabilities")
+        unknown = [name for name in asked if name not in OUTPUTS]
+        if unknown:
+            raise RequestError(f"unknown output {unknown[0]!r}; this model gives {list(OUTPUTS)}.")
+        explain = _explain_parameter(request.parameters.get("explain"))
+        if explain is not None and "explanation" not in asked:
+            asked = (*asked, "explanation")
+        elif explain is None and "explanation" in asked:
+            raise RequestError("the output \"explanation\" needs the parameter \"explain\": k (features per row).")
+        batch = self._batch(request.inputs)
+        try:
+            X = self.pipeline.transform(batch)
+            proba = self.pipeline.model.predict_proba(X)
+            explained = self.pipeline.explain(batch, top=explain) if explain is not None else None
+        except FeatureError as error:
+            raise RequestError(str(error)) from None
+        except ValueError as error:  # values the model refuses (its checks name them)
+            raise RequestError(f"the model refuses the input: {error}") from None
+        outputs: list[dict[str, Any]] = []
+        classes = self.pipeline.classes_
+        if "label" in asked:
+            labels = classes[np.argmax(proba, axis=1)] if len(proba) else classes[:0]
+            outputs.append({"name": "label", "datatype": BYTES, "shape": [len(proba)],
+                            "data": [str(label) for label in labels.tolist()]})
+        if "probabilities" in asked:
+            outputs.append({"name": "probabilities", "datatype": "FP64", "shape": list(proba.shape),
+                            "parameters": {"classes": _plain(classes)}, "data": proba.ravel()})
+        if explained is not None:
+            outputs.append({"name": "explanation", "datatype": BYTES, "shape": [len(explained)],
+                            "data": [orjson.dumps(row).decode() for row in explained]})
+        return {"model_name": self.name, "model_version": self.version, "outputs": outputs,
+                **({"id": request.id} if request.id is not None else {}),
+                "parameters": {"position": self.position, "model_version": self.version}}
+
+    def _batch(self, tensors: dict[str, Tensor]) -> pa.RecordBatch:
+        """The rows of the request as the encoder reads them (RequestError naming what does not fit)."""
+        specs = self.inputs()
+        missing = [spec.name for spec in specs if spec.name not in tensors]
+        if missing:
+            raise RequestError(f"model {self.name!r} takes the inputs {[spec.name for spec in specs]}; "
+                               f"{missing[0]!r} is missing.")
+        extra = [name for name in tensors if name not in {spec.name for spec in specs}]
+        if extra:
+            raise RequestError(f"model {self.name!r} has no input {extra[0]!r}; it takes {[s.name for s in specs]}.")
+        columns = {spec.name: _column(tensors[spec.name], spec) for spec in specs}
+        lengths = {len(column) for column in columns.values()}
+        if len(lengths) > 1:
+            raise RequestError(f"the inputs have different numbers of rows ({sorted(lengths)}).")
+        return pa.RecordBatch.from_pydict(columns)
+
+
+def _column(tensor: Tensor, spec: InputSpec) -> pa.Array:
+    """A tensor as the Arrow column of its spec (RequestError when its datatype or shape cannot be)."""
+    if (tensor.datatype == BYTES) != (spec.datatype == BYTES) and not _categorical_numbers(tensor, spec):
+        raise RequestError(f"input {tensor.name!r} must be {spec.datatype}; got {tensor.datatype}.")
+    width = spec.shape[1] if len(spec.shape) == 2 else None
+    if len(spec.shape) == 2:
+        if len(tensor.shape) != 2 or (width is not None and width >= 0 and tensor.shape[1] != width):
+            raise RequestError(f"input {tensor.name!r} must have shape [N, {width}]; got {list(tensor.shape)}.")
+        values = tensor.values
+        if not pa.types.is_floating(values.type) and not pa.types.is_integer(values.type):
+            values = values.cast(pa.float64())  # booleans
+        return pa.FixedSizeListArray.from_arrays(values, tensor.shape[1])
+    if len(tensor.shape) == 2 and tensor.shape[1] == 1:
+        return tensor.values
+    if len(tensor.shape) != 1:
+        raise RequestError(f"input {tensor.name!r} must have shape [N]; got {list(tensor.shape)}.")
+    return tensor.values
+
+
+def _categorical_numbers(tensor: Tensor, spec: InputSpec) -> bool:
+    """Integers or booleans for a categorical column (declared BYTES): taken as they are."""
+    return spec.datatype == BYTES and tensor.datatype != BYTES and not tensor.datatype.startswith("FP")
+
+
+def _explain_parameter(value: object) -> int | None:
+    if value is None:
+        return None
+    if type(value) is not int or not 1 <= value <= MOST_EXPLAINED_FEATURES:
+        raise RequestError(f"the parameter \"explain\" must be an integer from 1 to {MOST_EXPLAINED_FEATURES} "
+                           f"(features per row); got {str(value)[:40]}.")
+    return value
+
+
+def _plain(labels: np.ndarray[Any, Any]) -> list[Any]:
+    """Class labels as JSON values."""
+    plain: list[Any] = labels.tolist()
+    return plain
