@@ -74,6 +74,7 @@ def flag_values(X: AnyArray, column: str, counts_only: bool, problems: RowProble
     high, low = X.max(axis=1), X.min(axis=1)
     if X.dtype.kind == "f":
         problems.flag(~(np.isfinite(high) & np.isfinite(low)), column, "NaN or infinite value")
-        problems.flag((high > LARGEST_VALUE) | (low < -LARGEST_VALUE), column, f"value beyond ±{LARGEST_VALUE:g}")
+        if float(np.finfo(X.dtype).max) > LARGEST_VALUE:  # (a narrower float cannot hold such a value)
+            problems.flag((high > LARGEST_VALUE) | (low < -LARGEST_VALUE), column, f"value beyond ±{LARGEST_VALUE:g}")
     if counts_only:
         problems.flag(low < 0, column, "negative value (this model needs counts)")

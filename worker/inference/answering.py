@@ -34,6 +34,7 @@ class InputSpec:
     name: str
     datatype: str
     shape: tuple[int, ...]
+    numbers_too: bool = False  # a categorical column: integers and booleans are categories too
 
     def metadata(self) -> dict[str, Any]:
         return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape)}
@@ -57,8 +58,10 @@ class AnsweringModel:
 
     def inputs(self) -> list[InputSpec]:
         encoder = self.pipeline.features
-        if isinstance(encoder, (TextEncoder, CategoricalEncoder)):
-            return [InputSpec(column, BYTES, (-1,)) for column in encoder.columns]
+        if isinstance(encoder, TextEncoder):
+            return [InputSpec(encoder.columns[0], BYTES, (-1,))]
+        if isinstance(encoder, CategoricalEncoder):
+            return [InputSpec(column, BYTES, (-1,), numbers_too=True) for column in encoder.columns]
         if isinstance(encoder, VectorEncoder):
             return [InputSpec(encoder.columns[0], "FP64", (-1, encoder.width or -1))]
         return [InputSpec(column, "FP64", (-1,)) for column in encoder.columns]
@@ -154,7 +157,7 @@ def _column(tensor: Tensor, spec: InputSpec) -> pa.Array:
 
 def _categorical_numbers(tensor: Tensor, spec: InputSpec) -> bool:
     """Integers or booleans for a categorical column (declared BYTES): taken as they are."""
-    return spec.datatype == BYTES and tensor.datatype != BYTES and not tensor.datatype.startswith("FP")
+    return spec.numbers_too and not tensor.datatype.startswith("FP")
 
 
 def _explain_parameter(value: object) -> int | None:

@@ -40,7 +40,8 @@ class InferenceServer:
         if config.http_tls_cert is not None:
             _check_tls(config.http_tls_cert, config.http_tls_key)
         self._socket = _bound(config.http_host, config.http_port)
-        limits = Limits(max_rows=config.http_max_rows, max_bytes=config.http_max_bytes)
+        limits = Limits(max_rows=config.http_max_rows, max_bytes=config.http_max_bytes,
+                        body_seconds=config.http_request_timeout)
         self._server = uvicorn.Server(uvicorn.Config(
             inference_app(source, limits, token), log_config=None, access_log=False, lifespan="off",
             limit_concurrency=config.http_max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
