@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow as pa
+import simdjson
 
 from .errors import RequestError
 
@@ -52,20 +52,23 @@ def read_request(body: bytes, header_length: str | None, max_rows: int) -> Infer
     """The request a body holds (RequestError, one line, when it holds none).
 
     header_length : the ``Inference-Header-Content-Length`` header (None: the body is JSON only)
-    max_rows : the most rows (first dimension) an input may have"""
+    max_rows : the most rows (first dimension) an input may have
+
+    simdjson reads the JSON: numbers go straight into arrays, with no Python object each."""
     json_part, binary = _split(body, header_length)
+    parser = simdjson.Parser()
     try:
-        document = orjson.loads(json_part)
-    except orjson.JSONDecodeError as error:
-        raise RequestError(f"the request is not JSON ({error}).") from None
-    if not isinstance(document, dict):
+        document = parser.parse(json_part)
+    except (ValueError, RuntimeError) as error:  # (UnicodeDecodeError is a ValueError)
+        raise RequestError(f"the request is not JSON ({_first_line(error)}).") from None
+    if not isinstance(document, simdjson.Object):
         raise RequestError("the request must be a JSON object.")
-    parameters = _object(document.get("parameters", {}), "the request's parameters")
+    parameters = _plain(document.get("parameters", {}), "the request's parameters")
     request_id = document.get("id")
     if request_id is not None and not isinstance(request_id, str):
         raise RequestError("the request's id must be a string.")
     inputs = document.get("inputs")
-    if not isinstance(inputs, list) or not inputs:
+    if not isinstance(inputs, simdjson.Array) or not len(inputs):
         raise RequestError("the request has no inputs: give a list of tensors under \"inputs\".")
     tensors: dict[str, Tensor] = {}
     offset = 0
@@ -76,7 +79,25 @@ def read_request(body: bytes, header_length: str | None, max_rows: int) -> Infer
         tensors[tensor.name] = tensor
     if offset != len(binary):
         raise RequestError(f"the binary part has {len(binary) - offset} bytes that no input claims.")
-    return InferRequest(request_id, tensors, _asked_outputs(document.get("outputs")), parameters)
+    outputs = _asked_outputs(_plain_value(document.get("outputs")))
+    return InferRequest(request_id, tensors, outputs, parameters)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).split("\n")[0][:200]
+
+
+def _plain_value(value: object) -> object:
+    """A simdjson value as Python's (objects and arrays made dicts and lists)."""
+    if isinstance(value, simdjson.Object):
+        return value.as_dict()
+    if isinstance(value, simdjson.Array):
+        return value.as_list()
+    return value
+
+
+def _plain(value: object, what: str) -> dict[str, Any]:
+    return _object(_plain_value(value), what)
 
 
 def _split(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
@@ -108,8 +129,9 @@ def _asked_outputs(outputs: object) -> tuple[str, ...]:
 
 def _tensor(entry: object, binary: bytes, offset: int, max_rows: int) -> tuple[Tensor, int]:
     """The tensor an input entry describes, and where the next binary tensor starts."""
-    entry = _object(entry, "each input")
-    name, datatype, shape = entry.get("name"), entry.get("datatype"), entry.get("shape")
+    if not isinstance(entry, simdjson.Object):
+        raise RequestError("each input must be a JSON object.")
+    name, datatype, shape = entry.get("name"), entry.get("datatype"), _plain_value(entry.get("shape"))
     if not isinstance(name, str):
         raise RequestError("each input needs a \"name\" (a string).")
     if datatype != BYTES and datatype not in NUMERIC_DATATYPES:
@@ -121,7 +143,7 @@ def _tensor(entry: object, binary: bytes, offset: int, max_rows: int) -> tuple[T
         raise RequestError(f"input {name!r} has {shape[0]} rows; this server answers at most {max_rows} "
                            f"a request (--http-max-rows).", 413)
     count = math.prod(shape)
-    size = _object(entry.get("parameters", {}), f"input {name!r}'s parameters").get("binary_data_size")
+    size = _plain(entry.get("parameters", {}), f"input {name!r}'s parameters").get("binary_data_size")
     if size is not None:
         if type(size) is not int or not 0 <= size <= len(binary) - offset:
             raise RequestError(f"input {name!r}: binary_data_size {size!r} is beyond the binary part.")
@@ -162,25 +184,42 @@ def _binary_strings(raw: bytes, count: int, name: str) -> pa.Array:
 
 
 def _json_values(data: object, datatype: str, count: int, name: str) -> pa.Array:
-    flat = _flattened(data)
+    """The values of a "data" list (nested lists are read row-major)."""
+    if not isinstance(data, simdjson.Array):
+        raise RequestError(f"input {name!r}: \"data\" must be a list of its values.")
+    if datatype == BYTES or datatype == "BOOL":
+        return _json_objects(_flattened(data.as_list()), datatype, count, name)
+    dtype = NUMERIC_DATATYPES[datatype]
+    kind, read_as = ("d", np.float64) if dtype.kind == "f" else ("u", np.uint64) if dtype == np.uint64 \
+        else ("i", np.int64)
+    try:
+        values = np.frombuffer(data.as_buffer(of_type=kind), dtype=read_as)
+    except (TypeError, ValueError) as error:
+        raise RequestError(f"input {name!r}: {datatype} values must be numbers of that type "
+                           f"({_first_line(error)}).") from None
+    if len(values) != count:
+        raise RequestError(f"input {name!r}: {len(values)} values for a shape of {count}.")
+    if dtype.kind in "iu" and len(values) and not (np.iinfo(dtype).min <= values.min() and
+                                                   values.max() <= np.iinfo(dtype).max):
+        raise RequestError(f"input {name!r}: a value does not fit {datatype}.")
+    return pa.array(values.astype(dtype, copy=False))
+
+
+def _json_objects(flat: list[Any], datatype: str, count: int, name: str) -> pa.Array:
+    """BYTES (JSON strings) or BOOL values."""
     if len(flat) != count:
         raise RequestError(f"input {name!r}: {len(flat)} values for a shape of {count}.")
     if datatype == BYTES:
         if not all(isinstance(value, str) for value in flat):
             raise RequestError(f"input {name!r}: BYTES values in JSON must be strings.")
         return pa.array(flat, type=pa.large_string())
-    if not all(type(value) in (int, float, bool) for value in flat):
-        raise RequestError(f"input {name!r}: {datatype} values must be numbers.")
-    try:
-        return pa.array(np.asarray(flat, dtype=NUMERIC_DATATYPES[datatype]))
-    except (OverflowError, ValueError) as error:
-        raise RequestError(f"input {name!r}: a value does not fit {datatype} ({error}).") from None
+    if not all(isinstance(value, bool) for value in flat):
+        raise RequestError(f"input {name!r}: BOOL values must be true or false.")
+    return pa.array(flat, type=pa.bool_())
 
 
-def _flattened(data: object) -> list[Any]:
+def _flattened(data: list[Any]) -> list[Any]:
     """Row-major values of nested lists (a flat list as it is)."""
-    if not isinstance(data, list):
-        return [data]
     if not any(isinstance(item, list) for item in data):
         return data
     flat: list[Any] = []

@@ -32,14 +32,17 @@ class MessageFormat(Protocol):
 
     def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
                best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
-               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
+               served_by: ServedBy | None = None,
+               explanations: list[bytes] | None = None) -> tuple[list[int], list[bytes]]:
         """The predictions of the good rows as (message index to key each by, value).
 
         good : (n_rows,) bool; classes : (n_classes,) labels, None while the model knows no class;
         best : (n_good,) index into classes; proba : (n_good, n_classes), NaN rows where the model
         knew no class yet; versions : (n_good,) the examples the model predicting each row had learned;
         served_by : the model to name in each prediction, and the challengers' predictions of the
-        good rows to show beside it (None: none; a format of many rows per message names the model only)."""
+        good rows to show beside it (None: none; a format of many rows per message names the model only);
+        explanations : (n_good,) the JSON list of each row's explanation (None: none; only the JSON
+        predictions carry them)."""
 
 
 class PredictionEncoder(Protocol):
@@ -62,14 +65,15 @@ class JsonMessages:
 
     def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
                best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
-               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
+               served_by: ServedBy | None = None,
+               explanations: list[bytes] | None = None) -> tuple[list[int], list[bytes]]:
         rows = np.flatnonzero(good).tolist()
         ids, partitions, offsets = [decoded.ids[i] for i in rows], polled.partitions[good].tolist(), \
             polled.offsets[good].tolist()
-        if served_by is None:
+        if served_by is None and explanations is None:
             return rows, self.predictions(ids, classes, best, proba, versions, polled.topic, partitions, offsets)
-        return rows, named_prediction_values(ids, ModelPredictions(classes, best, proba, versions), polled.topic,
-                                             partitions, offsets, served_by)
+        return rows, named_prediction_values(ids, ModelPredictions(classes, best, proba, versions, explanations),
+                                             polled.topic, partitions, offsets, served_by)
 
 
 class RegistryMessages(JsonMessages):
@@ -111,7 +115,8 @@ class ArrowMessages:
 
     def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
                best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
-               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
+               served_by: ServedBy | None = None,
+               explanations: list[bytes] | None = None) -> tuple[list[int], list[bytes]]:
         labels = None if classes is None or best is None else classes[best]
         return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions,
                                   None if served_by is None else served_by.model)

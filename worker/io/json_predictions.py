@@ -3,6 +3,9 @@
     {"id": ..., "prediction": ..., "probabilities": {class: p, ...}, "model_version": n,
      "topic": ..., "partition": p, "offset": o}
 
+With --explain K, "model_version": n is followed by "explanation": [{"feature": ..., "contribution": c},
+...]: the K features that weigh most in the prediction (``nbstream.naive_bayes.explanations``).
+
 When the service names its models (``ServedBy``), each object ends with the name of the model
 that served it, and in shadow mode with what every challenger predicted::
 
@@ -39,6 +42,7 @@ class ModelPredictions:
     best: IndexArray | None
     proba: FloatArray | None
     versions: IntArray | int
+    explanations: list[bytes] | None = None  # of each message, the JSON list of its explanation's features
 
 
 @dataclass(frozen=True)
@@ -88,10 +92,18 @@ def named_prediction_values(ids: list[FieldValue], predictions: ModelPredictions
                                             offsets, tails, strict=True)]
 
 
+def _explained(version_pieces: list[bytes], explanations: list[bytes] | None) -> list[bytes]:
+    """',"model_version":v' of each row, followed by its ',"explanation":[...]' when there are some."""
+    if explanations is None:
+        return version_pieces
+    return [b'%b,"explanation":%b' % pair for pair in zip(version_pieces, explanations, strict=True)]
+
+
 def _pieces(predictions: ModelPredictions, n: int) -> tuple[list[bytes], list[bytes], list[bytes]]:
     """Of each of n rows: the prediction (null where not scored), its probabilities ('"class":p,...')
-    and ',"model_version":v'."""
-    version_pieces = [b',"model_version":%d' % v for v in np.broadcast_to(predictions.versions, (n,)).tolist()]
+    and ',"model_version":v' (and its ',"explanation":[...]' when the predictions have some)."""
+    version_pieces = _explained([b',"model_version":%d' % v for v in
+                                 np.broadcast_to(predictions.versions, (n,)).tolist()], predictions.explanations)
     classes, best, proba = predictions.classes, predictions.best, predictions.proba
     if classes is None or best is None or proba is None:
         return [b"null"] * n, [b""] * n, version_pieces

@@ -138,6 +138,10 @@ class OutputConfig(Checked):
     output_timestamp: str = setting("input", "--output-timestamp", choices=OUTPUT_TIMESTAMPS,
                                     help="A prediction's timestamp: input (its input message's, for event-time "
                                          "processing downstream) or now (when it is sent).")
+    explain: int | None = setting(None, "--explain", low=1, high=1000,
+                                  help="Each JSON prediction explains itself: \"explanation\" lists the K features "
+                                       "that weigh most in it, each with its signed contribution to the log-odds "
+                                       "of the predicted class over the runner-up.")
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,9 @@ class ServeConfig:
         self._check_challengers()
 
     def _check_output_format(self) -> None:
+        if self.output.explain is not None and (self.output.output_format != "json" or self.fields.format == "arrow"):
+            given = "--format arrow" if self.fields.format == "arrow" else f"--output-format {self.output.output_format}"
+            raise ConfigError(f"--explain needs JSON predictions: {given} has no place for an explanation.")
         if self.output.output_format == "avro" and self.schema_registry is None:
             raise ConfigError("--output-format avro needs --schema-registry URL: the predictions' schema is "
                               "registered there.")

@@ -58,12 +58,14 @@ class LoopSettings:
     max_classes : a label that would grow an open class set beyond it is dead-lettered;
     fields : the message fields (label events use their names);
     labels : how labels that come later are joined (None: no labels topic);
-    output_challengers : every prediction carries the challengers' too (shadow mode)."""
+    output_challengers : every prediction carries the challengers' too (shadow mode);
+    explain : each prediction carries the features that weigh most in it, this many (None: none)."""
     learn: bool = True
     max_classes: int = 1_000
     fields: MessageFields = field(default_factory=MessageFields)
     labels: LabelsConfig | None = None
     output_challengers: bool = False
+    explain: int | None = None
 
 
 @dataclass(frozen=True)

@@ -358,7 +358,8 @@ def partition_settings(config: ServeConfig) -> PartitionSettings:
 def loop_settings(config: ServeConfig) -> LoopSettings:
     """What the loop is told, of a ServeConfig."""
     return LoopSettings(learn=config.model.learn, max_classes=config.model.max_classes, fields=config.fields,
-                        labels=config.labels, output_challengers=config.models.output_challengers)
+                        labels=config.labels, output_challengers=config.models.output_challengers,
+                        explain=config.output.explain)
 
 
 def lineup(config: ServeConfig) -> Lineup:
