@@ -133,3 +133,32 @@ def test_serve_in_the_container_predicts_every_message_and_learns_what_an_offlin
     assert_equal_statistics(model, X, labels)
     first_log_line = json.loads(service.log.read_text().splitlines()[0])
     assert {"time", "level", "message"} <= first_log_line.keys()
+
+
+def test_serve_model_in_the_container_answers_infer_requests_with_the_snapshots_probabilities(image, tmp_path):
+    from tests.helpers.inference import vector_model
+
+    pipeline = vector_model().pipeline
+    models = tmp_path / "models"
+    models.mkdir()
+    pipeline.save(models / "digits.nbs")
+    port = free_port()
+    name = f"nbstream-test-{uuid.uuid4().hex[:8]}"
+    process = subprocess.Popen(["podman", "run", "--rm", "--read-only", "--network=host", f"--name={name}",
+                                f"--volume={models}:/models:ro", image, "serve-model", "/models/digits.nbs",
+                                "--http-port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert wait_for(lambda: status(f"http://127.0.0.1:{port}/v2/health/ready") == 200, timeout=60)
+        rows = np.arange(32).reshape(2, 16) % 4
+        body = json.dumps({"inputs": [{"name": "pixels", "datatype": "INT64", "shape": [2, 16],
+                                       "data": rows.ravel().tolist()}]}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/digits/infer", body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            outputs = {o["name"]: o for o in json.loads(answer.read())["outputs"]}
+        np.testing.assert_allclose(np.reshape(outputs["probabilities"]["data"], (2, -1)),
+                                   pipeline.model.predict_proba(rows), rtol=1e-12)
+        subprocess.run(["podman", "stop", "--time", "30", name], capture_output=True, check=True)
+        assert process.wait(timeout=60) == 0, process.stdout.read().decode()
+    finally:
+        subprocess.run(["podman", "rm", "--force", "--ignore", name], capture_output=True)

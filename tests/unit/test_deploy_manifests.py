@@ -216,3 +216,23 @@ def test_the_pod_runs_as_the_images_user_without_privileges():
     own = container()["securityContext"]
     assert own["allowPrivilegeEscalation"] is False and own["capabilities"]["drop"] == ["ALL"]
     assert {"requests", "limits"} <= container()["resources"].keys()
+
+
+def test_the_inference_service_runs_serve_model_on_the_port_its_probes_ask(monkeypatch, tmp_path):
+    service = the("InferenceService")
+    (predictor,) = service["spec"]["predictor"]["containers"]
+    assert predictor["name"] == "kserve-container"
+    environment = {v["name"]: v["value"] for v in predictor["env"]}
+    port = int(environment["NBSTREAM_HTTP_PORT"])
+    assert predictor["ports"] == [{"containerPort": port, "protocol": "TCP"}]
+    assert predictor["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": port}
+    assert predictor["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": port}
+    for variable in [v for v in os.environ if v.startswith("NBSTREAM_")]:
+        monkeypatch.delenv(variable)
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    name, *arguments = predictor["args"]
+    group = typer.main.get_command(app)
+    parsed = group.get_command(click.Context(group), name).make_context(name, arguments).params
+    assert name == "serve-model" and str(parsed["model"]).startswith("/mnt/models/")  # where KServe puts it
+    assert parsed["http_port"] == port and parsed["http_host"] == "0.0.0.0" and parsed["reload"]
