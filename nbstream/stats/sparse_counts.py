@@ -176,6 +176,13 @@ class PairCounts(Statistics):
         at = np.arange(len(places)) + np.repeat(begin - (np.cumsum(per_feature) - per_feature), per_feature)
         return places, (keys[at] & _CLASS_MASK).astype(np.intp), counts[at]
 
+    def values_at(self, values: FloatArray, classes: IndexArray, features: IndexArray) -> FloatArray:
+        """values (n_pairs,), one per pair in the pairs' order, at each (class, feature) given
+        (n,): the pair's value where the pair was seen, 0 elsewhere."""
+        keys, _ = self.pairs()
+        wanted = features.astype(np.int64) << _CLASS_BITS | classes
+        return _values_where_found(keys, values, wanted)
+
     def class_feature_totals(self) -> FloatArray:
         """Sum of the counts of each class over all features, shape (n_classes,)."""
         keys, counts = self.pairs()
@@ -307,6 +314,11 @@ class PairIndex:
             return np.asarray(self._on_seen(X) @ values, dtype=np.float64).reshape(-1)
         return np.asarray(X[:, self.seen.astype(np.intp)] @ feature_values, dtype=np.float64).reshape(-1)
 
+    def feature_values_at(self, feature_values: FloatArray, features: IndexArray) -> FloatArray:
+        """feature_values (n_seen,), one per seen feature, at each feature given (n,): 0 for the
+        features never seen."""
+        return _values_where_found(self.seen, feature_values, features)
+
     def _on_seen(self, X: Features) -> Features:
         """CSR X with its columns moved onto the seen features (n_samples, n_seen + 1), the
         features never seen all on the last column."""
@@ -333,6 +345,16 @@ class PairIndex:
                                              shape=(n_rows, n_classes))
         self._matrix = (pair_values, matrix)
         return matrix
+
+
+def _values_where_found(keys: IntArray, values: FloatArray, wanted: IntArray | IndexArray) -> FloatArray:
+    """values[i] where wanted (n,) is keys[i] (keys sorted and distinct, values alike), 0 where it is
+    none of them; shape (n,)."""
+    if not len(keys):
+        return np.zeros(len(wanted))
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    found: FloatArray = np.where(keys[at] == wanted, values[at], 0.0)
+    return found
 
 
 def _has_scipy() -> bool:
