@@ -311,6 +311,16 @@ def token_hashes(texts: pa.Array) -> tuple[Hashes, IntArray]:
     return np.concatenate(hashes), np.concatenate(rows)
 
 
+def _longer_ngrams(hashes: Hashes, rows: IntArray, ngram_max: int) -> Iterator[tuple[int, BoolArray, Hashes]]:
+    """For n = 2 to ngram_max, of consecutive tokens (hashes and rows (n_tokens,)): (n, whether the n
+    tokens from each start j are of one row, the hash of the n-gram from each start j), both
+    (n_tokens - n + 1,). An n-gram's hash is its (n-1)-gram's mixed with its last token's."""
+    combined = hashes
+    for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the tokens
+        combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
+        yield n, rows[n - 1:] == rows[:len(rows) - n + 1], combined
+
+
 def _ngrams_by_window(tokens: Iterable[tuple[Hashes, IntArray]], ngram_max: int) -> Iterator[tuple[Hashes, IntArray]]:
     """The word 1- to ngram_max-grams of each window of (token hashes, rows), as (hashes,
     rows): an n-gram comes out with the window of its last token, the last ngram_max - 1 tokens
@@ -320,12 +330,8 @@ def _ngrams_by_window(tokens: Iterable[tuple[Hashes, IntArray]], ngram_max: int)
         all_hashes, all_rows = [hashes], [rows]
         if ngram_max > 1 and len(carried_hashes):
             hashes, rows = np.concatenate([carried_hashes, hashes]), np.concatenate([carried_rows, rows])
-        combined = hashes
-        for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the tokens
-            # n-gram ending at token j+n-1 = previous (n-1)-gram hash mixed with the next token.
-            same_row = rows[n - 1:] == rows[:len(rows) - n + 1]
+        for n, same_row, combined in _longer_ngrams(hashes, rows, ngram_max):
             same_row[:max(len(carried_hashes) - n + 1, 0)] = False  # came out with an earlier window
-            combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
             all_rows.append(rows[n - 1:][same_row])
             all_hashes.append(combined[same_row])
         if ngram_max > 1:  # only the last row's tokens can begin an n-gram of the next window
@@ -422,3 +428,26 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
     windows = (_sorted_counts(rows << n_bits | (hashes & column_mask).astype(np.int64))
                for hashes, rows in _ngrams_by_window(_token_hashes_by_window(texts), ngram_max))
     return _csr(_merged(windows, n_bits), len(texts), n_bits)
+
+
+def hashed_names(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> list[dict[int, str]]:
+    """For each row, the name of each column ``hashed_counts`` gives it: the row's words and word
+    n-grams (words joined by a space) that hash to that column, several joined by "|" in sorted
+    order. Tokenized and hashed as ``hashed_counts`` does, through ``tokenize`` and ``hash_tokens``.
+
+    >>> names = hashed_names(pa.array(["Free prize", None]), 20, ngram_max=2)
+    >>> sorted(names[0].values()), names[1]
+    (['free', 'free prize', 'prize'], {})
+    """
+    tokens, rows = tokenize(texts)
+    words = tokens.to_pylist()
+    hashes = hash_tokens(tokens) if len(words) else np.zeros(0, dtype=np.uint64)
+    column_mask = np.uint64((1 << n_bits) - 1)
+    found: list[dict[int, set[str]]] = [{} for _ in range(len(texts))]
+    for row, column, word in zip(rows.tolist(), (hashes & column_mask).tolist(), words, strict=True):
+        found[row].setdefault(column, set()).add(word)
+    for n, same_row, combined in _longer_ngrams(hashes, rows, ngram_max):
+        starts = np.flatnonzero(same_row)
+        for start, column in zip(starts.tolist(), (combined[starts] & column_mask).tolist(), strict=True):
+            found[int(rows[start])].setdefault(column, set()).add(" ".join(words[start:start + n]))
+    return [{column: "|".join(sorted(names)) for column, names in row.items()} for row in found]

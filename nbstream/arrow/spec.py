@@ -14,9 +14,9 @@ type) raise ``FeatureError``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeAlias
 
 import pyarrow as pa
 
@@ -25,6 +25,7 @@ from ..utils.ndarrays import Features
 from .arrays import with_valid_utf8
 from .problems import FeatureError, RowProblems
 
+FeatureNamer: TypeAlias = Callable[[int, int], str]  # (row, feature index) -> the feature's name in that row
 LONGEST_NGRAMS = 5  # a text's n-grams grow with their length, and few models gain past 3
 
 
@@ -113,6 +114,11 @@ class FeatureEncoder:
         """Take back what ``_learned_json`` stored."""
 
     def describe(self) -> str:
+        raise NotImplementedError
+
+    def feature_names(self, batch: pa.RecordBatch) -> FeatureNamer:
+        """The name of each feature of each row of a batch this encoder encodes: (row, feature) ->
+        name, for explanations."""
         raise NotImplementedError
 
     # ---- shared ---------------------------------------------------------------------------
