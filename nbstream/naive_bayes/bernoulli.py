@@ -27,6 +27,7 @@ from ..utils.ndarrays import Features, FloatArray, IndexArray, IntArray
 from ..utils.parameters import Interval, ParameterRule, ParameterRules
 from ..utils.validation import is_sparse
 from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
+from .explanations import CellTerms
 
 
 @dataclass
@@ -162,22 +163,19 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
         """log p - log(1 - p) of each (class, feature) cell, shape (n_cells,)."""
         tables = self._fresh_tables()
         if isinstance(tables, BernoulliPairTables):
-            return tables.unseen[classes] + self._pairs().values_at(tables.pair_weight, classes, features)
+            return tables.unseen[classes] + self._at_pairs(tables.pair_weight, classes, features)
         weights: FloatArray = tables.weights[features, classes]
         return weights
 
-    def _feature_offsets(self, classes: IndexArray, features: IndexArray) -> FloatArray:
-        """log(1 - p) of each (class, feature) cell, shape (n_cells,), as the tables' bias sums it."""
+    def _offset_terms(self) -> CellTerms:
+        """log(1 - p) of (class, feature) cells, as the tables' bias sums it."""
         tables = self._fresh_tables()
         if isinstance(tables, BernoulliTables):
-            log_not_p: FloatArray = np.log(1 - np.exp(tables.feature_log_prob_[classes, features]))
-            return log_not_p
-        pairs = self._pairs()
-        _, log_not_p, _, unseen_log_not_p = _pair_log_probabilities(pairs, float(self._checked_alpha()))
-        seen_classes, _, _ = pairs.cells()
-        offsets = pairs.values_at(log_not_p - unseen_log_not_p[seen_classes], classes, features)
-        offsets += unseen_log_not_p[classes]
-        return offsets
+            return lambda classes, features: np.log(1 - np.exp(tables.feature_log_prob_[classes, features]))
+        _, log_not_p, _, unseen_log_not_p = _pair_log_probabilities(self._pairs(), float(self._checked_alpha()))
+        seen_classes, _, _ = self._pairs().cells()
+        seen_log_not_p = log_not_p - unseen_log_not_p[seen_classes]  # the pairs' own, beyond a pair never seen's
+        return lambda classes, features: unseen_log_not_p[classes] + self._at_pairs(seen_log_not_p, classes, features)
 
     def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
                                           rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:

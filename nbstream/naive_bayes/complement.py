@@ -164,9 +164,8 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         if not isinstance(tables, ComplementPairTables):
             weights: FloatArray = tables.weights[features, classes]
             return weights
-        pairs = self._pairs()
-        log_complements = pairs.index().feature_values_at(tables.seen_weight, features)
-        log_complements -= pairs.values_at(tables.pair_weight, classes, features)
+        log_complements = self._pairs().index().feature_values_at(tables.seen_weight, features, self.n_features_in_)
+        log_complements -= self._at_pairs(tables.pair_weight, classes, features)
         log_complements += tables.unseen[classes]
         return tables.scale[classes] * log_complements
 

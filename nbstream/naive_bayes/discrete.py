@@ -17,7 +17,7 @@ from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray
 from ..utils.parameters import Interval, ParameterRule, ParameterRules, Spell, as_named
 from .base import NaiveBayes
 from .core import StatsT
-from .explanations import LinearContributions, linear_cell_contributions
+from .explanations import CellTerms, LinearContributions, linear_cell_contributions
 from .tables import Tables
 
 _ALPHA_FLOOR = 1e-10
@@ -221,16 +221,21 @@ class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
         the class's score."""
         raise NotImplementedError
 
-    def _feature_offsets(self, classes: IndexArray, features: IndexArray) -> FloatArray | None:
-        """o of each (class, feature) cell, shape (n_cells,): what the feature adds to the class's
-        score whatever its value; None when nothing."""
+    def _offset_terms(self) -> CellTerms | None:
+        """The offsets o of (class, feature) cells, shape (n_cells,): what the feature adds to the
+        class's score whatever its value; None when there are none."""
         return None
 
     def _pair_contributions(self, first: int, second: int) -> LinearContributions:
-        return LinearContributions(self._feature_weights, self._feature_offsets, first, second, self.n_features_in_)
+        return LinearContributions(self._feature_weights, self._offset_terms(), first, second, self.n_features_in_)
 
     def _cell_contributions(self, X: Features, first: IndexArray, second: IndexArray) -> FloatArray:
-        return linear_cell_contributions(self._feature_weights, self._feature_offsets, X, first, second)
+        return linear_cell_contributions(self._feature_weights, self._offset_terms(), X, first, second)
+
+    def _at_pairs(self, pair_values: FloatArray, classes: IndexArray, features: IndexArray) -> FloatArray:
+        """pair_values (n_pairs,) at each (class, feature) cell (n_cells,): 0 where the pair was never seen."""
+        pairs = self._pairs()
+        return pairs.index().values_at(pair_values, classes, features, (len(pairs.class_count), self.n_features_in_))
 
     def _as_dense(self, counts: DiscreteCounts | PairCounts) -> DiscreteCounts:
         if isinstance(counts, DiscreteCounts):

@@ -40,7 +40,6 @@ weights and offsets of their features (``LinearContributions``).
 from __future__ import annotations
 
 import functools
-import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,18 +99,40 @@ class Explanations:
         "prior" (None when not finite), "features": [{"feature", "contribution"}, ...]}; a feature
         is named by ``names`` (a function of its index, or an array, list or mapping indexed by it),
         else by its index. Labels and names are plain Python values."""
-        runner_up = int(self.runner_up[i])
-        return {"class": _plain(self.classes[self.predicted[i]]),
-                "runner_up": None if runner_up < 0 else _plain(self.classes[runner_up]),
-                "log_odds": _finite(self.log_odds[i]), "prior": _finite(self.prior[i]),
-                "features": [{"feature": _name(names, feature), "contribution": _finite(contribution)}
-                             for feature, contribution in zip(self.features[i].tolist(),
-                                                              self.contributions[i].tolist(), strict=True)
-                             if feature >= 0]}
+        return self[i:i + 1].rows(names)[0]
 
-    def rows(self, names: FeatureNames | None = None) -> list[dict[str, Any]]:
-        """Every row as ``row`` gives it."""
-        return [self.row(i, names) for i in range(len(self))]
+    def rows(self, names: FeatureNames | None = None, *,
+             row_names: Sequence[FeatureNames] | None = None) -> list[dict[str, Any]]:
+        """Every row as ``row`` gives it; row_names: names for each row instead (n,), for features
+        named by what the row holds (the words of a text)."""
+        labels = [_plain(label) for label in self.classes]
+        namers = (_namer(names) for _ in range(len(self))) if row_names is None else map(_namer, row_names)
+        features, contributions = self.features.tolist(), _json_floats(self.contributions)
+        return [{"class": labels[predicted], "runner_up": None if runner_up < 0 else labels[runner_up],
+                 "log_odds": log_odds, "prior": prior,
+                 "features": [{"feature": name(feature), "contribution": contribution}
+                              for feature, contribution in zip(row_features, row_contributions, strict=True)
+                              if feature >= 0]}
+                for predicted, runner_up, log_odds, prior, row_features, row_contributions, name
+                in zip(self.predicted.tolist(), self.runner_up.tolist(), _json_floats(self.log_odds),
+                       _json_floats(self.prior), features, contributions, namers, strict=True)]
+
+    def __getitem__(self, rows: slice) -> Explanations:
+        """The explanations of some of the rows."""
+        return Explanations(self.classes, self.predicted[rows], self.runner_up[rows], self.log_odds[rows],
+                            self.prior[rows], self.features[rows], self.contributions[rows])
+
+
+def _json_floats(values: FloatArray) -> list[Any]:
+    """values as (nested) lists of floats, None where infinite or NaN."""
+    finite = np.isfinite(values)
+    if finite.all():
+        plain: list[Any] = values.tolist()
+        return plain
+    with_none = values.astype(object)
+    with_none[~finite] = None
+    plain = with_none.tolist()
+    return plain
 
 
 def _plain(value: object) -> object:
@@ -119,15 +140,16 @@ def _plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _finite(value: float) -> float | None:
-    """A float for JSON: None when infinite or NaN."""
-    return float(value) if math.isfinite(value) else None
-
-
-def _name(names: FeatureNames | None, feature: int) -> object:
+def _namer(names: FeatureNames | None) -> Callable[[int], object]:
+    """A feature's name (a plain value) by its index, from what ``Explanations.row`` takes."""
     if names is None:
-        return feature
-    return _plain(names(feature) if callable(names) else names[feature])
+        return int
+    if callable(names):
+        return lambda feature: _plain(names(feature))
+    if isinstance(names, np.ndarray):
+        plain: list[object] = names.tolist()
+        return plain.__getitem__
+    return lambda feature: _plain(names[feature])
 
 
 def checked_top(top: object) -> int | None:
@@ -168,10 +190,8 @@ class PairContributions:
         return None
 
 
-# The weight of each (class, feature) cell, shape (n_cells,), of its classes and features (n_cells,);
-# or the offset (None: none).
+# A term of each (class, feature) cell, shape (n_cells,), of its classes and features (n_cells,).
 CellTerms: TypeAlias = Callable[[IndexArray, IndexArray], FloatArray]
-CellOffsets: TypeAlias = Callable[[IndexArray, IndexArray], "FloatArray | None"]
 
 
 class LinearContributions(PairContributions):
@@ -180,24 +200,27 @@ class LinearContributions(PairContributions):
     (weights w of a unit of the feature; offsets o it adds whatever its value, Bernoulli's
     log(1 - p)).
 
-    weights, offsets : the weight and offset of (class, feature) cells (``CellTerms``)."""
+    weights, offsets : the weights and offsets of (class, feature) cells (``CellTerms``); offsets
+    None for a model without."""
 
-    def __init__(self, weights: CellTerms, offsets: CellOffsets, first: int, second: int, n_features: int):
+    def __init__(self, weights: CellTerms, offsets: CellTerms | None, first: int, second: int, n_features: int):
         self._weights, self._offsets = weights, offsets
-        self._features = np.arange(n_features)
-        self._firsts, self._seconds = np.full(n_features, first), np.full(n_features, second)
+        self._first, self._second, self._n_features = first, second, n_features
 
     @functools.cached_property
     def weights(self) -> FloatArray:
         """w1 - w2, shape (n_features,)."""
-        weights: FloatArray = self._weights(self._firsts, self._features) - self._weights(self._seconds,
-                                                                                          self._features)
-        return weights
+        return _differences(self._weights, *self._every_feature())
 
     @functools.cached_property
     def offsets(self) -> FloatArray | None:
         """o1 - o2, shape (n_features,), or None."""
-        return _offset_differences(self._offsets, self._firsts, self._seconds, self._features)
+        return None if self._offsets is None else _differences(self._offsets, *self._every_feature())
+
+    def _every_feature(self) -> tuple[IndexArray, IndexArray, IndexArray]:
+        """(first class, second class, feature) of every feature, each (n_features,)."""
+        features = np.arange(self._n_features)
+        return np.full(self._n_features, self._first), np.full(self._n_features, self._second), features
 
     def dense(self, X: AnyArray, out: FloatArray) -> None:
         np.multiply(X, self.weights, out=out)
@@ -208,31 +231,23 @@ class LinearContributions(PairContributions):
         return self.offsets
 
 
-def linear_cell_contributions(weights: CellTerms, offsets: CellOffsets, X: Features, first: IndexArray,
+def linear_cell_contributions(weights: CellTerms, offsets: CellTerms | None, X: Features, first: IndexArray,
                               second: IndexArray) -> FloatArray:
     """The contribution of each stored cell of CSR rows X, shape (nnz,), for the first and second
     class of each row (n,): x (w1 - w2) + (o1 - o2) at the cell (see ``LinearContributions``)."""
     per_row = np.diff(X.indptr)
-    features = X.indices.astype(np.intp)
-    firsts, seconds = np.repeat(first, per_row), np.repeat(second, per_row)
-    contributions: FloatArray = weights(firsts, features) - weights(seconds, features)
+    cells = np.repeat(first, per_row), np.repeat(second, per_row), X.indices.astype(np.intp)
+    contributions = _differences(weights, *cells)
     contributions *= X.data
-    offset_differences = _offset_differences(offsets, firsts, seconds, features)
-    if offset_differences is not None:
-        contributions += offset_differences
+    if offsets is not None:
+        contributions += _differences(offsets, *cells)
     return contributions
 
 
-def _offset_differences(offsets: CellOffsets, firsts: IndexArray, seconds: IndexArray,
-                        features: IndexArray) -> FloatArray | None:
-    """o1 - o2 at each cell (n_cells,) of classes firsts and seconds and features (n_cells,); None
-    for a model without offsets."""
-    first = offsets(firsts, features)
-    if first is None:
-        return None
-    second = offsets(seconds, features)
-    assert second is not None
-    differences: FloatArray = first - second
+def _differences(terms: CellTerms, firsts: IndexArray, seconds: IndexArray, features: IndexArray) -> FloatArray:
+    """A term of the first class less the same of the second at each cell (n_cells,) of classes
+    firsts and seconds and features (n_cells,)."""
+    differences: FloatArray = terms(firsts, features) - terms(seconds, features)
     return differences
 
 

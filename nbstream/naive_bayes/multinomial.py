@@ -149,7 +149,7 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
         """log theta of each (class, feature) cell, shape (n_cells,)."""
         tables = self._fresh_tables()
         if isinstance(tables, MultinomialPairTables):
-            return tables.unseen[classes] + self._pairs().values_at(tables.pair_weight, classes, features)
+            return tables.unseen[classes] + self._at_pairs(tables.pair_weight, classes, features)
         weights: FloatArray = tables.log_smoothed[features, classes] - tables.log_total[classes]
         return weights
 

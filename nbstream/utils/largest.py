@@ -90,7 +90,7 @@ def largest_of_cells(rows: IndexArray, columns: IndexArray, values: FloatArray, 
 def _rows_of_like_length(per_row: IndexArray) -> list[IndexArray] | None:
     """The rows with entries in groups whose lengths are within a factor 2, so that no matrix padded to
     a group's longest row is much larger than its cells; None when one matrix of all rows is not."""
-    if per_row.max(initial=0) * len(per_row) <= 4 * per_row.sum() + 64 * len(per_row):
+    if per_row.max(initial=0) * len(per_row) <= 2 * per_row.sum() + 1024:
         return None
     filled = np.flatnonzero(per_row)
     scale = np.log2(per_row[filled]).astype(np.int64)
