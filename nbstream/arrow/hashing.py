@@ -430,24 +430,44 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
     return _csr(_merged(windows, n_bits), len(texts), n_bits)
 
 
-def hashed_names(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> list[dict[int, str]]:
+def hashed_names(texts: pa.Array, n_bits: int, ngram_max: int = 1,
+                 columns: IntArray | None = None) -> list[dict[int, str]]:
     """For each row, the name of each column ``hashed_counts`` gives it: the row's words and word
     n-grams (words joined by a space) that hash to that column, several joined by "|" in sorted
     order. Tokenized and hashed as ``hashed_counts`` does, through ``tokenize`` and ``hash_tokens``.
+
+    columns : (n_rows, k) the columns to name in each row (-1: none), or None for every column.
 
     >>> names = hashed_names(pa.array(["Free prize", None]), 20, ngram_max=2)
     >>> sorted(names[0].values()), names[1]
     (['free', 'free prize', 'prize'], {})
     """
     tokens, rows = tokenize(texts)
+    starts, lengths, keys = _grams(hash_tokens(tokens) if len(tokens) else np.zeros(0, np.uint64), rows, n_bits,
+                                   ngram_max)
+    if columns is not None:
+        named_rows, places = np.nonzero(columns >= 0)
+        keep = np.isin(keys, named_rows.astype(np.int64) << n_bits | columns[named_rows, places])
+        starts, lengths, keys = starts[keep], lengths[keep], keys[keep]
     words = tokens.to_pylist()
-    hashes = hash_tokens(tokens) if len(words) else np.zeros(0, dtype=np.uint64)
-    column_mask = np.uint64((1 << n_bits) - 1)
-    found: list[dict[int, set[str]]] = [{} for _ in range(len(texts))]
-    for row, column, word in zip(rows.tolist(), (hashes & column_mask).tolist(), words, strict=True):
-        found[row].setdefault(column, set()).add(word)
+    grams: dict[int, set[str]] = {}  # row << n_bits | column -> its names
+    for key, start, length in zip(keys.tolist(), starts.tolist(), lengths.tolist(), strict=True):
+        grams.setdefault(key, set()).add(words[start] if length == 1 else " ".join(words[start:start + length]))
+    found: list[dict[int, str]] = [{} for _ in range(len(texts))]
+    for key, names in grams.items():
+        found[key >> n_bits][key & ((1 << n_bits) - 1)] = "|".join(sorted(names)) if len(names) > 1 else names.pop()
+    return found
+
+
+def _grams(hashes: Hashes, rows: IntArray, n_bits: int, ngram_max: int) -> tuple[IndexArray, IndexArray, IntArray]:
+    """Every word 1- to ngram_max-gram of consecutive tokens (hashes and rows (n_tokens,)): its first
+    token, its length in tokens, and row << n_bits | its column, each (n_grams,)."""
+    starts, lengths, gram_hashes = [np.arange(len(hashes))], [np.ones(len(hashes), dtype=np.intp)], [hashes]
     for n, same_row, combined in _longer_ngrams(hashes, rows, ngram_max):
-        starts = np.flatnonzero(same_row)
-        for start, column in zip(starts.tolist(), (combined[starts] & column_mask).tolist(), strict=True):
-            found[int(rows[start])].setdefault(column, set()).add(" ".join(words[start:start + n]))
-    return [{column: "|".join(sorted(names)) for column, names in row.items()} for row in found]
+        at = np.flatnonzero(same_row)
+        starts.append(at)
+        lengths.append(np.full(len(at), n, dtype=np.intp))
+        gram_hashes.append(combined[at])
+    first = np.concatenate(starts)
+    columns = (np.concatenate(gram_hashes) & np.uint64((1 << n_bits) - 1)).astype(np.int64)
+    return first, np.concatenate(lengths), rows[first] << n_bits | columns

@@ -12,7 +12,6 @@ from other rows (``merge``): the result is the pipeline one pass over all the ro
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from dataclasses import dataclass
@@ -126,9 +125,8 @@ class Pipeline:
         """``explain``'s rows together with the arrays they come from."""
         batch, X = self._encoded(rows)
         explained = self.model.explain(X, top)
-        name = self.features.feature_names(batch)
-        return PipelineExplanations(explained, [explained.row(i, functools.partial(name, i))
-                                                for i in range(len(explained))])
+        names = self.features.feature_names(batch, explained.features)
+        return PipelineExplanations(explained, explained.rows(row_names=names))
 
     def _batch(self, rows: object) -> pa.RecordBatch:
         if isinstance(rows, pa.RecordBatch):

@@ -176,6 +176,13 @@ def test_every_hashed_column_of_a_row_is_named_by_the_row_s_grams_that_hash_to_i
             assert all(_column_of(part, n_bits) == column for part in parts)
             named.update(parts)
         assert named == grams
+    wanted = np.full((len(rows), 3), -1, dtype=np.int64)  # two columns of each row's, and one it may not have
+    for row, row_names in enumerate(names):
+        wanted[row, :min(2, len(row_names))] = sorted(row_names)[:2]
+        wanted[row, 2] = (1 << n_bits) - 1
+    restricted = hashed_names(texts, n_bits, ngram_max, columns=wanted)
+    assert restricted == [{column: row_names[column] for column in chosen if column in row_names}
+                          for row_names, chosen in zip(names, wanted.tolist(), strict=True)]
 
 
 def test_colliding_grams_are_joined_and_unicode_is_named_lowercased():
