@@ -227,9 +227,10 @@ class CategoricalContributions(PairContributions):
     the model never saw, whose log probability the scores take as 0 in every class."""
 
     def __init__(self, tables: CategoricalTables, first: int, second: int):
-        stacked, self.starts = tables.stacked_by_code
+        stacked, starts = tables.stacked_by_code
         self.first, self.second = stacked[first], stacked[second]
-        self.unseen = tables.n_categories_  # each feature's code of the column of zeros
+        # each feature's code of the column of zeros, and where its columns begin: at most 2**28 columns
+        self.unseen, self.starts = tables.n_categories_.astype(np.int32), starts.astype(np.int32)
 
     def dense(self, X: AnyArray, out: FloatArray) -> None:
         codes = np.minimum(X, self.unseen)
