@@ -95,8 +95,9 @@ class Explanations:
         return len(self.predicted)
 
     def row(self, i: int, names: FeatureNames | None = None) -> dict[str, Any]:
-        """Row i as JSON-ready values: {"class", "runner_up" (None for one class), "log_odds",
-        "prior" (None when not finite), "features": [{"feature", "contribution"}, ...]}; a feature
+        """Row i as JSON-ready values: {"class", "runner_up" (None for one class), "log_odds" and
+        "prior" (None where not finite: one class, infinite odds), "features": [{"feature",
+        "contribution"}, ...]}; a feature
         is named by ``names`` (a function of its index, or an array, list or mapping indexed by it),
         else by its index. Labels and names are plain Python values."""
         return self[i:i + 1].rows(names)[0]
