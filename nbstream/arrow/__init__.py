@@ -13,12 +13,12 @@ from .categorical import UNSEEN_CATEGORY, CategoricalEncoder
 from .labels import extract_labels, flag_classes_beyond, label_values
 from .learning import PipelineLearner, UnusableRow
 from .numeric import NumericColumnsEncoder, VectorEncoder
-from .pipeline import Pipeline, feature_encoder_of, files_source, load_pipeline
+from .pipeline import Pipeline, PipelineExplanations, feature_encoder_of, files_source, load_pipeline
 from .problems import FeatureError, RowProblems
 from .spec import LONGEST_NGRAMS, FeatureEncoder, FeatureSpec
 from .text import TextEncoder
 
 __all__ = ["LONGEST_NGRAMS", "CategoricalEncoder", "FeatureEncoder", "FeatureError", "FeatureSpec",
-           "NumericColumnsEncoder", "Pipeline", "PipelineLearner", "RowProblems", "TextEncoder",
+           "NumericColumnsEncoder", "Pipeline", "PipelineExplanations", "PipelineLearner", "RowProblems", "TextEncoder",
            "UNSEEN_CATEGORY", "UnusableRow", "VectorEncoder", "extract_labels", "feature_encoder_of",
            "files_source", "flag_classes_beyond", "label_values", "load_pipeline"]

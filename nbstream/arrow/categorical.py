@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from ..utils.ndarrays import IntArray
 from .arrays import is_string_type
 from .problems import FeatureError, RowProblems
-from .spec import FeatureEncoder, FeatureSpec
+from .spec import FeatureEncoder, FeatureSpec, names_by_row
 
 UNSEEN_CATEGORY = np.iinfo(np.int32).max  # a code no model has a table entry for
 
@@ -49,6 +49,11 @@ class CategoricalEncoder(FeatureEncoder):
     def describe(self) -> str:
         sizes = ", ".join(f"{c} ({len(m)})" for c, m in zip(self.columns, self.categories, strict=True))
         return f"categorical columns (categories seen): {sizes}"
+
+    def feature_names(self, batch: pa.RecordBatch, features: IntArray) -> list[dict[int, str]]:
+        """Column c of value v in the row: "c=v", v spelled as the categories key it."""
+        values = [batch.column(name).to_pylist() for name in self.columns]
+        return names_by_row(features, lambda row, feature: f"{self.columns[feature]}={values[feature][row]}")
 
     def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> IntArray:
         codes = np.empty((batch.num_rows, len(self.columns)), dtype=np.int64)

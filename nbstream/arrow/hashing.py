@@ -311,6 +311,16 @@ def token_hashes(texts: pa.Array) -> tuple[Hashes, IntArray]:
     return np.concatenate(hashes), np.concatenate(rows)
 
 
+def _longer_ngrams(hashes: Hashes, rows: IntArray, ngram_max: int) -> Iterator[tuple[int, BoolArray, Hashes]]:
+    """For n = 2 to ngram_max, of consecutive tokens (hashes and rows (n_tokens,)): (n, whether the n
+    tokens from each start j are of one row, the hash of the n-gram from each start j), both
+    (n_tokens - n + 1,). An n-gram's hash is its (n-1)-gram's mixed with its last token's."""
+    combined = hashes
+    for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the tokens
+        combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
+        yield n, rows[n - 1:] == rows[:len(rows) - n + 1], combined
+
+
 def _ngrams_by_window(tokens: Iterable[tuple[Hashes, IntArray]], ngram_max: int) -> Iterator[tuple[Hashes, IntArray]]:
     """The word 1- to ngram_max-grams of each window of (token hashes, rows), as (hashes,
     rows): an n-gram comes out with the window of its last token, the last ngram_max - 1 tokens
@@ -320,12 +330,8 @@ def _ngrams_by_window(tokens: Iterable[tuple[Hashes, IntArray]], ngram_max: int)
         all_hashes, all_rows = [hashes], [rows]
         if ngram_max > 1 and len(carried_hashes):
             hashes, rows = np.concatenate([carried_hashes, hashes]), np.concatenate([carried_rows, rows])
-        combined = hashes
-        for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the tokens
-            # n-gram ending at token j+n-1 = previous (n-1)-gram hash mixed with the next token.
-            same_row = rows[n - 1:] == rows[:len(rows) - n + 1]
+        for n, same_row, combined in _longer_ngrams(hashes, rows, ngram_max):
             same_row[:max(len(carried_hashes) - n + 1, 0)] = False  # came out with an earlier window
-            combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
             all_rows.append(rows[n - 1:][same_row])
             all_hashes.append(combined[same_row])
         if ngram_max > 1:  # only the last row's tokens can begin an n-gram of the next window
@@ -422,3 +428,46 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
     windows = (_sorted_counts(rows << n_bits | (hashes & column_mask).astype(np.int64))
                for hashes, rows in _ngrams_by_window(_token_hashes_by_window(texts), ngram_max))
     return _csr(_merged(windows, n_bits), len(texts), n_bits)
+
+
+def hashed_names(texts: pa.Array, n_bits: int, ngram_max: int = 1,
+                 columns: IntArray | None = None) -> list[dict[int, str]]:
+    """For each row, the name of each column ``hashed_counts`` gives it: the row's words and word
+    n-grams (words joined by a space) that hash to that column, several joined by "|" in sorted
+    order. Tokenized and hashed as ``hashed_counts`` does, through ``tokenize`` and ``hash_tokens``.
+
+    columns : (n_rows, k) the columns to name in each row (-1: none), or None for every column.
+
+    >>> names = hashed_names(pa.array(["Free prize", None]), 20, ngram_max=2)
+    >>> sorted(names[0].values()), names[1]
+    (['free', 'free prize', 'prize'], {})
+    """
+    tokens, rows = tokenize(texts)
+    starts, lengths, keys = _grams(hash_tokens(tokens) if len(tokens) else np.zeros(0, np.uint64), rows, n_bits,
+                                   ngram_max)
+    if columns is not None:
+        named_rows, places = np.nonzero(columns >= 0)
+        keep = np.isin(keys, named_rows.astype(np.int64) << n_bits | columns[named_rows, places])
+        starts, lengths, keys = starts[keep], lengths[keep], keys[keep]
+    words = tokens.to_pylist()
+    grams: dict[int, set[str]] = {}  # row << n_bits | column -> its names
+    for key, start, length in zip(keys.tolist(), starts.tolist(), lengths.tolist(), strict=True):
+        grams.setdefault(key, set()).add(words[start] if length == 1 else " ".join(words[start:start + length]))
+    found: list[dict[int, str]] = [{} for _ in range(len(texts))]
+    for key, names in grams.items():
+        found[key >> n_bits][key & ((1 << n_bits) - 1)] = "|".join(sorted(names)) if len(names) > 1 else names.pop()
+    return found
+
+
+def _grams(hashes: Hashes, rows: IntArray, n_bits: int, ngram_max: int) -> tuple[IndexArray, IndexArray, IntArray]:
+    """Every word 1- to ngram_max-gram of consecutive tokens (hashes and rows (n_tokens,)): its first
+    token, its length in tokens, and row << n_bits | its column, each (n_grams,)."""
+    starts, lengths, gram_hashes = [np.arange(len(hashes))], [np.ones(len(hashes), dtype=np.intp)], [hashes]
+    for n, same_row, combined in _longer_ngrams(hashes, rows, ngram_max):
+        at = np.flatnonzero(same_row)
+        starts.append(at)
+        lengths.append(np.full(len(at), n, dtype=np.intp))
+        gram_hashes.append(combined[at])
+    first = np.concatenate(starts)
+    columns = (np.concatenate(gram_hashes) & np.uint64((1 << n_bits) - 1)).astype(np.int64)
+    return first, np.concatenate(lengths), rows[first] << n_bits | columns

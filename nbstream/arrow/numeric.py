@@ -8,11 +8,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..naive_bayes.state import is_int
-from ..utils.ndarrays import AnyArray, Features
+from ..utils.ndarrays import AnyArray, Features, IntArray
 from .arrays import is_list_type, is_numeric_type, numpy_values
 from .ml_vectors import is_ml_vector_type, ml_vectors, vector_widths
 from .problems import FeatureError, RowProblems, flag_values
-from .spec import FeatureEncoder, FeatureSpec
+from .spec import FeatureEncoder, FeatureSpec, names_by_row
 
 
 class VectorEncoder(FeatureEncoder):
@@ -43,6 +43,11 @@ class VectorEncoder(FeatureEncoder):
 
     def describe(self) -> str:
         return f"list column {self.columns[0]!r} of {self.width} numbers"
+
+    def feature_names(self, batch: pa.RecordBatch, features: IntArray) -> list[dict[int, str]]:
+        """Element i of the list column c: "c[i]"."""
+        column = self.columns[0]
+        return names_by_row(features, lambda row, feature: f"{column}[{feature}]")
 
     def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> Features:
         name = self.columns[0]
@@ -105,6 +110,11 @@ class NumericColumnsEncoder(FeatureEncoder):
 
     def describe(self) -> str:
         return f"numeric columns {self.columns}"
+
+    def feature_names(self, batch: pa.RecordBatch, features: IntArray) -> list[dict[int, str]]:
+        """Each feature by its column's name."""
+        columns = self.columns
+        return names_by_row(features, lambda row, feature: columns[feature])
 
     def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> AnyArray:
         X = np.column_stack([numpy_values(batch.column(name)) for name in self.columns])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pyarrow as pa
 
 from ..naive_bayes.base import NaiveBayes
 from ..naive_bayes.categorical import CategoricalNB
+from ..naive_bayes.explanations import Explanations
 from ..naive_bayes.kinds import model_class
 from ..persistence.snapshot import SnapshotError, dumps, load_with_header, loads, save
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IntArray
@@ -56,6 +58,15 @@ def files_source(files: list[str]) -> dict[str, Any]:
     return {"type": "files", "files": list(files)}
 
 
+@dataclass(frozen=True)
+class PipelineExplanations:
+    """What ``Pipeline.explanations`` gives: the arrays (``Explanations``: classes, predicted,
+    runner_up, log_odds, prior, features, contributions) and each row as ``Pipeline.explain`` gives it."""
+
+    arrays: Explanations
+    rows: list[dict[str, Any]]
+
+
 class Pipeline:
     """A model and the encoder that turns raw rows into its input.
 
@@ -80,6 +91,10 @@ class Pipeline:
 
     def transform(self, rows: object) -> Features:
         """Model input for the rows, shape (n_rows, n_features) (CSR for text)."""
+        return self._encoded(rows)[1]
+
+    def _encoded(self, rows: object) -> tuple[pa.RecordBatch, Features]:
+        """The rows as a record batch, and the model input ``transform`` gives."""
         batch = self._batch(rows)
         self.features.check_schema(batch.schema, "rows")
         X, problems = self.features.encode(batch, learn=False, counts_only=self.model.requires_non_negative)
@@ -87,7 +102,7 @@ class Pipeline:
             row = int(problems.bad.argmax())
             raise FeatureError(f"row {row}, column {problems.column[row]!r}: {problems.message[row]} "
                                f"({int(problems.bad.sum())} of {batch.num_rows} rows unusable).")
-        return X
+        return batch, X
 
     def predict(self, rows: object) -> AnyArray:
         """The most probable class of each row, shape (n_rows,)."""
@@ -96,6 +111,22 @@ class Pipeline:
     def predict_proba(self, rows: object) -> FloatArray:
         """P(class | row), shape (n_rows, n_classes), columns in the order of ``classes_``."""
         return self.model.predict_proba(self.transform(rows))
+
+    def explain(self, rows: object, top: int | None = 10) -> list[dict[str, Any]]:
+        """Each row's prediction explained (``NaiveBayes.explain``) as JSON-ready values: {"class",
+        "runner_up", "log_odds", "prior", "features": [{"feature", "contribution"}, ...]}, the
+        features named by the encoder: a numeric column by its name, element i of a list column c
+        as "c[i]", a categorical column c of value v as "c=v", a hashed text column by the row's
+        words and n-grams that hash to it (colliding ones joined by "|"). ``explanations`` gives the
+        arrays too."""
+        return self.explanations(rows, top).rows
+
+    def explanations(self, rows: object, top: int | None = 10) -> PipelineExplanations:
+        """``explain``'s rows together with the arrays they come from."""
+        batch, X = self._encoded(rows)
+        explained = self.model.explain(X, top)
+        names = self.features.feature_names(batch, explained.features)
+        return PipelineExplanations(explained, explained.rows(row_names=names))
 
     def _batch(self, rows: object) -> pa.RecordBatch:
         if isinstance(rows, pa.RecordBatch):

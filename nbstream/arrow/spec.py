@@ -14,14 +14,14 @@ type) raise ``FeatureError``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import pyarrow as pa
 
 from ..naive_bayes.state import is_int
-from ..utils.ndarrays import Features
+from ..utils.ndarrays import Features, IntArray
 from .arrays import with_valid_utf8
 from .problems import FeatureError, RowProblems
 
@@ -115,6 +115,11 @@ class FeatureEncoder:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def feature_names(self, batch: pa.RecordBatch, features: IntArray) -> list[dict[int, str]]:
+        """For each row of a batch this encoder encodes, the names of some of its features (features
+        (n_rows, k), -1 for none), by feature index: what explanations show."""
+        raise NotImplementedError
+
     # ---- shared ---------------------------------------------------------------------------
     def check_schema(self, schema: pa.Schema, source: str) -> None:
         """Raise FeatureError naming the source and column when a column is missing or mistyped."""
@@ -172,3 +177,10 @@ class FeatureEncoder:
         mine, theirs = self.to_json(), other.to_json()
         mine.pop("categories", None), theirs.pop("categories", None)
         return mine == theirs
+
+
+def names_by_row(features: IntArray, name: Callable[[int, int], str]) -> list[dict[int, str]]:
+    """For each row of features (n_rows, k) (-1 for none), its features' names by index, as
+    name(row, feature) gives them."""
+    return [{feature: name(row, feature) for feature in listed if feature >= 0}
+            for row, listed in enumerate(features.tolist())]

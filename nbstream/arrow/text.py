@@ -6,11 +6,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..utils.ndarrays import Features
+from ..utils.ndarrays import Features, IntArray
 from .arrays import is_string_type
-from .hashing import HASH_SCHEME, hashed_counts
+from .hashing import HASH_SCHEME, hashed_counts, hashed_names
 from .problems import FeatureError, RowProblems
-from .spec import FeatureEncoder
+from .spec import FeatureEncoder, names_by_row
 
 
 class TextEncoder(FeatureEncoder):
@@ -37,6 +37,13 @@ class TextEncoder(FeatureEncoder):
     def describe(self) -> str:
         return (f"text column {self.columns[0]!r}: word {self.spec.ngram_max}-grams hashed into "
                 f"2^{self.spec.hash_bits} features")
+
+    def feature_names(self, batch: pa.RecordBatch, features: IntArray) -> list[dict[int, str]]:
+        """A hashed column by the row's words and n-grams that hash to it (``hashed_names``); one the
+        row has none of (what a BernoulliNB counts absent) as "c[i]", of the text column c."""
+        column = self.columns[0]
+        names = hashed_names(batch.column(column), self.spec.hash_bits, self.spec.ngram_max, columns=features)
+        return names_by_row(features, lambda row, feature: names[row].get(feature) or f"{column}[{feature}]")
 
     def _encode(self, batch: pa.RecordBatch, problems: RowProblems, *, learn: bool, counts_only: bool) -> Features:
         return hashed_counts(batch.column(self.columns[0]), self.spec.hash_bits, self.spec.ngram_max)

@@ -7,7 +7,8 @@ from .base import NaiveBayes
 from .bernoulli import BernoulliNB
 from .categorical import CategoricalNB
 from .complement import ComplementNB
+from .explanations import Explanations
 from .gaussian import GaussianNB
 from .multinomial import MultinomialNB
 
-__all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "GaussianNB", "MultinomialNB", "NaiveBayes"]
+__all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "Explanations", "GaussianNB", "MultinomialNB", "NaiveBayes"]

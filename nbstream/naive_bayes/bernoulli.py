@@ -27,6 +27,7 @@ from ..utils.ndarrays import Features, FloatArray, IndexArray, IntArray
 from ..utils.parameters import Interval, ParameterRule, ParameterRules
 from ..utils.validation import is_sparse
 from .discrete import Alpha, DiscreteTables, FeatureCountsNB, weights_for_rows
+from .explanations import CellTerms
 
 
 @dataclass
@@ -143,12 +144,8 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
                                bias=class_log_prior + log_not_p.sum(axis=1))
 
     def _smooth_pairs(self, counts: PairCounts, alpha: float, class_log_prior: FloatArray) -> BernoulliPairTables:
-        classes, _, pair_counts = counts.cells()
-        log_class_total = np.log(counts.class_count + alpha * 2)
-        log_p = np.log(pair_counts + alpha) - log_class_total[classes]
-        log_not_p = np.log(1 - np.exp(log_p))  # as _smooth_dense computes it, for the same numbers
-        unseen_log_p = np.log(alpha) - log_class_total
-        unseen_log_not_p = np.log(1 - np.exp(unseen_log_p))
+        classes, _, _ = counts.cells()
+        log_p, log_not_p, unseen_log_p, unseen_log_not_p = _pair_log_probabilities(counts, alpha)
         unseen = unseen_log_p - unseen_log_not_p
         # sum_f log(1 - p) = n_features log(1 - p_unseen) + the difference at the pairs seen
         seen_not_p = np.bincount(classes, weights=log_not_p - unseen_log_not_p[classes], minlength=len(unseen))
@@ -161,6 +158,24 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
         if isinstance(tables, BernoulliPairTables):
             return self._pair_scores(X, tables.pair_weight, tables.unseen, tables.bias)
         return linear_scores(X, tables.weights, tables.bias)
+
+    def _feature_weights(self, classes: IndexArray, features: IndexArray) -> FloatArray:
+        """log p - log(1 - p) of each (class, feature) cell, shape (n_cells,)."""
+        tables = self._fresh_tables()
+        if isinstance(tables, BernoulliPairTables):
+            return tables.unseen[classes] + self._at_pairs(tables.pair_weight, classes, features)
+        weights: FloatArray = tables.weights[features, classes]
+        return weights
+
+    def _offset_terms(self) -> CellTerms:
+        """log(1 - p) of (class, feature) cells, as the tables' bias sums it."""
+        tables = self._fresh_tables()
+        if isinstance(tables, BernoulliTables):
+            return lambda classes, features: np.log(1 - np.exp(tables.feature_log_prob_[classes, features]))
+        _, log_not_p, _, unseen_log_not_p = _pair_log_probabilities(self._pairs(), float(self._checked_alpha()))
+        seen_classes, _, _ = self._pairs().cells()
+        seen_log_not_p = log_not_p - unseen_log_not_p[seen_classes]  # the pairs' own, beyond a pair never seen's
+        return lambda classes, features: unseen_log_not_p[classes] + self._at_pairs(seen_log_not_p, classes, features)
 
     def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
                                           rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
@@ -200,6 +215,17 @@ class BernoulliNB(FeatureCountsNB[BernoulliTables | BernoulliPairTables]):
                                              weights_of_versions)
             scores[:, c] += log_not_p_sums[versions[:, c]]
         return scores
+
+
+def _pair_log_probabilities(counts: PairCounts, alpha: float) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """log p and log(1 - p) of the pairs seen (n_pairs,), in their order, and of a pair never seen of
+    each class (n_classes,): (log_p, log_not_p, unseen_log_p, unseen_log_not_p)."""
+    classes, _, pair_counts = counts.cells()
+    log_class_total = np.log(counts.class_count + alpha * 2)
+    log_p = np.log(pair_counts + alpha) - log_class_total[classes]
+    log_not_p = np.log(1 - np.exp(log_p))  # as _smooth_dense computes it, for the same numbers
+    unseen_log_p = np.log(alpha) - log_class_total
+    return log_p, log_not_p, unseen_log_p, np.log(1 - np.exp(unseen_log_p))
 
 
 def _cell_scores(cells: BatchCells, held: CountsAt, alpha: Alpha, class_weights: FloatArray

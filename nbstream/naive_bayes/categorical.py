@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Self
@@ -16,6 +17,7 @@ from ..utils.class_set import ClassSet
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 from ..utils.parameters import Interval, ParameterRule, ParameterRules
 from .discrete import Alpha, DiscreteNB, DiscreteTables
+from .explanations import PairContributions
 
 # min_categories at most, for any feature: a feature of more categories than this is an identifier.
 # The tables of all features together are bounded too: n_classes x the sum of the features'
@@ -33,6 +35,16 @@ class CategoricalTables(DiscreteTables):
     log_prob_by_code: list[FloatArray]
     n_categories_: IntArray
     bias: FloatArray
+
+    @functools.cached_property
+    def stacked_by_code(self) -> tuple[FloatArray, IntArray]:
+        """``feature_log_prob_`` of every feature side by side, each followed by a zero column for the
+        codes never seen (n_classes, sum of (n_categories_i + 1)), and the column where each
+        feature's begin (n_features,)."""
+        zeros = np.zeros((len(self.bias), 1))
+        widths = self.n_categories_ + 1
+        return (np.concatenate([part for table in self.feature_log_prob_ for part in (table, zeros)], axis=1),
+                np.cumsum(widths) - widths)
 
 
 class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
@@ -192,6 +204,9 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
         scores += tables.bias
         return scores
 
+    def _pair_contributions(self, first: int, second: int) -> CategoricalContributions:
+        return CategoricalContributions(self._fresh_tables(), first, second)
+
     def _prequential_joint_log_likelihood(self, X: Features, statistics: CategoryCounts, rows: IndexArray,
                                           weights: FloatArray | None, n_classes: int) -> FloatArray:
         """Each row's scores from its own counts: (n_samples, n_classes)."""
@@ -205,3 +220,20 @@ class CategoricalNB(DiscreteNB[CategoryCounts, CategoricalTables]):
             scores[block] = log_prob.sum(axis=1)
             scores[block] += self._class_log_priors(counts.class_count, n_known[block])
         return scores
+
+
+class CategoricalContributions(PairContributions):
+    """log P(x_f | c1) - log P(x_f | c2) of each feature at the row's category: 0 for a category
+    the model never saw, whose log probability the scores take as 0 in every class."""
+
+    def __init__(self, tables: CategoricalTables, first: int, second: int):
+        stacked, starts = tables.stacked_by_code
+        self.first, self.second = stacked[first], stacked[second]
+        # each feature's code of the column of zeros, and where its columns begin: at most 2**28 columns
+        self.unseen, self.starts = tables.n_categories_.astype(np.int32), starts.astype(np.int32)
+
+    def dense(self, X: AnyArray, out: FloatArray) -> None:
+        codes = np.minimum(X, self.unseen)
+        codes += self.starts
+        np.take(self.first, codes, out=out)
+        out -= self.second.take(codes)

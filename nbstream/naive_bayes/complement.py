@@ -155,6 +155,20 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
             return scores
         return linear_scores(X, tables.weights, tables.bias)
 
+    def _prior_terms(self) -> FloatArray:
+        return self._bias(self._fresh_tables().class_log_prior_)
+
+    def _feature_weights(self, classes: IndexArray, features: IndexArray) -> FloatArray:
+        """The complement weight of each (class, feature) cell, shape (n_cells,)."""
+        tables = self._fresh_tables()
+        if not isinstance(tables, ComplementPairTables):
+            weights: FloatArray = tables.weights[features, classes]
+            return weights
+        log_complements = self._pairs().index().feature_values_at(tables.seen_weight, features, self.n_features_in_)
+        log_complements -= self._at_pairs(tables.pair_weight, classes, features)
+        log_complements += tables.unseen[classes]
+        return tables.scale[classes] * log_complements
+
     def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
                                           rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
         """-sum_f x_f log(complement_cf / complement total_c) (with norm: divided by sum_f log of the

@@ -408,12 +408,17 @@ class NaiveBayesCore(EstimatorProtocol, Generic[StatsT, TablesT]):
     @blas_on_one_thread
     def predict_joint_log_proba(self, X: Features) -> FloatArray:
         """log P(x, c) for each row and class, shape (n_samples, n_classes)."""
+        return self._joint_log_likelihood(self._prepared_for_prediction(X))
+
+    def _prepared_for_prediction(self, X: Features) -> Features:
+        """X checked as every prediction checks it (a fitted model, its features and their names),
+        then prepared (``_prepare``), with the tables fresh."""
         self._fresh_tables()
         names = feature_names_of(X)
         X = check_X(X, n_features=self.n_features_in_, accept_sparse=self._accept_sparse,
                     model=type(self).__name__)
         check_feature_names(names, getattr(self, "feature_names_in_", None), type(self).__name__)
-        return self._joint_log_likelihood(self._prepare(X))
+        return self._prepare(X)
 
     def predict_log_proba(self, X: Features) -> FloatArray:
         """log P(c | x), shape (n_samples, n_classes), columns in the order of ``classes_``."""

@@ -17,6 +17,7 @@ from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray
 from ..utils.parameters import Interval, ParameterRule, ParameterRules, Spell, as_named
 from .base import NaiveBayes
 from .core import StatsT
+from .explanations import CellTerms, LinearContributions, linear_cell_contributions
 from .tables import Tables
 
 _ALPHA_FLOOR = 1e-10
@@ -126,6 +127,9 @@ class DiscreteNB(NaiveBayes[StatsT, DiscreteTablesT]):
     def _refresh(self) -> DiscreteTablesT:
         return self._smooth(self._checked_alpha(), self._class_log_prior())
 
+    def _prior_terms(self) -> FloatArray:
+        return self._fresh_tables().class_log_prior_
+
     def _smooth(self, alpha: Alpha, class_log_prior: FloatArray) -> DiscreteTablesT:
         raise NotImplementedError
 
@@ -210,6 +214,28 @@ class FeatureCountsNB(DiscreteNB[DiscreteCounts | PairCounts, DiscreteTablesT]):
         scores += row_sums(X)[:, None] * unseen
         scores += bias
         return scores
+
+    # ---- explanations: the score of class c is sum_f x_f w_cf + o_cf + its prior term --------------
+    def _feature_weights(self, classes: IndexArray, features: IndexArray) -> FloatArray:
+        """w of each (class, feature) cell, shape (n_cells,): what a unit of the feature adds to
+        the class's score."""
+        raise NotImplementedError
+
+    def _offset_terms(self) -> CellTerms | None:
+        """The offsets o of (class, feature) cells, shape (n_cells,): what the feature adds to the
+        class's score whatever its value; None when there are none."""
+        return None
+
+    def _pair_contributions(self, first: int, second: int) -> LinearContributions:
+        return LinearContributions(self._feature_weights, self._offset_terms(), first, second, self.n_features_in_)
+
+    def _cell_contributions(self, X: Features, first: IndexArray, second: IndexArray) -> FloatArray:
+        return linear_cell_contributions(self._feature_weights, self._offset_terms(), X, first, second)
+
+    def _at_pairs(self, pair_values: FloatArray, classes: IndexArray, features: IndexArray) -> FloatArray:
+        """pair_values (n_pairs,) at each (class, feature) cell (n_cells,): 0 where the pair was never seen."""
+        pairs = self._pairs()
+        return pairs.index().values_at(pair_values, classes, features, (len(pairs.class_count), self.n_features_in_))
 
     def _as_dense(self, counts: DiscreteCounts | PairCounts) -> DiscreteCounts:
         if isinstance(counts, DiscreteCounts):

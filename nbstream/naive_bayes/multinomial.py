@@ -145,6 +145,14 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
         scores -= row_sums(X)[:, None] * tables.log_total
         return scores
 
+    def _feature_weights(self, classes: IndexArray, features: IndexArray) -> FloatArray:
+        """log theta of each (class, feature) cell, shape (n_cells,)."""
+        tables = self._fresh_tables()
+        if isinstance(tables, MultinomialPairTables):
+            return tables.unseen[classes] + self._at_pairs(tables.pair_weight, classes, features)
+        weights: FloatArray = tables.log_smoothed[features, classes] - tables.log_total[classes]
+        return weights
+
     def _prequential_joint_log_likelihood(self, X: Features, statistics: DiscreteCounts | PairCounts,
                                           rows: IndexArray, weights: FloatArray | None, n_classes: int) -> FloatArray:
         """sum_f x_f log(N_cf + alpha_f) - sum(x) log(N_c + sum(alpha)) + log prior, with N the counts

@@ -278,7 +278,7 @@ class PairIndex:
         self.starts: IndexArray = np.r_[first, len(keys)].astype(np.intp)
         self.features_of_pairs: IndexArray = np.repeat(np.arange(len(first)), np.diff(self.starts))
         self._lookup: npt.NDArray[np.int32] | None = None  # (n_features,): place in seen, or n_seen
-        self._matrix: tuple[FloatArray, Any] | None = None  # (pair values, the matrix made of them)
+        self._matrices: list[tuple[FloatArray, Any]] = []  # (pair values, the matrix made of them), newest last
 
     def pair_sums(self, X: Features, pair_values: FloatArray, n_classes: int) -> FloatArray:
         """sum over the pairs (c, f) seen of x_f * pair_values[pair], per row and class.
@@ -307,21 +307,44 @@ class PairIndex:
             return np.asarray(self._on_seen(X) @ values, dtype=np.float64).reshape(-1)
         return np.asarray(X[:, self.seen.astype(np.intp)] @ feature_values, dtype=np.float64).reshape(-1)
 
+    def values_at(self, pair_values: FloatArray, classes: IndexArray, features: IndexArray,
+                  shape: tuple[int, int]) -> FloatArray:
+        """pair_values (n_pairs,) at each (class, feature) given (n,): the pair's value where the pair
+        was seen, 0 elsewhere; shape: (n_classes, n_features) of the counts."""
+        n_classes, n_features = shape
+        matrix = self._pair_matrix(pair_values, n_classes)
+        places = self.places(n_features)[features]
+        found = matrix[places, classes]
+        return np.asarray(found.toarray() if is_sparse(found) else found, dtype=np.float64).reshape(-1)
+
+    def feature_values_at(self, feature_values: FloatArray, features: IndexArray, n_features: int) -> FloatArray:
+        """feature_values (n_seen,), one per seen feature, at each feature given (n,): 0 for the
+        features never seen."""
+        found: FloatArray = np.append(feature_values, 0.0)[self.places(n_features)[features]]
+        return found
+
+    def places(self, n_features: int) -> npt.NDArray[np.int32]:
+        """Each feature's place in ``seen``, n_seen for the features never seen, shape (n_features,)
+        (made once)."""
+        if self._lookup is None or len(self._lookup) != n_features:
+            self._lookup = np.full(n_features, len(self.seen), dtype=np.int32)
+            self._lookup[self.seen] = np.arange(len(self.seen), dtype=np.int32)
+        return self._lookup
+
     def _on_seen(self, X: Features) -> Features:
         """CSR X with its columns moved onto the seen features (n_samples, n_seen + 1), the
         features never seen all on the last column."""
         import scipy.sparse
 
-        if self._lookup is None or len(self._lookup) != X.shape[1]:
-            self._lookup = np.full(X.shape[1], len(self.seen), dtype=np.int32)
-            self._lookup[self.seen] = np.arange(len(self.seen), dtype=np.int32)
-        return scipy.sparse.csr_matrix((X.data, self._lookup[X.indices], X.indptr),
+        return scipy.sparse.csr_matrix((X.data, self.places(X.shape[1])[X.indices], X.indptr),
                                        shape=(X.shape[0], len(self.seen) + 1))
 
     def _pair_matrix(self, pair_values: FloatArray, n_classes: int) -> Any:
-        """The (n_seen + 1, n_classes) matrix of the pairs' values (kept while they are the same)."""
-        if self._matrix is not None and self._matrix[0] is pair_values:
-            return self._matrix[1]
+        """The (n_seen + 1, n_classes) matrix of the pairs' values (the last two kept while their
+        values are the same: a model's scores, and an explanation's second table)."""
+        for values, kept in self._matrices:
+            if values is pair_values:
+                return kept
         n_rows = len(self.seen) + 1
         if n_rows * n_classes <= 4 * len(pair_values) + (1 << 16) or not _has_scipy():
             matrix: Any = np.zeros((n_rows, n_classes))
@@ -331,7 +354,7 @@ class PairIndex:
 
             matrix = scipy.sparse.csr_matrix((pair_values, self.classes, np.r_[self.starts, self.starts[-1]]),
                                              shape=(n_rows, n_classes))
-        self._matrix = (pair_values, matrix)
+        self._matrices = [*self._matrices[-1:], (pair_values, matrix)]
         return matrix
 
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbstream.arrow import hashing
-from nbstream.arrow.hashing import hash_tokens, hashed_counts, token_hashes, tokenize
+from nbstream.arrow.hashing import hash_tokens, hashed_counts, hashed_names, token_hashes, tokenize
 
 _MASK = (1 << 64) - 1
 
@@ -139,3 +139,57 @@ def test_a_50_mb_row_is_hashed_in_bounded_memory(text, unigrams_and_bigrams):
         tracemalloc.stop()
     assert counts.sum() == unigrams_and_bigrams
     assert peak < 200e6, f"peak {peak / 1e6:.0f} MB"
+
+
+# ---- names of the hashed columns ------------------------------------------------------------------
+def _column_of(name: str, n_bits: int) -> int:
+    """The column a word or an n-gram (words joined by a space) hashes to, by the reference's rule."""
+    hashes = [int(h) for h in hash_tokens(pa.array(name.split(" ")))]
+    combined = hashes[0]
+    for word_hash in hashes[1:]:
+        combined = _splitmix64((combined * 0x9E3779B97F4A7C15 + word_hash) & _MASK)
+    return combined & ((1 << n_bits) - 1)
+
+
+def _grams_of_row(texts: pa.Array, row: int, ngram_max: int) -> set[str]:
+    """The row's words and n-grams by the regex tokenizer, spelled as names are."""
+    tokens, rows = tokenize(texts)
+    words = [word for word, r in zip(tokens.to_pylist(), rows.tolist(), strict=True) if r == row]
+    return {" ".join(words[start:start + n]) for n in range(1, ngram_max + 1) for start in range(len(words) - n + 1)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rows, st.integers(1, 4), st.integers(1, 12))
+def test_every_hashed_column_of_a_row_is_named_by_the_row_s_grams_that_hash_to_it(rows, ngram_max, n_bits):
+    texts = pa.array(rows, pa.string())
+    counts = hashed_counts(texts, n_bits, ngram_max)
+    names = hashed_names(texts, n_bits, ngram_max)
+    assert len(names) == len(rows)
+    for row, row_names in enumerate(names):
+        columns = counts.indices[counts.indptr[row]:counts.indptr[row + 1]]
+        assert sorted(row_names) == sorted(columns.tolist())
+        grams = _grams_of_row(texts, row, ngram_max)
+        named = set()
+        for column, name in row_names.items():
+            parts = name.split("|")
+            assert parts == sorted(set(parts))
+            assert all(_column_of(part, n_bits) == column for part in parts)
+            named.update(parts)
+        assert named == grams
+    wanted = np.full((len(rows), 3), -1, dtype=np.int64)  # two columns of each row's, and one it may not have
+    for row, row_names in enumerate(names):
+        wanted[row, :min(2, len(row_names))] = sorted(row_names)[:2]
+        wanted[row, 2] = (1 << n_bits) - 1
+    restricted = hashed_names(texts, n_bits, ngram_max, columns=wanted)
+    assert restricted == [{column: row_names[column] for column in chosen if column in row_names}
+                          for row_names, chosen in zip(names, wanted.tolist(), strict=True)]
+
+
+def test_colliding_grams_are_joined_and_unicode_is_named_lowercased():
+    names = hashed_names(pa.array(["Café ÉTÉ naïve café", "x y"]), 1, ngram_max=2)
+    grams = ["café", "été", "naïve", "café été", "été naïve", "naïve café"]  # "x" and "y" are too short
+    by_column: dict[int, list[str]] = {}
+    for gram in grams:
+        by_column.setdefault(_column_of(gram, 1), []).append(gram)
+    assert names == [{column: "|".join(sorted(colliding)) for column, colliding in by_column.items()}, {}]
+    assert any("|" in name for name in names[0].values())  # six grams in two columns
