@@ -95,3 +95,25 @@ def test_two_replicas_answer_for_the_group_from_committed_state_and_read_your_wr
     finally:
         for replica in replicas:
             replica.terminate()
+
+
+def test_explain_adds_each_predictions_weightiest_features(kafka_bootstrap, kafka_client, tmp_path):
+    from tests.helpers.kafka import read_all
+
+    topic = new_topic(kafka_bootstrap, "explained")
+    values, X, _ = labeled_messages(300, np.random.default_rng(5))
+    send(kafka_bootstrap, topic, values)
+    service = Service(kafka_bootstrap, topic, tmp_path, "--explain", "2", client=kafka_client).start()
+    try:
+        predictions = [json.loads(r.value) for r in read_all(kafka_bootstrap, service.output, expected=300,
+                                                             timeout=120)]
+    finally:
+        assert service.terminate() == 0, service.log_tail()
+    assert len(predictions) == 300
+    explained = [p for p in predictions if p["offset"] >= 20]  # by a model that knows every class
+    assert len(explained) == 280
+    for prediction in explained:  # (a count of 0 weighs nothing in a multinomial model: a row may show fewer)
+        features = prediction["explanation"]
+        assert 1 <= len(features) <= 2 and all(f["feature"].startswith("features[") for f in features)
+        assert abs(features[0]["contribution"]) >= abs(features[-1]["contribution"])
+    assert sum(len(p["explanation"]) == 2 for p in explained) > 200

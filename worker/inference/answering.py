@@ -19,6 +19,7 @@ import orjson
 import pyarrow as pa
 
 from nbstream.arrow import CategoricalEncoder, FeatureError, Pipeline, TextEncoder, VectorEncoder
+from nbstream.utils.ndarrays import Features
 
 from .errors import RequestError
 from .tensors import BYTES, InferRequest, Tensor
@@ -98,7 +99,7 @@ class AnsweringModel:
         try:
             X = self.pipeline.transform(batch)
             proba = self.pipeline.model.predict_proba(X)
-            explained = self.pipeline.explain(batch, top=explain) if explain is not None else None
+            explained = None if explain is None else self._explained(batch, X, explain)
         except FeatureError as error:
             raise RequestError(str(error)) from None
         except ValueError as error:  # values the model refuses (its checks name them)
@@ -118,6 +119,12 @@ class AnsweringModel:
         return {"model_name": self.name, "model_version": self.version, "outputs": outputs,
                 **({"id": request.id} if request.id is not None else {}),
                 "parameters": {"position": self.position, "model_version": self.version}}
+
+    def _explained(self, batch: pa.RecordBatch, X: Features, top: int) -> list[dict[str, Any]]:
+        """Each row's explanation (``Pipeline.explain``) of the rows already encoded as X."""
+        explanations = self.pipeline.model.explain(X, top)
+        names = self.pipeline.features.feature_names(batch, explanations.features)
+        return explanations.rows(row_names=names)
 
     def _batch(self, tensors: dict[str, Tensor]) -> pa.RecordBatch:
         """The rows of the request as the encoder reads them (RequestError naming what does not fit)."""

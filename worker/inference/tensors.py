@@ -190,10 +190,13 @@ def _json_values(data: object, datatype: str, count: int, name: str) -> pa.Array
     if datatype == BYTES or datatype == "BOOL":
         return _json_objects(_flattened(data.as_list()), datatype, count, name)
     dtype = NUMERIC_DATATYPES[datatype]
-    kind, read_as = ("d", np.float64) if dtype.kind == "f" else ("u", np.uint64) if dtype == np.uint64 \
-        else ("i", np.int64)
     try:
-        values = np.frombuffer(data.as_buffer(of_type=kind), dtype=read_as)
+        if dtype.kind == "f":
+            values = np.frombuffer(data.as_buffer(of_type="d"), dtype=np.float64)
+        elif dtype == np.uint64:
+            values = np.frombuffer(data.as_buffer(of_type="u"), dtype=np.uint64)
+        else:
+            values = np.frombuffer(data.as_buffer(of_type="i"), dtype=np.int64)
     except (TypeError, ValueError) as error:
         raise RequestError(f"input {name!r}: {datatype} values must be numbers of that type "
                            f"({_first_line(error)}).") from None

@@ -30,19 +30,17 @@ class MessageFormat(Protocol):
         RegistryUnavailable (a format whose schemas a registry holds): nothing of the poll was used,
         and the same poll decodes once the registry answers."""
 
-    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
-               best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
-               served_by: ServedBy | None = None,
-               explanations: list[bytes] | None = None) -> tuple[list[int], list[bytes]]:
+    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, predictions: ModelPredictions,
+               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
         """The predictions of the good rows as (message index to key each by, value).
 
-        good : (n_rows,) bool; classes : (n_classes,) labels, None while the model knows no class;
-        best : (n_good,) index into classes; proba : (n_good, n_classes), NaN rows where the model
-        knew no class yet; versions : (n_good,) the examples the model predicting each row had learned;
-        served_by : the model to name in each prediction, and the challengers' predictions of the
-        good rows to show beside it (None: none; a format of many rows per message names the model only);
-        explanations : (n_good,) the JSON list of each row's explanation (None: none; only the JSON
-        predictions carry them)."""
+        good : (n_rows,) bool; predictions : of the good rows (``ModelPredictions``): classes
+        (n_classes,) labels, None while the model knows no class; best (n_good,) index into classes;
+        proba (n_good, n_classes), NaN rows where the model knew no class yet; versions (n_good,) the
+        examples the model predicting each row had learned; explanations (only the JSON predictions
+        carry them); served_by : the model to name in each prediction, and the challengers'
+        predictions of the good rows to show beside it (None: none; a format of many rows per
+        message names the model only)."""
 
 
 class PredictionEncoder(Protocol):
@@ -63,17 +61,15 @@ class JsonMessages:
     def decode(self, values: Sequence[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         return decode(values, spec, self.fields, label_kind=label_kind)
 
-    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
-               best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
-               served_by: ServedBy | None = None,
-               explanations: list[bytes] | None = None) -> tuple[list[int], list[bytes]]:
+    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, predictions: ModelPredictions,
+               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
         rows = np.flatnonzero(good).tolist()
         ids, partitions, offsets = [decoded.ids[i] for i in rows], polled.partitions[good].tolist(), \
             polled.offsets[good].tolist()
-        if served_by is None and explanations is None:
-            return rows, self.predictions(ids, classes, best, proba, versions, polled.topic, partitions, offsets)
-        return rows, named_prediction_values(ids, ModelPredictions(classes, best, proba, versions, explanations),
-                                             polled.topic, partitions, offsets, served_by)
+        if served_by is None and predictions.explanations is None:
+            return rows, self.predictions(ids, predictions.classes, predictions.best, predictions.proba,
+                                          predictions.versions, polled.topic, partitions, offsets)
+        return rows, named_prediction_values(ids, predictions, polled.topic, partitions, offsets, served_by)
 
 
 class RegistryMessages(JsonMessages):
@@ -113,13 +109,12 @@ class ArrowMessages:
     def decode(self, values: Sequence[bytes | None], spec: FeatureSpec, label_kind: str | None) -> Decoded:
         return decode_arrow(values, spec, self.fields, label_kind=label_kind)
 
-    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, classes: AnyArray | None,
-               best: IndexArray | None, proba: FloatArray | None, versions: IntArray,
-               served_by: ServedBy | None = None,
-               explanations: list[bytes] | None = None) -> tuple[list[int], list[bytes]]:
+    def encode(self, polled: Polled, decoded: Decoded, good: BoolArray, predictions: ModelPredictions,
+               served_by: ServedBy | None = None) -> tuple[list[int], list[bytes]]:
+        classes, best = predictions.classes, predictions.best
         labels = None if classes is None or best is None else classes[best]
-        return encode_predictions(polled, decoded, np.flatnonzero(good), labels, proba, classes, versions,
-                                  None if served_by is None else served_by.model)
+        return encode_predictions(polled, decoded, np.flatnonzero(good), labels, predictions.proba, classes,
+                                  predictions.versions, None if served_by is None else served_by.model)
 
 
 def message_format(fields: MessageFields, records: RegistryRecords | None = None,

@@ -205,7 +205,8 @@ class ServeConfig:
 
     def _check_output_format(self) -> None:
         if self.output.explain is not None and (self.output.output_format != "json" or self.fields.format == "arrow"):
-            given = "--format arrow" if self.fields.format == "arrow" else f"--output-format {self.output.output_format}"
+            given = "--format arrow" if self.fields.format == "arrow" else \
+                f"--output-format {self.output.output_format}"
             raise ConfigError(f"--explain needs JSON predictions: {given} has no place for an explanation.")
         if self.output.output_format == "avro" and self.schema_registry is None:
             raise ConfigError("--output-format avro needs --schema-registry URL: the predictions' schema is "

@@ -24,12 +24,12 @@ from ..config import TrainConfig
 from ..errors import UserError
 from ..io.kafka.client import KafkaClient
 from ..io.kafka.state_topic import state_topic_name
+from ..model_names import DEFAULT_NAME
 from ..setting import setting_like
 from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_snapshot
 from .config import TopicsConfig
 from .follower import StateFollower, partition_of
 from .global_model import merge_states
-from ..model_names import DEFAULT_NAME
 from .models.choice import SERVED_MODEL
 from .models.config import ModelsConfig
 from .partition.record import ModelStatistics, PartitionRecord

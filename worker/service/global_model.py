@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+import orjson
 import pyarrow as pa
 
 import nbstream
@@ -29,6 +30,7 @@ from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.class_set import ClassSet
 from nbstream.utils.ndarrays import AnyArray, Features
 
+from ..io.json_predictions import ModelPredictions
 from ..io.messages import NUMBER, STRING
 from .telemetry.metrics import GLOBAL_MODEL_MERGE_SECONDS
 
@@ -187,7 +189,15 @@ class GlobalModel:
         return Predictions(model.classes_, np.argmax(proba, axis=1), proba, versions)
 
     def predict_then_learn(self, X: Features, y: np.ndarray, learned: np.ndarray,
-                           partitions: np.ndarray) -> Predictions:
+                           partitions: np.ndarray, explain: Explaining | None = None) -> Predictions:
+        """``predictions_then_learn``'s predictions, each with its explanation when ``explain`` asks."""
+        predictions = self._predict_then_learn(X, y, learned, partitions)
+        if explain is not None:
+            predictions.explanations = self._explain_then_learn(X, y, learned, partitions, explain)
+        return predictions
+
+    def _predict_then_learn(self, X: Features, y: np.ndarray, learned: np.ndarray,
+                            partitions: np.ndarray) -> Predictions:
         """Test-then-train predictions of a poll's rows: row i by this model plus the learned rows
         before i of its own partition, exactly (nothing is learned here: the partitions learn next).
 
@@ -218,6 +228,30 @@ class GlobalModel:
         best = np.argmax(np.nan_to_num(proba, nan=0.0), axis=1)
         return Predictions(classes, best, proba, versions)
 
+    def _explain_then_learn(self, X: Features, y: np.ndarray, learned: np.ndarray, partitions: np.ndarray,
+                            explain: Explaining) -> list[bytes]:
+        """Each row's explanation by the model that predicts it test-then-train: this model plus the
+        learned rows before it of its own partition, exactly. A partition's rows are explained in
+        runs that end at a learned row (explained, then learned, by a copy of this model): one run
+        for a poll without labels, a run per labeled row otherwise."""
+        model = self.model
+        if not learned.any() or self.categorical:
+            return explain.pieces(model, self._encoder, X, np.arange(X.shape[0]))
+        pieces: list[bytes] = [b"[]"] * X.shape[0]
+        for partition in np.unique(partitions).tolist():
+            rows = np.flatnonzero(partitions == partition)
+            learner = copy.deepcopy(model) if model.is_fitted else self._fresh()
+            ends = [int(i) + 1 for i in np.flatnonzero(learned[rows])]
+            for start, end in zip([0, *ends], [*ends, len(rows)], strict=True):
+                run = rows[start:end]
+                for row, piece in zip(run.tolist(), explain.pieces(learner, self._encoder, X, run), strict=True):
+                    pieces[row] = piece
+                if end in ends:
+                    last = rows[end - 1:end]
+                    learner.partial_fit(X[last], y[last],
+                                        classes=None if learner.is_fitted else self._classes)
+        return pieces
+
     def classes_after(self, labels: AnyArray) -> AnyArray:
         """(n_classes,) the classes the model has once it learned these labels (in this order)."""
         model = self.model
@@ -244,6 +278,26 @@ class GlobalModel:
         self._merged_from, self._behind = version, False
 
 
+@dataclass(frozen=True)
+class Explaining:
+    """What --explain asks: the features that weigh most in each prediction, ``top`` of them, named
+    from the rows as they came (``batch``: the Arrow rows of X, for the words of a text)."""
+    top: int
+    batch: pa.RecordBatch
+
+    def pieces(self, model: NaiveBayes[Any, Any], encoder: FeatureEncoder, X: Features,
+               rows: np.ndarray) -> list[bytes]:
+        """The JSON list '[{"feature": ..., "contribution": ...}, ...]' of each of ``rows`` (indices
+        into X) by ``model`` ('[]' while it knows no class)."""
+        if not len(rows):
+            return []
+        if not model.is_fitted:
+            return [b"[]"] * len(rows)
+        explained = model.explain(X[rows], self.top)
+        names = encoder.feature_names(self.batch.take(pa.array(rows)), explained.features)
+        return [orjson.dumps(row["features"]) for row in explained.rows(row_names=names)]
+
+
 @dataclass
 class Predictions:
     """What the model says about a batch of rows; classes, best and proba None while it knows no class."""
@@ -251,6 +305,7 @@ class Predictions:
     best: np.ndarray | None  # (n_rows,) index into classes of each row's most probable class
     proba: np.ndarray | None  # (n_rows, n_classes) float64; a row of NaN: predicted before any class was known
     versions: np.ndarray  # (n_rows,) the examples the model predicting each row had learned
+    explanations: list[bytes] | None = None  # (n_rows,) each row's JSON list of explaining features (--explain)
 
     @property
     def scored(self) -> np.ndarray:
@@ -264,8 +319,14 @@ class Predictions:
         """The predictions of ``rows`` (n_rows,) bool (itself when it takes every row)."""
         if rows.all():
             return self
+        explanations = None if self.explanations is None else \
+            [piece for piece, taken in zip(self.explanations, rows.tolist(), strict=True) if taken]
         return Predictions(self.classes, None if self.best is None else self.best[rows],
-                           None if self.proba is None else self.proba[rows], self.versions[rows])
+                           None if self.proba is None else self.proba[rows], self.versions[rows], explanations)
+
+    def written(self) -> ModelPredictions:
+        """What a message format writes of them."""
+        return ModelPredictions(self.classes, self.best, self.proba, self.versions, self.explanations)
 
     @property
     def labels(self) -> np.ndarray | None:

@@ -37,10 +37,10 @@ from nbstream.utils.ndarrays import AnyArray, BoolArray, Features
 from ..io.fields import LABEL_COLUMN, MessageFields
 from ..io.formats import Decoded, MessageFormat
 from ..io.interfaces import PredictionSink, Refusals, RejectSink
-from ..io.json_predictions import ModelPredictions, ServedBy
+from ..io.json_predictions import ServedBy
 from ..io.messages import read_label_events
 from ..io.records import Polled
-from .global_model import Predictions
+from .global_model import Explaining, Predictions
 from .group_state import GroupState
 from .models.promotion import Promotion, PromotionWatch
 from .partition.partition import Judged, Partition
@@ -167,7 +167,8 @@ class PrequentialLoop:
         if good.any():
             learn = labeled & good
             predictions = models.predict_then_learn(problems.select_good(X), y[good], learn[good],
-                                                    rows.partitions[good])
+                                                    rows.partitions[good], self._explaining(decoded, good),
+                                                    self.settings.output_challengers or self.promotion is not None)
             served_rows = ServedRows(rows, decoded, X, y, labeled, good, predictions, models.served)
             switches = self._promote_within(polled, served_rows, learn) if learning and self.promotion else []
             self._emit(polled, served_rows, switches)
@@ -177,6 +178,11 @@ class PrequentialLoop:
                 self._keep_pending(served_rows)
         for partition, mine in self._partitions(polled.partitions):
             partition.advance(int(polled.offsets[mine].max()) + 1)  # every message's offset is passed
+
+    def _explaining(self, decoded: Decoded, good: BoolArray) -> Explaining | None:
+        """What --explain asks of the good rows (None: nothing)."""
+        top = self.settings.explain
+        return None if top is None else Explaining(top, decoded.batch.filter(pa.array(good)))
 
     def _labels(self, labels: pa.Array, problems: RowProblems) -> tuple[BoolArray, AnyArray]:
         """(labeled mask, label values); a label outside a fixed class set is a problem."""
@@ -228,8 +234,7 @@ class PrequentialLoop:
         """Send model ``served``'s predictions of the rows ``sent`` (n,) (good rows)."""
         of_good = sent[poll.good]
         predictions = poll.predictions[served].take(of_good)
-        keyed_like, values = self.messages.encode(polled, poll.decoded, sent, predictions.classes, predictions.best,
-                                                  predictions.proba, predictions.versions,
+        keyed_like, values = self.messages.encode(polled, poll.decoded, sent, predictions.written(),
                                                   self._served_by(poll, served, of_good))
         diverted = self.outputs.predictions.send_predictions(polled, keyed_like, values)
         self.counts.add(predictions=int(sent.sum()))
@@ -248,7 +253,7 @@ class PrequentialLoop:
         for name, predicted in poll.predictions.items():
             if name != served:
                 taken = predicted.take(of_good)
-                shown[name] = ModelPredictions(taken.classes, taken.best, taken.proba, taken.versions)
+                shown[name] = taken.written()
         return ServedBy(served, shown)
 
     def _learn(self, poll: ServedRows, learn: BoolArray) -> None:

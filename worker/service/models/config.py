@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from ...config import ModelOptions
 from ...errors import ConfigError
+from ...model_names import DEFAULT_NAME, NAME_RULE, is_model_name
 from ...model_settings import parse_model_spec
 from ...setting import Checked, setting
-from ...model_names import DEFAULT_NAME, NAME_RULE, is_model_name
 
 MOST_CHALLENGERS = 8
 PROMOTE = ("never", "auto")

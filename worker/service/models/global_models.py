@@ -17,7 +17,7 @@ from nbstream.arrow import FeatureEncoder
 from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.ndarrays import AnyArray
 
-from ..global_model import GlobalModel, Predictions, Statistics
+from ..global_model import Explaining, GlobalModel, Predictions, Statistics
 from .lineup import Lineup
 
 
@@ -104,9 +104,13 @@ class GlobalModels:
         for model in self._models.values():
             model.adopt_width(encoder)
 
-    def predict_then_learn(self, X: object, y: np.ndarray, learned: np.ndarray,
-                           partitions: np.ndarray) -> dict[str, Predictions]:
+    def predict_then_learn(self, X: object, y: np.ndarray, learned: np.ndarray, partitions: np.ndarray,
+                           explain: Explaining | None = None,
+                           explain_challengers: bool = False) -> dict[str, Predictions]:
         """Each model's test-then-train predictions of a poll's rows (``GlobalModel.predict_then_learn``),
-        by name, the served model's first."""
+        by name, the served model's first; explained as ``explain`` asks (the challengers' too with
+        ``explain_challengers``)."""
         names = [self._served, *self.challengers]
-        return {name: self._models[name].predict_then_learn(X, y, learned, partitions) for name in names}
+        return {name: self._models[name].predict_then_learn(
+                    X, y, learned, partitions, explain if name == self._served or explain_challengers else None)
+                for name in names}

@@ -3,6 +3,7 @@ one clear error line (with the right status) for every request that cannot be an
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import threading
@@ -319,3 +320,32 @@ def test_a_request_when_the_cap_of_connections_is_open_is_answered_503():
             connection.close()
         time.sleep(0.2)
         assert call(server, "GET", "/v2/health/live")[0] == 200
+
+
+def test_explanations_name_the_rows_words_and_add_up_to_the_log_odds(api):
+    texts = ["claim your free prize now", "see you at noon"]
+    status, answer = call(api, "POST", "/v2/models/spam/infer", infer_body("text", "BYTES", texts, explain=2))
+    assert status == 200, answer
+    outputs = {o["name"]: o for o in answer["outputs"]}
+    assert outputs["explanation"]["shape"] == [2]
+    rows = [json.loads(row) for row in outputs["explanation"]["data"]]
+    assert [row["class"] for row in rows] == outputs["label"]["data"]
+    assert set(rows[0]) == {"class", "runner_up", "log_odds", "prior", "features"}
+    for row, text in zip(rows, texts, strict=True):
+        assert 1 <= len(row["features"]) <= 2
+        assert all(set(f["feature"].split("|")) <= set(text.split()) for f in row["features"])
+    proba = np.reshape(outputs["probabilities"]["data"], (2, 2))
+    classes = outputs["probabilities"]["parameters"]["classes"]
+    for row, p in zip(rows, proba, strict=True):  # log-odds are those of the probabilities
+        assert row["log_odds"] == pytest.approx(np.log(p[classes.index(row["class"])] / p[classes.index(row["runner_up"])]))
+    full = api.board.models()["spam"].pipeline.explain(texts, top=None)
+    for row in full:
+        assert row["prior"] + sum(f["contribution"] for f in row["features"]) == pytest.approx(row["log_odds"], rel=1e-9)
+
+
+def test_explanations_of_a_list_column_name_its_elements(api):
+    body = infer_body("pixels", "INT64", _rows(3), explain=4)
+    _, answer = call(api, "POST", "/v2/models/digits/infer", body)
+    rows = [json.loads(row) for row in answer["outputs"][-1]["data"]]
+    assert all(len(row["features"]) == 4 and all(f["feature"].startswith("pixels[") for f in row["features"])
+               for row in rows)
