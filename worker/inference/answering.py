@@ -98,8 +98,9 @@ class AnsweringModel:
         batch = self._batch(request.inputs)
         try:
             X = self.pipeline.transform(batch)
-            proba = self.pipeline.model.predict_proba(X)
-            explained = None if explain is None else self._explained(batch, X, explain)
+            rows = batch.num_rows
+            proba = self.pipeline.model.predict_proba(X) if rows else np.zeros((0, len(self.pipeline.classes_)))
+            explained = None if explain is None else self._explained(batch, X, explain) if rows else []
         except FeatureError as error:
             raise RequestError(str(error)) from None
         except ValueError as error:  # values the model refuses (its checks name them)

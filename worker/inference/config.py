@@ -26,7 +26,7 @@ class InferenceApiConfig(Checked):
     http_max_connections: int = setting(256, "--http-max-connections", low=1, panel=PANEL,
                                         help="Connections served at once; more are answered 503.")
     http_request_timeout: float = setting(30.0, "--http-request-timeout", low=0.1, panel=PANEL,
-                                          help="Seconds a client has to send a request's body.")
+                                          help="Seconds a client has to send a request's headers, and then its body.")
     http_token_file: Path | None = setting(None, "--http-token-file", panel=PANEL,
                                            help="Require 'Authorization: Bearer TOKEN', the token being this "
                                                 "file's content (health checks excepted).")

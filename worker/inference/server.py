@@ -5,7 +5,8 @@ or a TLS certificate that cannot be used is one ConfigError line at start, not a
 Beside `worker serve`, the server runs in a daemon thread of its own with its own event loop: a
 request never waits for the Kafka loop, nor the loop for a request (they share only the GIL).
 Bounds: ``--http-max-connections`` connections at once (more are answered 503), keep-alive
-connections closed after 5 s idle, headers of at most 16 KiB, bodies by ``Limits``.
+connections closed after 5 s idle, headers of at most 16 KiB sent within ``--http-request-timeout``
+(``protocol.py``), bodies by ``Limits``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..errors import ConfigError
 from ..io.files import cannot_because, read_small_text
 from .app import Limits, inference_app
 from .config import InferenceApiConfig
+from .protocol import with_header_deadline
 from .sources import ModelSource
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,8 @@ class InferenceServer:
             inference_app(source, limits, token), log_config=None, access_log=False, lifespan="off",
             limit_concurrency=config.http_max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
             h11_max_incomplete_event_size=HEADER_BYTES, proxy_headers=False, server_header=False,
-            ssl_certfile=config.http_tls_cert, ssl_keyfile=config.http_tls_key, ws="none"))
+            ssl_certfile=config.http_tls_cert, ssl_keyfile=config.http_tls_key, ws="none",
+            http=with_header_deadline(config.http_request_timeout)))
         self._thread: threading.Thread | None = None
         quiet_uvicorn()
 

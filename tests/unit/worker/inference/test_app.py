@@ -349,3 +349,31 @@ def test_explanations_of_a_list_column_name_its_elements(api):
     rows = [json.loads(row) for row in answer["outputs"][-1]["data"]]
     assert all(len(row["features"]) == 4 and all(f["feature"].startswith("pixels[") for f in row["features"])
                for row in rows)
+
+
+def test_headers_trickled_past_the_deadline_lose_their_connection():
+    import select
+
+    with running_api(published(vector_model()), http_request_timeout=0.5) as server:
+        connection = socket.create_connection(("127.0.0.1", server.port))
+        started = time.monotonic()
+        connection.sendall(b"GET /v2 HTTP/1.1\r\nHost: x\r\n")
+        closed_after = None
+        while time.monotonic() - started < 4 and closed_after is None:
+            try:
+                connection.sendall(b"X-Slow: 1\r\n")  # a header every 0.1 s: never done
+            except OSError:
+                closed_after = time.monotonic() - started
+            if select.select([connection], [], [], 0.1)[0] and connection.recv(1024) == b"":
+                closed_after = time.monotonic() - started
+        connection.close()
+        assert closed_after is not None and 0.4 < closed_after < 2
+
+
+def test_a_request_of_no_rows_gets_empty_outputs(api):
+    status, answer = call(api, "POST", "/v2/models/digits/infer",
+                          {"inputs": [{"name": "pixels", "datatype": "FP64", "shape": [0, 16], "data": []}],
+                           "parameters": {"explain": 2}})
+    assert status == 200, answer
+    assert [(o["name"], o["shape"], list(o["data"])) for o in answer["outputs"]] == [
+        ("label", [0], []), ("probabilities", [0, 3], []), ("explanation", [0], [])]
