@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import struct
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +57,8 @@ def read_request(body: bytes, header_length: str | None, max_rows: int) -> Infer
 
     simdjson reads the JSON: numbers go straight into arrays, with no Python object each."""
     json_part, binary = _split(body, header_length)
-    parser = simdjson.Parser()
     try:
-        document = parser.parse(json_part)
+        document = _parse(json_part)
     except (ValueError, RuntimeError) as error:  # (UnicodeDecodeError is a ValueError)
         raise RequestError(f"the request is not JSON ({_first_line(error)}).") from None
     if not isinstance(document, simdjson.Object):
@@ -81,6 +81,27 @@ def read_request(body: bytes, header_length: str | None, max_rows: int) -> Infer
         raise RequestError(f"the binary part has {len(binary) - offset} bytes that no input claims.")
     outputs = _asked_outputs(_plain_value(document.get("outputs")))
     return InferRequest(request_id, tensors, outputs, parameters)
+
+
+_parsers = threading.local()
+
+
+def _parse(json_part: bytes) -> object:
+    """The document, parsed by this thread's parser: one made for each request would cost as much
+    again in allocating its buffers as the parse itself. A parser parses again only once no value
+    read from its last document is left; one may be, held by the traceback of a request refused
+    (until a collection frees it), and then a new parser takes over."""
+    parser: simdjson.Parser | None = getattr(_parsers, "parser", None)
+    if parser is not None:
+        try:
+            document: object = parser.parse(json_part)
+            return document
+        except RuntimeError as error:
+            if "re-use" not in str(error):
+                raise
+    _parsers.parser = parser = simdjson.Parser()
+    fresh: object = parser.parse(json_part)
+    return fresh
 
 
 def _first_line(error: Exception) -> str:

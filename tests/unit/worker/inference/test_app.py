@@ -103,7 +103,8 @@ def test_only_the_outputs_asked_for_are_given(api):
 
 
 BAD_REQUESTS = [
-    ("unknown model", "/v2/models/nope/infer", infer_body("pixels", "INT64", _rows(1)), 404, "no model is named 'nope'"),
+    ("unknown model", "/v2/models/nope/infer", infer_body("pixels", "INT64", _rows(1)), 404,
+     "no model is named 'nope'"),
     ("old version", "/v2/models/digits/versions/0/infer", infer_body("pixels", "INT64", _rows(1)), 404,
      "has no version '0'"),
     ("not JSON", "/v2/models/digits/infer", b"{not json", 400, "not JSON"),
@@ -168,9 +169,15 @@ def test_negative_counts_are_refused_by_a_model_of_counts():
         assert status == 400 and "row 0" in answer["error"] and "negative value" in answer["error"]
 
 
+def _bytes_header(rows: int, size: int) -> bytes:
+    """The JSON part of a request of one BYTES input 'text' sent in the binary extension."""
+    return b'{"inputs":[{"name":"text","datatype":"BYTES","shape":[%d],"parameters":{"binary_data_size":%d}}]}' % (
+        rows, size)
+
+
 def test_invalid_utf8_is_refused_naming_the_row(api):
     raw = struct.pack("<I", 2) + b"ok" + struct.pack("<I", 3) + b"\xff\xfe\xfd"
-    head = b'{"inputs":[{"name":"text","datatype":"BYTES","shape":[2],"parameters":{"binary_data_size":%d}}]}' % len(raw)
+    head = _bytes_header(2, len(raw))
     status, answer = call(api, "POST", "/v2/models/spam/infer", head + raw,
                           headers={"Inference-Header-Content-Length": str(len(head))})
     assert status == 400 and "row 1" in answer["error"] and "UTF-8" in answer["error"]
@@ -179,7 +186,7 @@ def test_invalid_utf8_is_refused_naming_the_row(api):
 @pytest.mark.parametrize("raw, words", [(struct.pack("<I", 99) + b"ab", "runs past"), (b"\x01", "ends before"),
                                         (struct.pack("<I", 1) + b"a" + b"zz", "follow its")])
 def test_malformed_binary_bytes_are_refused(api, raw, words):
-    head = b'{"inputs":[{"name":"text","datatype":"BYTES","shape":[1],"parameters":{"binary_data_size":%d}}]}' % len(raw)
+    head = _bytes_header(1, len(raw))
     status, answer = call(api, "POST", "/v2/models/spam/infer", head + raw,
                           headers={"Inference-Header-Content-Length": str(len(head))})
     assert status == 400 and words in answer["error"]
@@ -337,10 +344,12 @@ def test_explanations_name_the_rows_words_and_add_up_to_the_log_odds(api):
     proba = np.reshape(outputs["probabilities"]["data"], (2, 2))
     classes = outputs["probabilities"]["parameters"]["classes"]
     for row, p in zip(rows, proba, strict=True):  # log-odds are those of the probabilities
-        assert row["log_odds"] == pytest.approx(np.log(p[classes.index(row["class"])] / p[classes.index(row["runner_up"])]))
+        odds = p[classes.index(row["class"])] / p[classes.index(row["runner_up"])]
+        assert row["log_odds"] == pytest.approx(np.log(odds))
     full = api.board.models()["spam"].pipeline.explain(texts, top=None)
     for row in full:
-        assert row["prior"] + sum(f["contribution"] for f in row["features"]) == pytest.approx(row["log_odds"], rel=1e-9)
+        total = row["prior"] + sum(f["contribution"] for f in row["features"])
+        assert total == pytest.approx(row["log_odds"], rel=1e-9)
 
 
 def test_explanations_of_a_list_column_name_its_elements(api):
@@ -377,3 +386,18 @@ def test_a_request_of_no_rows_gets_empty_outputs(api):
     assert status == 200, answer
     assert [(o["name"], o["shape"], list(o["data"])) for o in answer["outputs"]] == [
         ("label", [0], []), ("probabilities", [0, 3], []), ("explanation", [0], [])]
+
+
+def test_a_request_after_refused_ones_is_read_as_well():
+    from worker.inference.tensors import read_request
+
+    good = json.dumps(infer_body("pixels", "INT64", _rows(2))).encode()
+    bad = json.dumps({"inputs": [{"name": "pixels", "datatype": "INT64", "shape": [1, 2],
+                                  "data": [1, "x"]}]}).encode()
+    refusals = []
+    for _ in range(3):
+        try:
+            read_request(bad, None, 10)
+        except Exception as error:  # noqa: BLE001 - kept alive on purpose, with its traceback
+            refusals.append(error)
+    assert read_request(good, None, 10).inputs["pixels"].shape == (2, 16)
