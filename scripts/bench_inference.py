@@ -124,10 +124,12 @@ def mlserver_program(given: str | None) -> str:
     return str(program)
 
 
-def start_mlserver(program: str, pipeline: Pipeline, folder: Path) -> tuple[subprocess.Popen, int]:
-    """MLServer serving the model as scikit-learn's estimator (its runtime loads it with joblib)."""
+def start_mlserver(program: str, pipeline: Pipeline, folder: Path, workers: int) -> tuple[subprocess.Popen, int]:
+    """MLServer serving the model as scikit-learn's estimator (its runtime loads it with joblib), with
+    ``workers`` inference processes (0: in its main process)."""
     python = Path(program).parent / "python"
-    model_dir = folder / "mlserver" / "digits"
+    root = folder / f"mlserver-{workers}"
+    model_dir = root / "digits"
     model_dir.mkdir(parents=True)
     # The estimator crosses into MLServer's environment as joblib, the format its runtime reads.
     import joblib
@@ -137,10 +139,10 @@ def start_mlserver(program: str, pipeline: Pipeline, folder: Path) -> tuple[subp
         "name": "digits", "implementation": "mlserver_sklearn.SKLearnModel",
         "parameters": {"uri": "./model.joblib"}}))
     http, grpc, metrics = free_port(), free_port(), free_port()
-    (folder / "mlserver" / "settings.json").write_text(json.dumps({
+    (root / "settings.json").write_text(json.dumps({
         "host": "127.0.0.1", "http_port": http, "grpc_port": grpc, "metrics_port": metrics,
-        "parallel_workers": 0, "debug": False}))
-    process = subprocess.Popen([program, "start", str(folder / "mlserver")],
+        "parallel_workers": workers, "debug": False}))
+    process = subprocess.Popen([program, "start", str(root)],
                                stdout=open(folder / "mlserver.log", "ab"), stderr=subprocess.STDOUT,
                                env={**os.environ, "PATH": f"{python.parent}:{os.environ['PATH']}"})
     wait_ready(f"http://127.0.0.1:{http}/v2/models/digits/ready")
@@ -184,11 +186,11 @@ def check_same_answers(ports: dict[str, int], images: np.ndarray, pipeline: Pipe
             raise AssertionError(f"{server}'s probabilities are not the library's")
 
 
-def api(data_dir: Path, seconds: float, mlserver: str | None, folder: Path) -> None:
+def api(data_dir: Path, seconds: float, mlserver: str | None, workers: int, folder: Path) -> None:
     pipeline, images = mnist_pipeline(data_dir)
     program = mlserver_program(mlserver)
     ours, our_port = start_serve_model(pipeline, folder)
-    theirs, their_port = start_mlserver(program, pipeline, folder)
+    theirs, their_port = start_mlserver(program, pipeline, folder, workers)
     try:
         check_same_answers({"nbstream": our_port, "mlserver": their_port}, images, pipeline)
         paths = bodies(images, folder)
@@ -202,8 +204,8 @@ def api(data_dir: Path, seconds: float, mlserver: str | None, folder: Path) -> N
                 rows.append([n_rows, clients, f"{mine['rps']:,.0f}", f"{mine['p50']:.2f}", f"{mine['p99']:.2f}",
                              f"{other['rps']:,.0f}", f"{other['p50']:.2f}", f"{other['p99']:.2f}",
                              f"{mine['rps'] / other['rps']:.2f}x", f"{mine['p99'] / other['p99']:.2f}x"])
-        print(f"MNIST BernoulliNB infer requests, FP64 JSON tensors, wrk one thread, {seconds:g} s each "
-              f"(latencies in ms; ratios nbstream / MLServer)")
+        print(f"MNIST BernoulliNB infer requests, FP64 JSON tensors, wrk one thread, {seconds:g} s each; "
+              f"MLServer with {workers} parallel workers (latencies in ms; ratios nbstream / MLServer)")
         table(["rows", "clients", "nbstream req/s", "p50", "p99", "MLServer req/s", "p50", "p99", "req/s ratio",
                "p99 ratio"], rows)
     finally:
@@ -267,6 +269,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--mlserver", help="MLServer's program (default: made in .bench/mlserver-venv)")
+    parser.add_argument("--mlserver-workers", type=int, default=0,
+                        help="MLServer's parallel_workers (0, the default here: inference in its main process; "
+                             "MLServer's own default, 1, did not start with MLServer 1.7.1 on Python 3.11: its "
+                             "worker process found no event loop)")
     parser.add_argument("--bootstrap")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -275,7 +281,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         if "api" in only:
             (Path(folder) / "api").mkdir()
-            api(args.data_dir, args.seconds, args.mlserver, Path(folder) / "api")
+            api(args.data_dir, args.seconds, args.mlserver, args.mlserver_workers, Path(folder) / "api")
         if "kafka" in only:
             with broker(args.bootstrap) as bootstrap:
                 kafka(bootstrap, args.messages, Path(folder))
