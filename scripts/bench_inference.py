@@ -8,7 +8,8 @@
          p50 and p99 latency, and the ratios. Both servers run as they are installed, one process.
   kafka  `worker serve --http-port` on --messages SMS text JSON messages (exactly-once, multinomial on
          2^20 hashed words, the confluent client): predictions/s alone, and while 32 connections ask
-         its API 1-row infer requests for as long as it runs.
+         its API 1-row infer requests for as long as it runs, with --http-cpu-share 0.25 (the
+         default) and 1; the API's requests/s and p99 meanwhile.
 
     python scripts/bench_inference.py --data-dir ../shared/data [--only api,kafka] [--seconds 10]
         [--mlserver PATH/TO/mlserver] [--bootstrap HOST:PORT]
@@ -73,17 +74,26 @@ def wait_ready(url: str, timeout: float = 180) -> None:
     raise RuntimeError(f"{url} did not answer 200 within {timeout:g} s")
 
 
+def lua_posting(body: Path) -> str:
+    """wrk's script POSTing the JSON file ``body``."""
+    return (f'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+            f'local f = io.open("{body}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
+
+
 def wrk(url: str, body: Path, connections: int, seconds: float) -> dict[str, float]:
     """requests/s, p50 and p99 (ms) of POSTing ``body`` to ``url`` over ``connections`` connections."""
     script = body.with_suffix(".lua")
-    script.write_text(f'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
-                      f'local f = io.open("{body}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
+    script.write_text(lua_posting(body))
     done = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency", "-s", str(script), url],
                           capture_output=True, text=True, check=True)
-    out = done.stdout
+    return wrk_figures(done.stdout)
+
+
+def wrk_figures(out: str) -> dict[str, float]:
+    """requests/s, p50 and p99 (ms) of wrk's report (RuntimeError when a request failed)."""
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
-        raise RuntimeError(f"{url}: {errors.group(1)} requests failed:\n{out}")
+        raise RuntimeError(f"{errors.group(1)} requests failed:\n{out}")
     return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
             "p50": _ms(re.search(r"\s50%\s+([\d.]+\w+)", out).group(1)),
             "p99": _ms(re.search(r"\s99%\s+([\d.]+\w+)", out).group(1))}
@@ -216,50 +226,73 @@ def api(data_dir: Path, seconds: float, mlserver: str | None, workers: int, fold
 
 
 # ---- kafka ----------------------------------------------------------------------------------------
-def asking(port: int, body: Path) -> threading.Thread:
-    """32 connections asking the API at ``port`` from when it is ready until wrk is killed."""
-    def ask() -> None:
-        wait_ready(f"http://127.0.0.1:{port}/v2/health/ready")
-        subprocess.run(["wrk", "-t1", "-c32", "-d3600s", "-s", str(body.with_suffix(".lua")),
-                        f"http://127.0.0.1:{port}/v2/models/main/infer"], capture_output=True, check=False)
+class Asking(threading.Thread):
+    """32 connections asking the API at ``port`` from when it is ready until ``stop``; ``answered``
+    then holds wrk's figures (requests/s, p50, p99)."""
 
-    body.with_suffix(".lua").write_text(f'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
-                                        f'local f = io.open("{body}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
-    load = threading.Thread(target=ask, daemon=True)
-    load.start()
-    return load
+    def __init__(self, port: int, body: Path):
+        super().__init__(daemon=True)
+        self.port, self.body = port, body
+        self.answered: dict[str, float] = {}
+        self._wrk: subprocess.Popen | None = None
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        wait_ready(f"http://127.0.0.1:{self.port}/v2/health/ready")
+        if self._stopped.is_set():
+            return
+        script = str(self.body.with_suffix(".lua"))
+        self._wrk = subprocess.Popen(["wrk", "-t1", "-c32", "-d3600s", "--latency", "-s", script,
+                                      f"http://127.0.0.1:{self.port}/v2/models/main/infer"],
+                                     stdout=subprocess.PIPE, text=True)
+        if self._stopped.is_set():  # stopped while wrk started
+            self._wrk.send_signal(signal.SIGINT)
+        out, _ = self._wrk.communicate()
+        self.answered = wrk_figures(out)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._wrk is not None:
+            self._wrk.send_signal(signal.SIGINT)  # wrk prints its figures and ends
+        self.join(30)
 
 
 def kafka(bootstrap: str, n: int, folder: Path) -> None:
     body = folder / "sms-1.json"
     body.write_text(json.dumps({"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES",
                                             "data": ["WINNER!! Claim your free prize now"]}]}))
+    body.with_suffix(".lua").write_text(lua_posting(body))
     values = sms_messages(n)
-    rows = []
-    for loaded in (False, True):
+    rows, alone = [], None
+    for loaded, share in ((False, None), (True, 0.25), (True, 1.0)):
         topic = create_topic(bootstrap, "asked")
         send(bootstrap, topic, values)
         port = free_port()
         run = f"{topic}-{uuid.uuid4().hex[:6]}"
         predictions = Predictions(bootstrap, f"{run}.out")
         extra = ["--text-features", "--model", "multinomial", "--http-port", str(port)]
+        extra += ["--http-cpu-share", str(share)] if share is not None else []
         process = start_serve(bootstrap, topic, run, "confluent", extra, folder, f"{run}-0")
-        load = asking(port, body) if loaded else None
+        asking = Asking(port, body) if loaded else None
+        if asking is not None:
+            asking.start()
         try:
             predictions.wait(n)
         finally:
+            if asking is not None:
+                asking.stop()
             stop([process])
-            subprocess.run(["pkill", "-f", f"wrk.*{port}"], check=False)
-        if load is not None:
-            load.join(30)
         stamps = np.array([stamp for stamp, _ in predictions.seen.values()])
         first = stamps.min()
         rate = (n - int((stamps == first).sum())) / (stamps.max() - first)
-        rows.append(["32 clients asking" if loaded else "alone", f"{rate:,.0f}"])
-    rows[1].append(f"{float(rows[1][1].replace(',', '')) / float(rows[0][1].replace(',', '')):.2f}x")
-    rows[0].append("1.00x")
-    print(f"worker serve --http-port: SMS text JSON, {n:,} messages, exactly-once, confluent")
-    table(["API load", "predictions/s", "of alone"], rows)
+        alone = alone or rate
+        answered = asking.answered if asking is not None else {}
+        rows.append([f"32 clients, --http-cpu-share {share:g}" if loaded else "none", f"{rate:,.0f}",
+                     f"{rate / alone:.2f}x", f"{answered['rps']:,.0f}" if answered else "-",
+                     f"{answered['p99']:.1f}" if answered else "-"])
+    print(f"worker serve --http-port: SMS text JSON, {n:,} messages, exactly-once, confluent; the API asked "
+          f"1-row requests by wrk (one thread) while it serves")
+    table(["API load", "predictions/s", "of none", "API req/s", "API p99 ms"], rows)
 
 
 def main() -> None:

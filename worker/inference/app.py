@@ -35,6 +35,7 @@ from starlette.routing import Route
 import nbstream
 
 from .answering import AnsweringModel
+from .budget import CpuBudget
 from .errors import NotFound, RequestError
 from .sources import ModelSource, min_position_of, model_at, wait_ms_of
 from .tensors import read_request
@@ -65,8 +66,8 @@ def _error(message: str, status: int) -> Response:
 class InferenceEndpoints:
     """The handlers, over one source of models."""
 
-    def __init__(self, source: ModelSource, limits: Limits, token: bytes | None):
-        self.source, self.limits, self._token = source, limits, token
+    def __init__(self, source: ModelSource, limits: Limits, token: bytes | None, budget: CpuBudget):
+        self.source, self.limits, self._token, self.budget = source, limits, token, budget
 
     def app(self) -> Starlette:
         routes = [Route("/v2", self.server_metadata), Route("/v2/health/live", self.live),
@@ -99,6 +100,7 @@ class InferenceEndpoints:
         return _json({"name": model.name, "ready": model.ready}, 200 if model.ready else 503)
 
     async def infer(self, request: Request) -> Response:
+        await self.budget.spend()
         self._authorize(request)
         self._model(request)  # an unknown model is refused before its body is read
         if request.headers.get("content-encoding", "identity") != "identity":
@@ -181,6 +183,8 @@ class InferenceEndpoints:
         return _error(f"internal error ({type(error).__name__}); the server's log has its traceback.", 500)
 
 
-def inference_app(source: ModelSource, limits: Limits, token: bytes | None = None) -> Callable[..., Awaitable[None]]:
-    """The ASGI application answering from ``source``."""
-    return InferenceEndpoints(source, limits, token).app()
+def inference_app(source: ModelSource, limits: Limits, token: bytes | None = None,
+                  cpu_share: float | None = None) -> Callable[..., Awaitable[None]]:
+    """The ASGI application answering from ``source``, its thread using at most ``cpu_share`` of
+    a CPU for requests (``budget``; None: no bound)."""
+    return InferenceEndpoints(source, limits, token, CpuBudget(cpu_share)).app()

@@ -43,3 +43,11 @@ class InferenceApiConfig(Checked):
                                           ("--http-tls-cert", self.http_tls_cert)) if value is not None]
         if self.http_port is None and given:
             raise ConfigError(f"{given[0]} needs --http-port: without it there is no API.")
+
+
+@dataclass(frozen=True)
+class BesideTheLoop(Checked):
+    """What the API of `worker serve` may take from the Kafka loop beside it."""
+    http_cpu_share: float = setting(0.25, "--http-cpu-share", low=0.01, high=1.0, panel=PANEL,
+                                    help="The share of a CPU the API's requests may use, so that the Kafka "
+                                         "loop keeps the rest: past it, requests wait their turn.")

@@ -33,9 +33,10 @@ HEADER_BYTES = 16 << 10
 
 
 class InferenceServer:
-    """An inference API bound to its address, not yet answering (``run`` or ``start``)."""
+    """An inference API bound to its address, not yet answering (``run`` or ``start``); its requests
+    use at most ``cpu_share`` of a CPU (``budget.py``; None: no bound)."""
 
-    def __init__(self, config: InferenceApiConfig, source: ModelSource):
+    def __init__(self, config: InferenceApiConfig, source: ModelSource, cpu_share: float | None = None):
         assert config.http_port is not None
         self.config = config
         token = _token(config.http_token_file) if config.http_token_file is not None else None
@@ -45,7 +46,7 @@ class InferenceServer:
         limits = Limits(max_rows=config.http_max_rows, max_bytes=config.http_max_bytes,
                         body_seconds=config.http_request_timeout)
         self._server = uvicorn.Server(uvicorn.Config(
-            inference_app(source, limits, token), log_config=None, access_log=False, lifespan="off",
+            inference_app(source, limits, token, cpu_share), log_config=None, access_log=False, lifespan="off",
             limit_concurrency=config.http_max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
             h11_max_incomplete_event_size=HEADER_BYTES, proxy_headers=False, server_header=False,
             ssl_certfile=config.http_tls_cert, ssl_keyfile=config.http_tls_key, ws="none",

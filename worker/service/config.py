@@ -17,7 +17,7 @@ from nbstream.arrow import FeatureSpec
 
 from ..config import FeatureOptions, ModelOptions, TrainConfig, parse_classes
 from ..errors import ConfigError
-from ..inference.config import InferenceApiConfig
+from ..inference.config import BesideTheLoop, InferenceApiConfig
 from ..io.fields import REGISTRY_FORMATS, MessageFields
 from ..io.kafka.settings import KafkaSettings
 from ..io.kafka.state_topic import state_topic_name
@@ -187,6 +187,7 @@ class ServeConfig:
     snapshots: SnapshotConfig = field(default_factory=SnapshotConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     inference: InferenceApiConfig = field(default_factory=InferenceApiConfig)
+    beside_the_loop: BesideTheLoop = field(default_factory=BesideTheLoop)
     labels: LabelsConfig | None = None
     drift: DriftConfig | None = None
     schema_registry: RegistrySettings | None = None  # where a registry format finds its writer schemas
@@ -317,6 +318,7 @@ SETTING_PARTS: dict[str, type | tuple[type, Callable[..., Any]]] = {
     "topics": TopicsConfig, "model": ServeModel, "models": ModelsConfig, "features": ServeFeatures,
     "fields": MessageFields,
     "commit": CommitConfig, "consumer": ConsumerConfig, "output": OutputConfig, "snapshots": SnapshotConfig,
-    "telemetry": TelemetryConfig, "inference": InferenceApiConfig, "labels": (LabelsConfig, LabelsConfig.given),
+    "telemetry": TelemetryConfig, "inference": InferenceApiConfig,
+    "beside_the_loop": BesideTheLoop, "labels": (LabelsConfig, LabelsConfig.given),
     "drift": (DriftConfig, DriftConfig.given),
 }

@@ -111,7 +111,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
         published = None
         if config.inference.http_port is not None:
             published = PublishedModels()
-            api = InferenceServer(config.inference, published)
+            api = InferenceServer(config.inference, published, config.beside_the_loop.http_cpu_share)
             api.start()
         models = config.models
         named = {"model": models.name, "challengers": [c.name for c in models.challengers],
