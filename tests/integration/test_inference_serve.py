@@ -117,3 +117,56 @@ def test_explain_adds_each_predictions_weightiest_features(kafka_bootstrap, kafk
         assert 1 <= len(features) <= 2 and all(f["feature"].startswith("features[") for f in features)
         assert abs(features[0]["contribution"]) >= abs(features[-1]["contribution"])
     assert sum(len(p["explanation"]) == 2 for p in explained) > 200
+
+
+def _sms_messages(n: int) -> tuple[list[bytes], list[str]]:
+    import pyarrow.parquet as pq
+
+    from tests.helpers.paths import SMS
+
+    rows = pq.read_table(SMS / "train.parquet").slice(0, n).to_pylist()
+    return [json.dumps({"id": i, "text": r["text"], "label": r["label"]}).encode() for i, r in enumerate(rows)], \
+        [r["text"] for r in pq.read_table(SMS / "test.parquet").slice(0, 50).to_pylist()]
+
+
+@pytest.mark.parametrize("data", ["mnist", "sms"])
+def test_tritonclient_answers_equal_the_exported_group_model(kafka_bootstrap, kafka_client, tmp_path, data, request):
+    from nbstream.arrow import load_pipeline
+
+    tritonclient = pytest.importorskip("tritonclient.http")
+    topic = new_topic(kafka_bootstrap, f"triton-{data}", partitions=2)
+    if data == "mnist":
+        mnist = request.getfixturevalue("mnist")
+        images, labels = mnist["train_images"][:600].reshape(600, -1), mnist["train_labels"][:600]
+        values = [json.dumps({"id": i, "features": image.tolist(), "label": int(label)}).encode()
+                  for i, (image, label) in enumerate(zip(images, labels, strict=True))]
+        extra = ["--model", "bernoulli", "--binarize", "127.5"]
+        rows = mnist["test_images"][:50].reshape(50, -1).astype(np.float64)
+        tensor = tritonclient.InferInput("features", list(rows.shape), "FP64")
+        tensor.set_data_from_numpy(rows)
+    else:
+        values, texts = _sms_messages(600)
+        extra = ["--text-features", "--model", "multinomial"]
+        rows = texts
+        tensor = tritonclient.InferInput("text", [len(texts)], "BYTES")
+        tensor.set_data_from_numpy(np.array([t.encode() for t in texts], dtype=object))
+    send(kafka_bootstrap, topic, values, partition_of=lambda i: i % 2)
+    port = free_port()
+    service = Service(kafka_bootstrap, topic, tmp_path, *extra, "--http-port", port, client=kafka_client).start()
+    try:
+        def learned_all() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/models/main", timeout=5) as answer:
+                    return sum(json.loads(answer.read())["parameters"]["position"].values()) == 600
+            except OSError:
+                return False
+
+        assert wait_for(learned_all, timeout=120), service.log_tail()
+        answer = tritonclient.InferenceServerClient(f"127.0.0.1:{port}").infer("main", [tensor])
+        export(kafka_bootstrap, kafka_client, topic, service.group, tmp_path / "group.nbs")
+        pipeline = load_pipeline(tmp_path / "group.nbs")
+        expected = pipeline.predict_proba(rows) if data == "sms" else pipeline.model.predict_proba(rows)
+        np.testing.assert_allclose(answer.as_numpy("probabilities"), expected, rtol=1e-12, atol=0)
+        assert answer.get_response()["model_version"] == "600"
+    finally:
+        assert service.terminate() == 0, service.log_tail()

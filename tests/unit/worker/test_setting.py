@@ -43,7 +43,8 @@ def test_a_setting_taken_without_changes_is_the_declaration():
 
 @pytest.mark.parametrize("flag, commands", [
     ("--out", ["convert", "export", "merge", "predict", "train"]), ("--input", ["export", "serve"]),
-    ("--group", ["export", "serve"]), ("--state-topic", ["export", "serve"]), ("--model-name", ["export", "serve", "serve-model"]),
+    ("--group", ["export", "serve"]), ("--state-topic", ["export", "serve"]),
+    ("--model-name", ["export", "serve", "serve-model"]),
     ("--checkpoint-every", ["serve", "train"]), ("--max-classes", ["serve", "train"]),
     ("--progress", ["evaluate", "predict", "produce", "train"]), ("--json", ["evaluate", "inspect"]),
     ("--http-port", ["serve", "serve-model"]), ("--json-logs", ["serve", "serve-model"]),
