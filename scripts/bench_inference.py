@@ -9,7 +9,7 @@
   kafka  `worker serve --http-port` on --messages SMS text JSON messages (exactly-once, multinomial on
          2^20 hashed words, the confluent client): predictions/s alone, and while 32 connections ask
          its API 1-row infer requests for as long as it runs, with --http-cpu-share 0.25 (the
-         default) and 1; the API's requests/s and p99 meanwhile.
+         default) and 1; the API's requests/s and p99 meanwhile; and without --http-port.
 
     python scripts/bench_inference.py --data-dir ../shared/data [--only api,kafka] [--seconds 10]
         [--mlserver PATH/TO/mlserver] [--bootstrap HOST:PORT]
@@ -264,13 +264,13 @@ def kafka(bootstrap: str, n: int, folder: Path) -> None:
     body.with_suffix(".lua").write_text(lua_posting(body))
     values = sms_messages(n)
     rows, alone = [], None
-    for loaded, share in ((False, None), (True, 0.25), (True, 1.0)):
+    for api, loaded, share in ((False, False, None), (True, False, None), (True, True, 0.25), (True, True, 1.0)):
         topic = create_topic(bootstrap, "asked")
         send(bootstrap, topic, values)
         port = free_port()
         run = f"{topic}-{uuid.uuid4().hex[:6]}"
         predictions = Predictions(bootstrap, f"{run}.out")
-        extra = ["--text-features", "--model", "multinomial", "--http-port", str(port)]
+        extra = ["--text-features", "--model", "multinomial"] + (["--http-port", str(port)] if api else [])
         extra += ["--http-cpu-share", str(share)] if share is not None else []
         process = start_serve(bootstrap, topic, run, "confluent", extra, folder, f"{run}-0")
         asking = Asking(port, body) if loaded else None
@@ -287,12 +287,12 @@ def kafka(bootstrap: str, n: int, folder: Path) -> None:
         rate = (n - int((stamps == first).sum())) / (stamps.max() - first)
         alone = alone or rate
         answered = asking.answered if asking is not None else {}
-        rows.append([f"32 clients, --http-cpu-share {share:g}" if loaded else "none", f"{rate:,.0f}",
-                     f"{rate / alone:.2f}x", f"{answered['rps']:,.0f}" if answered else "-",
+        load = f"32 clients, --http-cpu-share {share:g}" if loaded else "none" if api else "no --http-port"
+        rows.append([load, f"{rate:,.0f}", f"{rate / alone:.2f}x", f"{answered['rps']:,.0f}" if answered else "-",
                      f"{answered['p99']:.1f}" if answered else "-"])
     print(f"worker serve --http-port: SMS text JSON, {n:,} messages, exactly-once, confluent; the API asked "
           f"1-row requests by wrk (one thread) while it serves")
-    table(["API load", "predictions/s", "of none", "API req/s", "API p99 ms"], rows)
+    table(["API load", "predictions/s", "of no API", "API req/s", "API p99 ms"], rows)
 
 
 def main() -> None:
