@@ -29,7 +29,6 @@ from .sources import ModelSource
 log = logging.getLogger(__name__)
 
 KEEP_ALIVE_SECONDS = 5
-HEADER_BYTES = 16 << 10
 
 
 class InferenceServer:
@@ -48,7 +47,7 @@ class InferenceServer:
         self._server = uvicorn.Server(uvicorn.Config(
             inference_app(source, limits, token, cpu_share), log_config=None, access_log=False, lifespan="off",
             limit_concurrency=config.http_max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
-            h11_max_incomplete_event_size=HEADER_BYTES, proxy_headers=False, server_header=False,
+            proxy_headers=False, server_header=False,
             ssl_certfile=config.http_tls_cert, ssl_keyfile=config.http_tls_key, ws="none",
             http=with_header_deadline(config.http_request_timeout)))
         self._thread: threading.Thread | None = None

@@ -401,3 +401,29 @@ def test_a_request_after_refused_ones_is_read_as_well():
         except Exception as error:  # noqa: BLE001 - kept alive on purpose, with its traceback
             refusals.append(error)
     assert read_request(good, None, 10).inputs["pixels"].shape == (2, 16)
+
+
+def test_headers_over_16_kib_are_answered_431_and_closed(api):
+    status, answer = call(api, "GET", "/v2", headers={"X-Big": "a" * (20 << 10)})
+    assert status == 431 and "headers are over 16 KiB" in answer["error"]
+    status, _ = call(api, "GET", "/v2", headers={"X-Fine": "a" * (8 << 10)})
+    assert status == 200
+    X = _rows(100).astype(np.float64)  # a large body in the first packets is no header
+    status, _ = call(api, "POST", "/v2/models/digits/infer", infer_body("pixels", "FP64", X[:50]))
+    assert status == 200
+
+
+def test_headers_that_never_end_are_cut_at_16_kib(api):
+    connection = socket.create_connection(("127.0.0.1", api.port))
+    connection.settimeout(5)
+    connection.sendall(b"GET /v2 HTTP/1.1\r\nHost: x\r\nX-Endless: ")
+    answer = b""
+    try:
+        for _ in range(100):  # 100 KiB of one header's value, never finished
+            connection.sendall(b"a" * 1024)
+    except OSError:
+        pass
+    while piece := connection.recv(4096):
+        answer += piece
+    connection.close()
+    assert answer.startswith(b"HTTP/1.1 431")
