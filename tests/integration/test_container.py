@@ -145,10 +145,11 @@ def test_serve_model_in_the_container_answers_infer_requests_with_the_snapshots_
     port = free_port()
     name = f"nbstream-test-{uuid.uuid4().hex[:8]}"
     process = subprocess.Popen(["podman", "run", "--rm", "--read-only", "--network=host", f"--name={name}",
-                                f"--volume={models}:/models:ro", image, "serve-model", "/models/digits.nbs",
+                                f"--volume={models}:/models:U", image, "serve-model", "/models/digits.nbs",
                                 "--http-port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        assert wait_for(lambda: status(f"http://127.0.0.1:{port}/v2/health/ready") == 200, timeout=60)
+        ready = wait_for(lambda: status(f"http://127.0.0.1:{port}/v2/health/ready") == 200, timeout=60)
+        assert ready, process.stdout.read().decode() if process.poll() is not None else "still starting"
         rows = np.arange(32).reshape(2, 16) % 4
         body = json.dumps({"inputs": [{"name": "pixels", "datatype": "INT64", "shape": [2, 16],
                                        "data": rows.ravel().tolist()}]}).encode()

@@ -167,7 +167,7 @@ def test_the_probes_answer_on_the_metrics_port():
     probes = {kind: container()[kind]["httpGet"] for kind in ("livenessProbe", "readinessProbe")}
     for probe in probes.values():
         assert ports[probe["port"]] == int(config()["NBSTREAM_METRICS_PORT"])
-    assert containerfile_instruction("EXPOSE") == config()["NBSTREAM_METRICS_PORT"]
+    assert config()["NBSTREAM_METRICS_PORT"] in containerfile_instruction("EXPOSE").split()
     server = serve_metrics(ServiceMetrics(), 0)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -235,4 +235,5 @@ def test_the_inference_service_runs_serve_model_on_the_port_its_probes_ask(monke
     group = typer.main.get_command(app)
     parsed = group.get_command(click.Context(group), name).make_context(name, arguments).params
     assert name == "serve-model" and str(parsed["model"]).startswith("/mnt/models/")  # where KServe puts it
+    assert str(port) in containerfile_instruction("EXPOSE").split()
     assert parsed["http_port"] == port and parsed["http_host"] == "0.0.0.0" and parsed["reload"]
