@@ -219,13 +219,15 @@ class Predictions(threading.Thread):
         self.join()
 
 
-def start_serve(bootstrap: str, topic: str, run: str, client: str, extra: list, folder: Path,
+def start_serve(bootstrap: str, topic: str, run: str, client: str | None, extra: list, folder: Path,
                 name: str, root: Path = REPO) -> subprocess.Popen:
     """A replica of the group ``run``, writing to ``run``.out, running the code of the checkout ``root``
+    with ``client`` (None: no --kafka-client, the default)
     (first on its path: the working directory, then PYTHONPATH). Its predictions are stamped when sent,
     which times it (--output-timestamp now, given in the environment: a version without it ignores it)."""
     command = [sys.executable, "-m", "worker", "serve", "--bootstrap", bootstrap, "--input", topic,
-               "--output", f"{run}.out", "--group", run, "--kafka-client", client, "--instance-id", name, *extra]
+               "--output", f"{run}.out", "--group", run, *(["--kafka-client", client] if client else []),
+               "--instance-id", name, *extra]
     return subprocess.Popen(command, stdout=open(folder / f"{name}.log", "ab"), stderr=subprocess.STDOUT,
                             cwd=root, env={**os.environ, "PYTHONPATH": str(root), "NBSTREAM_OUTPUT_TIMESTAMP": "now"})
 
@@ -312,16 +314,18 @@ def throughput(bootstrap, data_dir, n, folder) -> None:
         rates = {label: run_program(program, bootstrap, topic, n) for label, program in (
             ("kafka-python", KAFKA_PYTHON_READER), ("kafka-python relay", KAFKA_PYTHON_RELAY),
             ("confluent", CONFLUENT_READER), ("relay", CONFLUENT_RELAY))}
-        for client in ("kafka-python", "confluent"):
-            rates[f"serve {client}"] = serve_rate(bootstrap, topic, n, client, model, folder)
+        for client in ("kafka-python", "confluent", None):
+            rates[f"serve {client or 'default'}"] = serve_rate(bootstrap, topic, n, client, model, folder)
         kafka_python = rates["serve kafka-python"]
         rows.append([name, *(f"{rates[k]:,.0f}" for k in ("kafka-python", "kafka-python relay", "confluent", "relay")),
                      f"{kafka_python:,.0f} ({kafka_python / rates['kafka-python']:.2f}x its reader, "
                      f"{kafka_python / rates['kafka-python relay']:.2f}x its relay)",
-                     f"{rates['serve confluent']:,.0f} ({rates['serve confluent'] / rates['relay']:.2f}x relay)"])
+                     f"{rates['serve confluent']:,.0f} ({rates['serve confluent'] / rates['relay']:.2f}x relay)",
+                     f"{rates['serve default']:,.0f} ({rates['serve default'] / rates['serve confluent']:.2f}x "
+                     f"confluent's)"])
     print(f"Throughput, messages/s ({n:,} messages per topic, one partition):\n")
     table(["topic", "kafka-python read + orjson", "kafka-python relay", "confluent read + orjson", "confluent relay",
-           "worker serve, kafka-python", "worker serve, confluent"], rows)
+           "worker serve, kafka-python", "worker serve, confluent", "worker serve, no --kafka-client"], rows)
 
 
 def prequential(bootstrap, data_dir, n, baseline: Path, folder, rounds: int) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ...setting import Checked, setting
 
-CLIENTS = ("kafka-python", "confluent")
+CLIENTS = ("kafka-python", "confluent")  # the client libraries
+AUTO = "auto"  # --kafka-client's default: confluent where it is installed (the worker extra installs it)
 KAFKA_PANEL = "Kafka connection"  # --help shows these options under this heading
 
 _option = functools.partial(setting, None, panel=KAFKA_PANEL)  # an option that may be missing
@@ -47,8 +48,10 @@ class ConnectionGiven(Checked):
     bootstrap: str | None = _option("--bootstrap", aliases=("--bootstrap-server",),
                                     help="Kafka bootstrap servers HOST:PORT[,HOST:PORT...] (or bootstrap.servers in "
                                          "--kafka-config).")
-    client: str = setting("kafka-python", "--kafka-client", choices=CLIENTS, panel=KAFKA_PANEL,
-                          help="kafka-python, or confluent (librdkafka, faster; pip install 'nbstream\\[confluent]').")
+    client: str = setting(AUTO, "--kafka-client", choices=(AUTO, *CLIENTS), panel=KAFKA_PANEL,
+                          help="confluent (librdkafka, the fastest: the worker extra installs it) or kafka-python "
+                               "(pure Python); auto: confluent where it is installed, else kafka-python. The "
+                               "start-up log line names the one in use.")
     security_protocol: str | None = _option("--security-protocol",
                                             help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.")
     sasl_mechanism: str | None = _option("--sasl-mechanism",

@@ -28,6 +28,7 @@ batching) keep its values, on both clients, with a warning.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import re
@@ -42,7 +43,7 @@ from nbstream.utils.checked import INT32_MAX, shown
 from ...errors import ConfigError
 from ...redaction import keep_secret
 from ..files import not_a_regular_file, read_small_text
-from .options import CLIENTS, ConnectionGiven, OAuthGiven
+from .options import AUTO, CLIENTS, ConnectionGiven, OAuthGiven
 
 log = logging.getLogger(__name__)
 
@@ -353,9 +354,17 @@ def settings_given(**options: Any) -> KafkaSettings:
                                          sasl_oauth_client_secret=os.environ.get("NBSTREAM_SASL_OAUTH_CLIENT_SECRET")))
 
 
+def client_library(asked: str) -> str:
+    """The client library --kafka-client names; for auto, confluent (librdkafka) where the
+    confluent-kafka package is installed, else kafka-python."""
+    if asked != AUTO:
+        return asked
+    return "confluent" if importlib.util.find_spec("confluent_kafka") is not None else "kafka-python"
+
+
 def settings_from(given: ConnectionGiven) -> KafkaSettings:
     """Settings from command-line options; a --kafka-config file fills what the options leave out."""
-    kafka_config, client, oauth = given.kafka_config, given.client, given.oauth
+    kafka_config, client, oauth = given.kafka_config, client_library(given.client), given.oauth
     properties = read_properties(kafka_config) if kafka_config else {}
     _drop_set_by_nbstream(properties)
     jaas = dict((m.group(1), m.group(2) if m.group(2) is not None else m.group(3))
