@@ -23,7 +23,7 @@ def test_every_kafka_command_takes_every_connection_option_as_declared(command):
 
 
 def test_an_unknown_client_is_refused_by_its_declaration():
-    with pytest.raises(ConfigError, match="^--kafka-client must be one of kafka-python, confluent; got 'nope'.$"):
+    with pytest.raises(ConfigError, match="^--kafka-client must be one of auto, kafka-python, confluent; got 'nope'.$"):
         ConnectionGiven("b:1", "nope")
 
 
