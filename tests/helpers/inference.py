@@ -90,6 +90,8 @@ def text_model(name: str = "spam") -> AnsweringModel:
 
 
 def published(*models: AnsweringModel) -> PublishedModels:
-    board = PublishedModels()
-    board.publish({model.name: model for model in models})
+    """A board of these models, the first one served."""
+    board = PublishedModels([model.name for model in models])
+    if models:
+        board.publish({model.name: model for model in models}, models[0].name)
     return board

@@ -21,12 +21,13 @@ import pyarrow as pa
 from nbstream.arrow import CategoricalEncoder, FeatureError, Pipeline, TextEncoder, VectorEncoder
 from nbstream.utils.ndarrays import Features
 
-from .errors import RequestError
+from .errors import NotReady, RequestError
+from .parameters import explain_of
 from .tensors import BYTES, InferRequest, Tensor
 
 PLATFORM = "nbstream"
 OUTPUTS = ("label", "probabilities", "explanation")
-MOST_EXPLAINED_FEATURES = 1000  # the largest k of "explain": k
+MOST_EXPLAINED = 100_000  # features explained in one answer at most (rows x k): each is a JSON object
 
 
 @dataclass(frozen=True)
@@ -85,17 +86,20 @@ class AnsweringModel:
     def infer(self, request: InferRequest) -> dict[str, Any]:
         """The answer to a request (RequestError when its inputs or parameters do not fit)."""
         if not self.ready:
-            raise RequestError(f"model {self.name!r} has learned nothing yet: it cannot predict.", 503)
+            raise NotReady(f"model {self.name!r} has learned nothing yet: it cannot predict.")
         asked = request.outputs or ("label", "probabilities")
         unknown = [name for name in asked if name not in OUTPUTS]
         if unknown:
             raise RequestError(f"unknown output {unknown[0]!r}; this model gives {list(OUTPUTS)}.")
-        explain = _explain_parameter(request.parameters.get("explain"))
+        explain = explain_of(request.parameters.get("explain"))
         if explain is not None and "explanation" not in asked:
             asked = (*asked, "explanation")
         elif explain is None and "explanation" in asked:
             raise RequestError("the output \"explanation\" needs the parameter \"explain\": k (features per row).")
         batch = self._batch(request.inputs)
+        if explain is not None and batch.num_rows * explain > MOST_EXPLAINED:
+            raise RequestError(f"{batch.num_rows} rows explained by {explain} features each is over "
+                               f"{MOST_EXPLAINED:,} features a request; ask for fewer rows or features.", 413)
         try:
             X = self.pipeline.transform(batch)
             rows = batch.num_rows
@@ -137,7 +141,10 @@ class AnsweringModel:
         extra = [name for name in tensors if name not in {spec.name for spec in specs}]
         if extra:
             raise RequestError(f"model {self.name!r} has no input {extra[0]!r}; it takes {[s.name for s in specs]}.")
-        columns = {spec.name: _column(tensors[spec.name], spec) for spec in specs}
+        try:
+            columns = {spec.name: _column(tensors[spec.name], spec) for spec in specs}
+        except (pa.ArrowInvalid, OverflowError) as error:  # a shape Arrow cannot make a column of
+            raise RequestError(f"the inputs cannot be rows of this model ({str(error)[:200]}).") from None
         lengths = {len(column) for column in columns.values()}
         if len(lengths) > 1:
             raise RequestError(f"the inputs have different numbers of rows ({sorted(lengths)}).")
@@ -166,15 +173,6 @@ def _column(tensor: Tensor, spec: InputSpec) -> pa.Array:
 def _categorical_numbers(tensor: Tensor, spec: InputSpec) -> bool:
     """Integers or booleans for a categorical column (declared BYTES): taken as they are."""
     return spec.numbers_too and not tensor.datatype.startswith("FP")
-
-
-def _explain_parameter(value: object) -> int | None:
-    if value is None:
-        return None
-    if type(value) is not int or not 1 <= value <= MOST_EXPLAINED_FEATURES:
-        raise RequestError(f"the parameter \"explain\" must be an integer from 1 to {MOST_EXPLAINED_FEATURES} "
-                           f"(features per row); got {str(value)[:40]}.")
-    return value
 
 
 def _plain(labels: np.ndarray[Any, Any]) -> list[Any]:

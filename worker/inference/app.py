@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -37,12 +37,14 @@ import nbstream
 from .answering import AnsweringModel
 from .budget import CpuBudget
 from .errors import NotFound, RequestError
-from .sources import ModelSource, min_position_of, model_at, wait_ms_of
+from .parameters import min_position_of, wait_ms_of
+from .sources import ModelSource, model_at, model_named
 from .tensors import read_request
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "nbstream"
+BODIES_AT_ONCE = 4
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class InferenceEndpoints:
 
     def __init__(self, source: ModelSource, limits: Limits, token: bytes | None, budget: CpuBudget):
         self.source, self.limits, self._token, self.budget = source, limits, token, budget
+        # Bodies read and parsed at once: each may take a few times --http-max-bytes while it is.
+        self._reading = asyncio.Semaphore(BODIES_AT_ONCE)
 
     def app(self) -> Starlette:
         routes = [Route("/v2", self.server_metadata), Route("/v2/health/live", self.live),
@@ -102,17 +106,17 @@ class InferenceEndpoints:
     async def infer(self, request: Request) -> Response:
         await self.budget.spend()
         self._authorize(request)
-        self._model(request)  # an unknown model is refused before its body is read
+        named = self._model(request)  # an unknown model is refused before its body is read
         if request.headers.get("content-encoding", "identity") != "identity":
             raise RequestError("compressed request bodies are not taken; send them as they are.", 415)
-        body = await self._body(request)
-        asked = read_request(body, request.headers.get("inference-header-content-length"), self.limits.max_rows)
-        wait_ms = wait_ms_of(asked.parameters.get("timeout_ms"))
-        try:
-            model = await model_at(self.source, request.path_params["name"],
-                                   min_position_of(asked.parameters.get("min_position")), wait_ms)
-        except KeyError:
-            raise self._unknown(request.path_params["name"]) from None
+        async with self._reading:
+            body = await self._body(request)
+            asked = read_request(body, request.headers.get("inference-header-content-length"),
+                                 self.limits.max_rows)
+            del body
+        topics = {key.rpartition(":")[0] for key in named.position} or None
+        model = await model_at(self.source, named.name, min_position_of(asked.parameters.get("min_position"), topics),
+                               wait_ms_of(asked.parameters.get("timeout_ms")))
         self._check_version(request, model)
         return _json(model.infer(asked))
 
@@ -126,16 +130,9 @@ class InferenceEndpoints:
             raise RequestError("a valid bearer token is needed (Authorization: Bearer TOKEN).", 401)
 
     def _model(self, request: Request) -> AnsweringModel:
-        name = request.path_params["name"]
-        model = self.source.models().get(name)
-        if model is None:
-            raise self._unknown(name)
+        model = model_named(self.source, request.path_params["name"])
         self._check_version(request, model)
         return model
-
-    def _unknown(self, name: str) -> NotFound:
-        known = sorted(self.source.models())
-        return NotFound(f"no model is named {name[:80]!r}; the models are {known}.")
 
     @staticmethod
     def _check_version(request: Request, model: AnsweringModel) -> None:
@@ -163,6 +160,8 @@ class InferenceEndpoints:
         except TimeoutError:
             raise RequestError(f"the request body did not arrive within {self.limits.body_seconds:g} s.", 408) \
                 from None
+        except ClientDisconnect:  # no one is left to answer
+            raise RequestError("the client left before its request was read.", 400) from None
 
     def _too_large(self) -> RequestError:
         return RequestError(f"the request body is over {self.limits.max_bytes} bytes (--http-max-bytes).", 413)
@@ -187,4 +186,12 @@ def inference_app(source: ModelSource, limits: Limits, token: bytes | None = Non
                   cpu_share: float | None = None) -> Callable[..., Awaitable[None]]:
     """The ASGI application answering from ``source``, its thread using at most ``cpu_share`` of
     a CPU for requests (``budget``; None: no bound)."""
-    return InferenceEndpoints(source, limits, token, CpuBudget(cpu_share)).app()
+    endpoints = InferenceEndpoints(source, limits, token, CpuBudget(cpu_share)).app()
+
+    async def answered_once(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await endpoints(scope, receive, send)
+        except Exception:  # noqa: BLE001 - answered 500 and logged by _internal_error; uvicorn would log it again
+            pass
+
+    return answered_once

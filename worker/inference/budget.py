@@ -24,20 +24,22 @@ class CpuBudget:
         self.share = share
         self._balance = BURST_SECONDS  # CPU seconds the thread may still use
         self._seen: tuple[float, float] | None = None  # (wall time, thread CPU time) when last looked
+        self._line = asyncio.Lock()  # requests pass one at a time, each once the balance allows
 
     async def spend(self) -> None:
-        """Return once the thread is within its share (at once without a bound)."""
+        """Return once the thread is within its share (at once without a bound); requests that
+        wait go on one by one, in the order they came."""
         if self.share is None:
             return
-        self._account()
-        if self._balance < 0:
-            await asyncio.sleep(-self._balance / self.share)
-            self._account()
+        async with self._line:
+            self._account(self.share)
+            while self._balance < 0:
+                await asyncio.sleep(-self._balance / self.share)
+                self._account(self.share)
 
-    def _account(self) -> None:
+    def _account(self, share: float) -> None:
         now, used = time.monotonic(), time.thread_time()
         if self._seen is not None:
             wall, cpu = self._seen
-            earned = (now - wall) * self.share  # type: ignore[operator]
-            self._balance = min(BURST_SECONDS, self._balance + earned - (used - cpu))
+            self._balance = min(BURST_SECONDS, self._balance + (now - wall) * share - (used - cpu))
         self._seen = (now, used)

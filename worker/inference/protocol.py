@@ -33,7 +33,8 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._headers_due: asyncio.TimerHandle | None = None
-        self._header_bytes = 0  # received since the headers were awaited
+        self._received = 0  # bytes received since the headers were awaited, while they are
+        self._header_bytes = 0  # what the parser read of the headers so far
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -43,8 +44,8 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         super().data_received(data)
         if self._headers_due is None:  # the headers are in (or the connection is closing)
             return
-        self._header_bytes += len(data)  # headers still coming: all of it is theirs
-        if self._header_bytes > HEADER_BYTES:
+        self._received += len(data)  # headers still coming: all of it is theirs
+        if self._received > HEADER_BYTES:
             self._refuse_headers()
 
     def on_url(self, url: bytes) -> None:
@@ -92,7 +93,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
 
     def _arm(self) -> None:
         self._disarm()
-        self._header_bytes = 0
+        self._received = self._header_bytes = 0
         self._headers_due = self.loop.call_later(self.seconds, self._headers_late)
 
     def _disarm(self) -> None:

@@ -42,7 +42,8 @@ def serve_snapshot(path: Path, name: str | None, reload: bool, config: Inference
         log.info("serving a snapshot", extra={"model": name, "snapshot": str(path), "version": model.version,
                                               "kind": model.pipeline.model.kind, "reload": reload})
         while not stop.wait(1.0):
-            pass
+            if not server.running:
+                raise RuntimeError("the inference API's server stopped by itself (its log says why)")
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

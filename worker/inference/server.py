@@ -15,6 +15,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from pathlib import Path
 
 import uvicorn
@@ -32,7 +33,7 @@ KEEP_ALIVE_SECONDS = 5
 
 
 class InferenceServer:
-    """An inference API bound to its address, not yet answering (``run`` or ``start``); its requests
+    """An inference API bound to its address, not yet answering (``start``); its requests
     use at most ``cpu_share`` of a CPU (``budget.py``; None: no bound)."""
 
     def __init__(self, config: InferenceApiConfig, source: ModelSource, cpu_share: float | None = None):
@@ -65,17 +66,23 @@ class InferenceServer:
         host = self.config.http_host
         return f"{scheme}://{f'[{host}]' if ':' in host else host}:{self.port}"
 
-    def run(self) -> None:
-        """Answer until the process is asked to stop (SIGINT, SIGTERM): `worker serve-model`."""
-        log.info("inference API listening", extra={"url": self.url})
-        self._server.run(sockets=[self._socket])
-
-    def start(self) -> None:
-        """Answer from a daemon thread (beside `worker serve`); ``stop`` ends it."""
+    def start(self, timeout_s: float = 30.0) -> None:
+        """Answer from a daemon thread, once it does (RuntimeError when it did not start within
+        timeout_s); ``stop`` ends it."""
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         daemon=True, name="inference-api")
         self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the inference API's server did not start (its log says why)")
+            time.sleep(0.01)
         log.info("inference API listening", extra={"url": self.url})
+
+    @property
+    def running(self) -> bool:
+        """Whether the server's thread still answers."""
+        return self._thread is not None and self._thread.is_alive()
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._server.should_exit = True
@@ -95,7 +102,6 @@ def _bound(host: str, port: int) -> socket.socket:
     except (OSError, OverflowError) as error:
         reason = cannot_because(error) if isinstance(error, OSError) else str(error)
         raise ConfigError(f"--http-host {host} --http-port {port}: cannot listen there ({reason}).") from None
-    sock.set_inheritable(True)
     return sock
 
 

@@ -11,6 +11,7 @@ not tried again until it changes once more.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -26,6 +27,7 @@ from .answering import AnsweringModel
 log = logging.getLogger(__name__)
 
 _CHECKSUM_BYTES = 32  # a snapshot ends with the SHA-256 of what comes before
+RELOAD_POLL_SECONDS = 0.05
 
 
 class SnapshotLoadError(Exception):
@@ -93,8 +95,16 @@ class SnapshotModel:
             self._look()
         return {self.name: self._model}
 
+    def names(self) -> list[str]:
+        return [self.name]
+
     def ready(self) -> bool:
         return True
+
+    async def changed(self, timeout_s: float) -> None:
+        """A reload is looked for at each request: look again every RELOAD_POLL_SECONDS (a file
+        never reloaded never changes)."""
+        await asyncio.sleep(min(timeout_s, RELOAD_POLL_SECONDS) if self.reload else timeout_s)
 
     def _look(self) -> None:
         identity = _identity(self.path)

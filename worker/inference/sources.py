@@ -1,50 +1,85 @@
 """Where the answering models come from: what a request handler asks of them.
 
 ``PublishedModels``: the models ``worker serve`` publishes after each commit, read by requests in
-another thread (the Kafka loop swaps in a new dict; a reader takes whichever was there).
+another thread (the Kafka loop swaps in a new dict; a reader takes whichever was there), with the
+requests that wait for a position woken at each publication.
 ``SnapshotModel`` (``snapshot_file``): one snapshot file, reloaded when it is replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Mapping
 from typing import Protocol
 
 from .answering import AnsweringModel
-from .errors import NotReady, RequestError
-
-POLL_SECONDS = 0.005  # how often a request waiting for a position looks again
-LONGEST_WAIT_MS = 60_000  # the most a request may ask to wait for a position (timeout_ms)
-DEFAULT_WAIT_MS = 5_000
+from .errors import NotFound, NotReady
 
 
 class ModelSource(Protocol):
     """The models a server answers with, by name."""
 
     def models(self) -> Mapping[str, AnsweringModel]:
-        """Every model, current (each immutable)."""
+        """Every model there is now, current (each immutable)."""
+
+    def names(self) -> list[str]:
+        """Every name the server answers for, including models not there yet."""
 
     def ready(self) -> bool:
-        """Whether every model can answer."""
+        """Whether the model served first can answer (the server's readiness)."""
+
+    async def changed(self, timeout_s: float) -> None:
+        """Return once the models may have changed, or after timeout_s."""
 
 
 class PublishedModels:
-    """The latest published state of each model; ``publish`` replaces them all at once, so a
-    request reads one consistent set (the same commit for every model)."""
+    """The latest published state of each of ``names``; ``publish`` replaces them all at once, so
+    a request reads one consistent set (the same commit for every model)."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: list[str]) -> None:
+        self._names = list(names)
         self._models: Mapping[str, AnsweringModel] = {}
+        self._served: str | None = None
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._lock = threading.Lock()
 
-    def publish(self, models: Mapping[str, AnsweringModel]) -> None:
-        self._models = dict(models)  # one reference swap: readers never see a half-made set
+    def publish(self, models: Mapping[str, AnsweringModel], served: str) -> None:
+        """Make ``models`` the ones answering (``served``: the one whose predictions are sent)
+        and wake the requests waiting for them; from the Kafka loop's thread."""
+        self._models, self._served = dict(models), served  # reference swaps: readers never see a half-made set
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for loop, future in waiting:
+            loop.call_soon_threadsafe(_settle, future)
 
     def models(self) -> Mapping[str, AnsweringModel]:
         return self._models
 
+    def names(self) -> list[str]:
+        return sorted(set(self._names) | set(self._models))
+
     def ready(self) -> bool:
-        return bool(self._models) and all(model.ready for model in self._models.values())
+        served = self._models.get(self._served) if self._served is not None else None
+        return served is not None and served.ready
+
+    async def changed(self, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            self._waiting.append((loop, future))
+        try:
+            await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            with self._lock:
+                if (loop, future) in self._waiting:
+                    self._waiting.remove((loop, future))
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def includes(position: Mapping[str, int], asked: Mapping[str, int]) -> bool:
@@ -52,38 +87,29 @@ def includes(position: Mapping[str, int], asked: Mapping[str, int]) -> bool:
     return all(position.get(key, 0) >= offset for key, offset in asked.items())
 
 
-def min_position_of(value: object) -> dict[str, int] | None:
-    """The parameter min_position, checked: {"TOPIC:PARTITION": next offset} (None: not given)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not all(
-            isinstance(key, str) and ":" in key and type(offset) is int and offset >= 0
-            for key, offset in value.items()):
-        raise RequestError("min_position must map \"TOPIC:PARTITION\" to an offset (an integer >= 0), as a "
-                           "response's position does.")
-    return value
-
-
-def wait_ms_of(value: object) -> int:
-    """The parameter timeout_ms, checked (the default when not given)."""
-    if value is None:
-        return DEFAULT_WAIT_MS
-    if type(value) is not int or not 0 <= value <= LONGEST_WAIT_MS:
-        raise RequestError(f"timeout_ms must be an integer from 0 to {LONGEST_WAIT_MS}; got {str(value)[:40]}.")
-    return value
+def model_named(source: ModelSource, name: str) -> AnsweringModel:
+    """The model ``name`` (NotFound: no such model; NotReady: not published yet)."""
+    model = source.models().get(name)
+    if model is not None:
+        return model
+    if name in source.names():
+        raise NotReady(f"model {name!r} has no committed state yet: the service has not committed since it "
+                       f"started.")
+    raise NotFound(f"no model is named {name[:80]!r}; the models are {source.names()}.")
 
 
 async def model_at(source: ModelSource, name: str, min_position: dict[str, int] | None,
                    wait_ms: int) -> AnsweringModel:
-    """The model ``name`` once its state includes min_position, waiting at most wait_ms
-    (NotReady beyond; KeyError when there is no such model)."""
+    """The model ``name`` once its state includes min_position, waiting at most wait_ms for it
+    (NotReady beyond, with the position reached)."""
     deadline = time.monotonic() + wait_ms / 1000
     while True:
-        model = source.models()[name]
+        model = model_named(source, name)
         if min_position is None or includes(model.position, min_position):
             return model
-        if time.monotonic() >= deadline:
-            behind = {key: model.position.get(key, 0) for key in min_position}
+        left = deadline - time.monotonic()
+        if left <= 0:
+            reached = {key: model.position.get(key, 0) for key in min_position}
             raise NotReady(f"the committed state of model {name!r} has not reached min_position {min_position} "
-                           f"within {wait_ms} ms: it is at {behind}.")
-        await asyncio.sleep(POLL_SECONDS)
+                           f"within {wait_ms} ms: it is at {reached}.")
+        await source.changed(left)

@@ -63,7 +63,7 @@ def read_request(body: bytes, header_length: str | None, max_rows: int) -> Infer
         raise RequestError(f"the request is not JSON ({_first_line(error)}).") from None
     if not isinstance(document, simdjson.Object):
         raise RequestError("the request must be a JSON object.")
-    parameters = _plain(document.get("parameters", {}), "the request's parameters")
+    parameters = _plain(document.get("parameters"), "the request's parameters")
     request_id = document.get("id")
     if request_id is not None and not isinstance(request_id, str):
         raise RequestError("the request's id must be a string.")
@@ -118,7 +118,8 @@ def _plain_value(value: object) -> object:
 
 
 def _plain(value: object, what: str) -> dict[str, Any]:
-    return _object(_plain_value(value), what)
+    """A JSON object's parameters (null, or none given: none)."""
+    return {} if value is None else _object(_plain_value(value), what)
 
 
 def _split(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
@@ -164,7 +165,10 @@ def _tensor(entry: object, binary: bytes, offset: int, max_rows: int) -> tuple[T
         raise RequestError(f"input {name!r} has {shape[0]} rows; this server answers at most {max_rows} "
                            f"a request (--http-max-rows).", 413)
     count = math.prod(shape)
-    size = _plain(entry.get("parameters", {}), f"input {name!r}'s parameters").get("binary_data_size")
+    if datatype == BYTES and count > max_rows:  # a text or category per row: [N] or [N, 1]
+        raise RequestError(f"input {name!r}: {count} BYTES values; this server takes one a row, at most "
+                           f"{max_rows} (--http-max-rows).", 413)
+    size = _plain(entry.get("parameters"), f"input {name!r}'s parameters").get("binary_data_size")
     if size is not None:
         if type(size) is not int or not 0 <= size <= len(binary) - offset:
             raise RequestError(f"input {name!r}: binary_data_size {size!r} is beyond the binary part.")
@@ -173,7 +177,7 @@ def _tensor(entry: object, binary: bytes, offset: int, max_rows: int) -> tuple[T
         return Tensor(name, datatype, tuple(shape), values), offset + size
     if "data" not in entry:
         raise RequestError(f"input {name!r} has neither \"data\" nor binary_data_size.")
-    return Tensor(name, datatype, tuple(shape), _json_values(entry["data"], datatype, count, name)), offset
+    return Tensor(name, datatype, tuple(shape), _json_values(entry["data"], datatype, shape, name)), offset
 
 
 def _binary_numbers(raw: bytes, datatype: str, count: int, name: str) -> pa.Array:
@@ -204,10 +208,14 @@ def _binary_strings(raw: bytes, count: int, name: str) -> pa.Array:
                                  [None, pa.py_buffer(np.asarray(offsets, dtype=np.int64)), pa.py_buffer(data)])
 
 
-def _json_values(data: object, datatype: str, count: int, name: str) -> pa.Array:
-    """The values of a "data" list (nested lists are read row-major)."""
+def _json_values(data: object, datatype: str, shape: list[int], name: str) -> pa.Array:
+    """The values of a "data" list, flat or nested (read row-major), of a tensor of ``shape``. Its
+    length is checked before its values are read: a list that cannot fit costs nothing."""
+    count = math.prod(shape)
     if not isinstance(data, simdjson.Array):
         raise RequestError(f"input {name!r}: \"data\" must be a list of its values.")
+    if len(data) not in (count, shape[0]):  # flat, or nested a row per item
+        raise RequestError(f"input {name!r}: {len(data)} values for a shape of {count}.")
     if datatype == BYTES or datatype == "BOOL":
         return _json_objects(_flattened(data.as_list()), datatype, count, name)
     dtype = NUMERIC_DATATYPES[datatype]

@@ -198,11 +198,23 @@ class ServeConfig:
             raise ConfigError(f"--format {self.fields.format} needs --schema-registry URL: the registry holds the "
                               f"schemas its records are written with.")
         self._check_output_format()
+        self._check_explain()
         self._check_distinct_topics()
         self._check_distinct_fields()
         self._check_drift()
         self._check_labels()
         self._check_challengers()
+
+    def _check_explain(self) -> None:
+        """An explanation is made by a copy of the model that learns the poll's rows one run at a time;
+        a model that forgets, or keeps a window, moves differently within a poll's test-then-train."""
+        if self.output.explain is None:
+            return
+        moving = [f"--{name.replace('_', '-')}" for name in ("half_life", "window")
+                  if self.model.parameters.get(name) is not None]
+        if moving:
+            raise ConfigError(f"--explain does not take {moving[0]}: the explanations of a model that forgets or "
+                              f"keeps a window would not be those of its predictions.")
 
     def _check_output_format(self) -> None:
         if self.output.explain is not None and (self.output.output_format != "json" or self.fields.format == "arrow"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Hashable
+from dataclasses import replace
 
 from nbstream.arrow import Pipeline
 
@@ -25,7 +26,8 @@ class ModelPublisher:
 
     def __init__(self, board: PublishedModels, group: GroupState, topic: str, label: str | None):
         self.board, self.group, self.topic, self.label = board, group, topic, label
-        self._published: Hashable = None  # what the last published set was made of
+        self._learned: Hashable = None  # what the models had learned when last copied
+        self._served: str | None = None
 
     def position(self) -> dict[str, int]:
         """"TOPIC:PARTITION" -> the next offset the group's committed states include."""
@@ -34,21 +36,24 @@ class ModelPublisher:
         return {f"{self.topic}:{partition}": offset for partition, offset in sorted(offsets.items())}
 
     def publish(self) -> None:
-        """Copy the models, now that nothing learned is uncommitted (a set the same as the last
-        one published is not copied again)."""
+        """Hand over the models, now that nothing learned is uncommitted. A model is copied only when
+        it learned or merged something since the last copy; else the last copy goes on with the
+        new position."""
         models = self.group.models
         position = self.position()
-        made_of = (tuple(position.items()), self.group.version(),
-                   tuple(models[name].version for name in models), models.served)
-        if made_of == self._published:
-            return
-        published = {}
-        for name in models:
-            model = models[name]
+        published = self.board.models()
+        learned = (self.group.version(), tuple(models[name].version for name in models))
+        if learned == self._learned:
+            if all(model.position == position for model in published.values()):
+                if self._served == models.served:
+                    return
+            else:
+                published = {name: replace(model, position=position) for name, model in published.items()}
+        else:
             # (the copy's tables are computed by its first request, in the API's thread: the only
             # thread that ever uses it)
-            pipeline = Pipeline(copy.deepcopy(model.model), copy.deepcopy(model.encoder), label=self.label)
-            published[name] = AnsweringModel(name, pipeline, str(model.version), position)
-        self.board.publish(published)
-        self._published = made_of
-
+            published = {name: AnsweringModel(name, Pipeline(copy.deepcopy(models[name].model),
+                                                             copy.deepcopy(models[name].encoder), label=self.label),
+                                              str(models[name].version), position) for name in models}
+        self.board.publish(published, models.served)
+        self._learned, self._served = learned, models.served

@@ -110,7 +110,7 @@ def serve(config: ServeConfig, stop: threading.Event | None = None) -> None:
             log.info("metrics endpoint up", extra={"url": f"http://{address}:{port}/metrics"})
         published = None
         if config.inference.http_port is not None:
-            published = PublishedModels()
+            published = PublishedModels([config.models.name, *(c.name for c in config.models.challengers)])
             api = InferenceServer(config.inference, published, config.beside_the_loop.http_cpu_share)
             api.start()
         models = config.models

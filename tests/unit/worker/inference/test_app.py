@@ -222,8 +222,8 @@ def test_min_position_waits_for_a_state_that_includes_it():
         body = infer_body("pixels", "INT64", _rows(1), min_position={"sms:0": 10})
         status, answer = call(server, "POST", "/v2/models/digits/infer", body)
         assert status == 200 and answer["parameters"]["position"] == {"sms:0": 10}
-        threading.Timer(0.3, lambda: board.publish({"digits": vector_model(version="2",
-                                                                             position={"sms:0": 12})})).start()
+        threading.Timer(0.3, lambda: board.publish({"digits": vector_model(version="2", position={"sms:0": 12})},
+                                                   "digits")).start()
         started = time.monotonic()
         body = infer_body("pixels", "INT64", _rows(1), min_position={"sms:0": 12}, timeout_ms=5000)
         status, answer = call(server, "POST", "/v2/models/digits/infer", body)
@@ -431,3 +431,60 @@ def test_headers_that_never_end_are_cut_at_16_kib(api):
         cut = True
     connection.close()
     assert cut and (answer == b"" or answer.startswith(b"HTTP/1.1 431"))
+
+
+def test_explaining_more_than_the_bound_is_refused():
+    with running_api(published(vector_model())) as server:
+        body = infer_body("pixels", "INT64", _rows(150), explain=1000)
+        status, answer = call(server, "POST", "/v2/models/digits/infer", body)
+        assert status == 413 and "over 100,000 features" in answer["error"]
+
+
+@pytest.mark.parametrize("position, words", [({"sms:x": 1}, "min_position must map"),
+                                             ({"other:0": 1}, "names the topic 'other'")])
+def test_a_min_position_that_is_no_position_of_the_model_is_refused(position, words):
+    with running_api(published(vector_model(position={"sms:0": 3}))) as server:
+        status, answer = call(server, "POST", "/v2/models/digits/infer",
+                              infer_body("pixels", "INT64", _rows(1), min_position=position, timeout_ms=10_000))
+        assert status == 400 and words in answer["error"]
+
+
+def test_a_model_not_yet_published_is_not_ready_and_the_server_follows_the_served_model():
+    from worker.inference.sources import PublishedModels
+
+    board = PublishedModels(["digits", "later"])
+    with running_api(board) as server:
+        status, answer = call(server, "POST", "/v2/models/later/infer", infer_body("pixels", "INT64", _rows(1)))
+        assert status == 503 and "no committed state yet" in answer["error"]
+        assert call(server, "GET", "/v2/models/nope")[0] == 404
+        assert call(server, "GET", "/v2/health/ready")[0] == 503
+        import nbstream
+        from nbstream.arrow import FeatureSpec, Pipeline
+        from worker.inference.answering import AnsweringModel
+
+        empty = AnsweringModel("later", Pipeline(nbstream.MultinomialNB(), FeatureSpec.vector("pixels").encoder()), "0")
+        board.publish({"digits": vector_model(), "later": empty}, "digits")
+        assert call(server, "GET", "/v2/health/ready")[0] == 200  # a challenger that learned nothing yet
+        assert call(server, "GET", "/v2/models/later/ready")[0] == 503
+
+
+def test_null_parameters_are_none_given(api):
+    body = infer_body("pixels", "INT64", _rows(1))
+    body["parameters"] = None
+    body["inputs"][0]["parameters"] = None
+    assert call(api, "POST", "/v2/models/digits/infer", body)[0] == 200
+
+
+def test_requests_past_the_cpu_budget_wait_in_line():
+    import asyncio
+
+    from worker.inference.budget import CpuBudget
+
+    async def two_at_once() -> float:
+        budget = CpuBudget(0.5)
+        budget._balance, budget._seen = -0.1, (time.monotonic(), time.thread_time())  # 0.1 s of CPU owed
+        started = time.monotonic()
+        await asyncio.gather(budget.spend(), budget.spend())
+        return time.monotonic() - started
+
+    assert 0.18 < asyncio.run(two_at_once()) < 1.0  # the debt paid once at half a CPU, not by each at the same time

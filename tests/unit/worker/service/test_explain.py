@@ -78,3 +78,9 @@ def test_partitions_of_one_poll_are_explained_by_their_own_earlier_messages():
 def test_formats_that_cannot_carry_an_explanation_refuse_it(options, words):
     with pytest.raises(ConfigError, match=f"--explain needs JSON predictions: {words}"):
         serve_config(explain=3, **options)
+
+
+@pytest.mark.parametrize("parameters, words", [({"half_life": 100.0}, "--half-life"), ({"window": 100}, "--window")])
+def test_models_that_forget_refuse_explain(parameters, words):
+    with pytest.raises(ConfigError, match=f"--explain does not take {words}"):
+        serve_config(explain=3, parameters=parameters)

@@ -37,7 +37,7 @@ def _messages(n, first=0):
 
 def test_every_model_is_published_with_its_position_and_version():
     group, loop = _group()
-    board = PublishedModels()
+    board = PublishedModels(["main", "cnb"])
     publisher = ModelPublisher(board, group, "in", "label")
     loop.process(_messages(30))
     publisher.publish()
@@ -53,7 +53,7 @@ def test_every_model_is_published_with_its_position_and_version():
 
 def test_a_published_copy_does_not_learn_what_comes_after():
     group, loop = _group()
-    board = PublishedModels()
+    board = PublishedModels(["main", "cnb"])
     publisher = ModelPublisher(board, group, "in", "label")
     loop.process(_messages(20))
     publisher.publish()
@@ -65,3 +65,16 @@ def test_a_published_copy_does_not_learn_what_comes_after():
     assert after is not before and after.position == {"in:0": 40} and after.version == "40"
     publisher.publish()
     assert board.models()["main"] is after  # nothing changed: nothing copied again
+
+
+def test_a_position_that_moved_without_learning_reuses_the_copies():
+    group, loop = _group()
+    board = PublishedModels(["main", "cnb"])
+    publisher = ModelPublisher(board, group, "in", "label")
+    loop.process(_messages(10))
+    publisher.publish()
+    before = board.models()["main"]
+    loop.process(records([{"features": [1, 0, 0, 2]}], first_offset=10))  # unlabeled: nothing learned
+    publisher.publish()
+    after = board.models()["main"]
+    assert after.position == {"in:0": 11} and after.pipeline is before.pipeline
