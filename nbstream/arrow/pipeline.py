@@ -123,7 +123,11 @@ class Pipeline:
 
     def explanations(self, rows: object, top: int | None = 10) -> PipelineExplanations:
         """``explain``'s rows together with the arrays they come from."""
-        batch, X = self._encoded(rows)
+        return self.explanations_of(*self._encoded(rows), top)
+
+    def explanations_of(self, batch: pa.RecordBatch, X: Features, top: int | None = 10) -> PipelineExplanations:
+        """``explanations`` of rows already read: a record batch and the model input ``transform``
+        gave for it, X (n_rows, n_features)."""
         explained = self.model.explain(X, top)
         names = self.features.feature_names(batch, explained.features)
         return PipelineExplanations(explained, explained.rows(row_names=names))

@@ -19,7 +19,6 @@ import orjson
 import pyarrow as pa
 
 from nbstream.arrow import CategoricalEncoder, FeatureError, Pipeline, TextEncoder, VectorEncoder
-from nbstream.utils.ndarrays import Features
 
 from .errors import NotReady, RequestError
 from .parameters import explain_of
@@ -104,7 +103,8 @@ class AnsweringModel:
             X = self.pipeline.transform(batch)
             rows = batch.num_rows
             proba = self.pipeline.model.predict_proba(X) if rows else np.zeros((0, len(self.pipeline.classes_)))
-            explained = None if explain is None else self._explained(batch, X, explain) if rows else []
+            explained = None if explain is None else \
+                self.pipeline.explanations_of(batch, X, explain).rows if rows else []
         except FeatureError as error:
             raise RequestError(str(error)) from None
         except ValueError as error:  # values the model refuses (its checks name them)
@@ -124,12 +124,6 @@ class AnsweringModel:
         return {"model_name": self.name, "model_version": self.version, "outputs": outputs,
                 **({"id": request.id} if request.id is not None else {}),
                 "parameters": {"position": self.position, "model_version": self.version}}
-
-    def _explained(self, batch: pa.RecordBatch, X: Features, top: int) -> list[dict[str, Any]]:
-        """Each row's explanation (``Pipeline.explain``) of the rows already encoded as X."""
-        explanations = self.pipeline.model.explain(X, top)
-        names = self.pipeline.features.feature_names(batch, explanations.features)
-        return explanations.rows(row_names=names)
 
     def _batch(self, tensors: dict[str, Tensor]) -> pa.RecordBatch:
         """The rows of the request as the encoder reads them (RequestError naming what does not fit)."""

@@ -25,7 +25,7 @@ import orjson
 import pyarrow as pa
 
 import nbstream
-from nbstream.arrow import CategoricalEncoder, FeatureEncoder
+from nbstream.arrow import CategoricalEncoder, FeatureEncoder, Pipeline
 from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.class_set import ClassSet
 from nbstream.utils.ndarrays import AnyArray, Features
@@ -293,9 +293,8 @@ class Explaining:
             return []
         if not model.is_fitted:
             return [b"[]"] * len(rows)
-        explained = model.explain(X[rows], self.top)
-        names = encoder.feature_names(self.batch.take(pa.array(rows)), explained.features)
-        return [orjson.dumps(row["features"]) for row in explained.rows(row_names=names)]
+        explained = Pipeline(model, encoder).explanations_of(self.batch.take(pa.array(rows)), X[rows], self.top)
+        return [orjson.dumps(row["features"]) for row in explained.rows]
 
 
 @dataclass
