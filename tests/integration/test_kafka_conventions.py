@@ -277,7 +277,8 @@ def test_kafka_python_refuses_by_name_a_property_it_has_no_equivalent_of(kafka_b
     properties = tmp_path / "client.properties"
     properties.write_text("\n".join(lines) + "\n")
     done = run_worker("serve", "--bootstrap-server", kafka_bootstrap, "--input", "t", "--output", "t.out", "--group",
-                      "g", "--text-features", "--kafka-config", properties, timeout=120)
+                      "g", "--text-features", "--kafka-config", properties, "--kafka-client", "kafka-python",
+                      timeout=120)
     lines_written = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines_written) == 1, done.stderr[-3000:]
     assert f"--kafka-config: {expected}" in lines_written[0]
