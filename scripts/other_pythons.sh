@@ -22,9 +22,10 @@ for python in "${pythons[@]}"; do
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
     "$venv/bin/python" -m pip install --quiet "${wheel}[test]"
-    installed=$("$venv/bin/python" -c 'import nbstream, os; print(os.path.dirname(nbstream.__file__))')
+    installed=$(cd "$dist" && "$venv/bin/python" -c 'import nbstream, os; print(os.path.dirname(nbstream.__file__))')
     [[ $installed == */site-packages/* ]] || { echo "nbstream came from $installed, not the wheel" >&2; exit 1; }
     "$venv/bin/worker" --version
-    "$venv/bin/python" -m pytest --import-mode=append -p no:cacheprovider -o addopts="-ra" \
+    # (pytest's own program, not python -m pytest, which would put the checkout first on the path)
+    "$venv/bin/pytest" --import-mode=append -p no:cacheprovider -o addopts="-ra" \
         -n "${NBSTREAM_TEST_WORKERS:-3}" --dist loadfile tests/unit "$@"
 done

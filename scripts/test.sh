@@ -4,8 +4,9 @@
 # NBSTREAM_TEST_WORKERS (default 3) modules at a time. Extra arguments go to pytest
 # (e.g. scripts/test.sh -k snapshot, or -n 0 to run in one process); NBSTREAM_SKIP_CHECKS=1
 # skips the static checks for a quick local run (CI always runs them). In CI the unit tests run
-# again on the newest Python supported (NBSTREAM_NEWEST_PYTHON, default python3.13), against the
-# wheel installed there (scripts/other_pythons.sh); a machine without it says so and goes on.
+# again on the newest Python supported (NBSTREAM_NEWEST_PYTHON, else python3.13 on PATH or in
+# pyenv), against the wheel installed there (scripts/other_pythons.sh); a machine without it says
+# so and goes on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
@@ -14,10 +15,14 @@ if [[ -n "${CI:-}" || -z "${NBSTREAM_SKIP_CHECKS:-}" ]]; then
 fi
 .venv/bin/python -m pytest -n "${NBSTREAM_TEST_WORKERS:-3}" --dist loadfile "$@"
 if [[ -n "${CI:-}" ]]; then
-    newest="${NBSTREAM_NEWEST_PYTHON:-python3.13}"
-    if command -v "$newest" >/dev/null && "$newest" -c '' 2>/dev/null; then
+    # the newest Python: as given, else python3.13 on PATH, else one pyenv installed
+    newest=""
+    for candidate in "${NBSTREAM_NEWEST_PYTHON:-}" python3.13 "$HOME"/.pyenv/versions/3.13*/bin/python3.13; do
+        if [[ -n $candidate ]] && "$candidate" -c '' 2>/dev/null; then newest=$candidate; break; fi
+    done
+    if [[ -n $newest ]]; then
         scripts/other_pythons.sh "$newest"
     else
-        echo "warning: no $newest here: the unit tests ran on $(python3 --version) only" >&2
+        echo "warning: no Python 3.13 here: the unit tests ran on $(python3 --version) only" >&2
     fi
 fi

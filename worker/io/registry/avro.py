@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 # What fastavro raises on bytes that are not a record of the schema (cut short, or garbage): a
 # varint or a length past the end, a union branch or enum symbol out of range, bad UTF-8, a date
 # out of range, a schema nested deeper than Python's stack.
+DEEPEST_SCHEMA = 200  # objects and lists nested in a schema: far beyond any record's, and within any stack
 UNREADABLE = (EOFError, IndexError, UnicodeDecodeError, ValueError, OverflowError, RecursionError)
 
 
@@ -96,7 +97,10 @@ def parse_avro(registered: RegisteredSchema) -> AvroSchema:
     if registered.references:
         raise SchemaProblem("refers to other schemas (references), which --format avro does not read")
     try:
-        parsed = fastavro.parse_schema(json.loads(registered.text))
+        document = json.loads(registered.text)
+        if _nesting(document) > DEEPEST_SCHEMA:  # (before fastavro recurses into it)
+            raise RecursionError
+        parsed = fastavro.parse_schema(document)
     except (ValueError, SchemaParseException, UnknownType) as error:  # JSONDecodeError is a ValueError
         raise SchemaProblem(f"is not a valid Avro schema: {error}") from None
     except RecursionError:
@@ -104,6 +108,20 @@ def parse_avro(registered: RegisteredSchema) -> AvroSchema:
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
         raise SchemaProblem("is not an Avro record: a message is one record with named fields")
     return AvroSchema(registered.schema_id, parsed, frozenset(f["name"] for f in parsed["fields"]))
+
+
+def _nesting(document: object) -> int:
+    """How deep JSON objects and lists nest in a parsed document (0 for a plain value), found
+    without recursion."""
+    deepest, pending = 0, [(document, 0)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth + 1)
+            pending.extend((item, depth + 1) for item in value)
+    return deepest
 
 
 def read_avro(schema: AvroSchema, encoded: bytes) -> tuple[dict[str, Any] | None, str | None]:
