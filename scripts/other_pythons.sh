@@ -16,7 +16,7 @@ python3 -m pip wheel --quiet --no-deps --wheel-dir "$dist" .
 wheel=$(ls "$dist"/nbstream-*.whl)
 for python in "${pythons[@]}"; do
     version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-    venv=".venv-$version"
+    venv="$PWD/.venv-$version"
     echo "==> Python $version: $wheel"
     rm -rf "$venv"
     "$python" -m venv "$venv"
