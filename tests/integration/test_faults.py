@@ -104,6 +104,55 @@ def test_a_broker_killed_mid_stream_and_restarted_loses_nothing_and_doubles_noth
             service.kill()
 
 
+def _asked(port: int) -> dict | None:
+    """The inference API's answer to a one-row request (None when it does not answer 200)."""
+    body = json.dumps({"inputs": [{"name": "features", "datatype": "INT64", "shape": [1, 6],
+                                   "data": [1, 2, 3, 4, 5, 6]}]}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/main/infer", body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read()) if answer.status == 200 else None
+    except OSError:
+        return None
+
+
+def test_the_inference_api_answers_from_the_last_commit_while_the_broker_is_down(own_broker, kafka_client,
+                                                                                   tmp_path):
+    bootstrap = own_broker.bootstrap
+    topic = new_topic(bootstrap, "api-outage", partitions=2)
+    values, _, _ = labeled_messages(1_500, np.random.default_rng(6))
+    port = free_port()
+    service = Service(bootstrap, topic, tmp_path, "--http-port", port, client=kafka_client).start()
+    producer = SteadyProducer(bootstrap, topic, values, rate=100, partitions=2)
+    producer.start()
+    try:
+        assert wait_for(lambda: (_asked(port) or {}).get("model_version", "0") != "0", timeout=60), \
+            service.log_tail()
+        own_broker.kill()
+        time.sleep(3)
+        during = [_asked(port) for _ in range(5)]
+        assert all(answer is not None for answer in during), service.log_tail()  # no commit, still answers
+        for answer in during:  # each from one committed state: its examples are its position's messages
+            assert int(answer["model_version"]) == sum(answer["parameters"]["position"].values())
+        own_broker.restart()
+        producer.join(timeout=300)
+        assert producer.error is None, producer.error
+
+        def all_committed() -> bool:
+            answer = _asked(port)
+            return answer is not None and answer["model_version"] == "1500"
+
+        assert wait_for(all_committed, timeout=180), service.log_tail()
+        assert sum(_asked(port)["parameters"]["position"].values()) == 1_500
+        assert service.terminate() == 0
+    finally:
+        if own_broker.pid is None:
+            own_broker.restart()
+        if service.running():
+            service.kill()
+
+
 def test_a_replica_paused_past_its_session_timeout_carries_on_exactly(kafka_bootstrap, kafka_client, tmp_path):
     topic = new_topic(kafka_bootstrap, "paused", partitions=2)
     values, _, _ = labeled_messages(2_000, np.random.default_rng(4))

@@ -21,17 +21,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-import orjson
 import pyarrow as pa
 
 import nbstream
-from nbstream.arrow import CategoricalEncoder, FeatureEncoder, Pipeline
+from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.class_set import ClassSet
 from nbstream.utils.ndarrays import AnyArray, Features
 
 from ..io.json_predictions import ModelPredictions
 from ..io.messages import NUMBER, STRING
+from .explaining import Explaining
 from .telemetry.metrics import GLOBAL_MODEL_MERGE_SECONDS
 
 log = logging.getLogger(__name__)
@@ -276,25 +276,6 @@ class GlobalModel:
             with GLOBAL_MODEL_MERGE_SECONDS.time():
                 self._model, self._encoder = merge_states(self._fresh(), self._encoder, states)
         self._merged_from, self._behind = version, False
-
-
-@dataclass(frozen=True)
-class Explaining:
-    """What --explain asks: the features that weigh most in each prediction, ``top`` of them, named
-    from the rows as they came (``batch``: the Arrow rows of X, for the words of a text)."""
-    top: int
-    batch: pa.RecordBatch
-
-    def pieces(self, model: NaiveBayes[Any, Any], encoder: FeatureEncoder, X: Features,
-               rows: np.ndarray) -> list[bytes]:
-        """The JSON list '[{"feature": ..., "contribution": ...}, ...]' of each of ``rows`` (indices
-        into X) by ``model`` ('[]' while it knows no class)."""
-        if not len(rows):
-            return []
-        if not model.is_fitted:
-            return [b"[]"] * len(rows)
-        explained = Pipeline(model, encoder).explanations_of(self.batch.take(pa.array(rows)), X[rows], self.top)
-        return [orjson.dumps(row["features"]) for row in explained.rows]
 
 
 @dataclass

@@ -40,7 +40,8 @@ from ..io.interfaces import PredictionSink, Refusals, RejectSink
 from ..io.json_predictions import ServedBy
 from ..io.messages import read_label_events
 from ..io.records import Polled
-from .global_model import Explaining, Predictions
+from .explaining import Explaining
+from .global_model import Predictions
 from .group_state import GroupState
 from .models.promotion import Promotion, PromotionWatch
 from .partition.partition import Judged, Partition

@@ -17,7 +17,8 @@ from nbstream.arrow import FeatureEncoder
 from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.ndarrays import AnyArray
 
-from ..global_model import Explaining, GlobalModel, Predictions, Statistics
+from ..explaining import Explaining
+from ..global_model import GlobalModel, Predictions, Statistics
 from .lineup import Lineup
 
 
