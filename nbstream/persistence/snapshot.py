@@ -32,12 +32,14 @@ from typing import IO, Any, TypeAlias
 import numpy as np
 
 from ..naive_bayes.base import NaiveBayes
+from ..naive_bayes.keyed import KeyedNB
 from ..naive_bayes.kinds import model_class
 from ..naive_bayes.state import ModelState, is_natural
 from ..naive_bayes.tables import TableValue
 from ..utils.ndarrays import AnyArray, IntArray
 from .atomic import AtomicFile
 from .framing import FrameError, Framing, NewerFrameError, read_into
+from .keyed import KEYED_PREFIX, keyed_from, keyed_header
 
 FORMAT_VERSION = 2  # 2: sparse arrays; version 1 files (all arrays dense) are read too
 SNAPSHOT = Framing(b"NBSNAP\x00", "not an nbstream snapshot (bad magic or too short)", "snapshot",
@@ -70,7 +72,7 @@ Stored: TypeAlias = "AnyArray | _Sparse"  # an array as the file holds it
 Header: TypeAlias = dict[str, Any]  # JSON: its fields are checked by _check_header
 
 
-def save(model: NaiveBayes[Any, Any], path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
+def save(model: NaiveBayes[Any, Any] | KeyedNB, path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
          tables: bool = True) -> Path:
     """Write ``model`` to ``path`` atomically: a reader sees the old file or the new one.
 
@@ -78,12 +80,15 @@ def save(model: NaiveBayes[Any, Any], path: str | os.PathLike[str], meta: dict[s
     tables : store the smoothed tables too, for readers other than ``load`` (which
         recomputes them from the statistics, bit-identically, and checks stored ones).
         Without them a snapshot holds the statistics alone: a count model's is much smaller.
+
+    A ``KeyedNB`` is stored as its group's model with the keys' counts beside it: ``load`` reads
+    the group's model, ``load_keyed`` the keyed model.
     """
     header_bytes, arrays = _serialise(model, meta, tables=tables)
     return _write_atomically(Path(path), header_bytes, arrays)
 
 
-def dumps(model: NaiveBayes[Any, Any], meta: dict[str, Any] | None = None, *, tables: bool = True) -> bytes:
+def dumps(model: NaiveBayes[Any, Any] | KeyedNB, meta: dict[str, Any] | None = None, *, tables: bool = True) -> bytes:
     """The snapshot of ``model`` as bytes (the same format as ``save`` writes).
 
     tables : store the smoothed tables too (see ``save``).
@@ -94,9 +99,11 @@ def dumps(model: NaiveBayes[Any, Any], meta: dict[str, Any] | None = None, *, ta
     return buffer.getvalue()
 
 
-def _serialise(model: NaiveBayes[Any, Any], meta: dict[str, Any] | None, *,
+def _serialise(model: NaiveBayes[Any, Any] | KeyedNB, meta: dict[str, Any] | None, *,
                tables: bool) -> tuple[bytes, dict[str, Stored]]:
-    state = model.export_state(tables=tables, copy=False)
+    keyed = model.export_state(copy=False) if isinstance(model, KeyedNB) else None
+    group = model.group_model_ if isinstance(model, KeyedNB) else model
+    state = group.export_state(tables=tables, copy=False)
     arrays: dict[str, AnyArray] = {}
     header: dict[str, Any] = {
         "kind": state.kind,
@@ -116,6 +123,8 @@ def _serialise(model: NaiveBayes[Any, Any], meta: dict[str, Any] | None, *,
         arrays[f"stats.{name}"] = array
     for name, value in state.tables.items():
         _encode_value(value if isinstance(value, list) else np.asarray(value), f"table.{name}", arrays)
+    if keyed is not None:
+        header["keyed"] = keyed_header(keyed, arrays)
     return _laid_out(header, arrays)
 
 
@@ -208,13 +217,39 @@ def loads(data: bytes, source: str = "snapshot") -> tuple[NaiveBayes[Any, Any], 
     return _model_from(*_verified(data, source), source)
 
 
+def load_keyed(path: str | os.PathLike[str]) -> KeyedNB:
+    """Read a snapshot of a ``KeyedNB``: it predicts as the model saved, key by key, and can keep
+    learning. SnapshotError for a snapshot of another model, or a truncated, altered or foreign file."""
+    with _opened(Path(path)) as (header, payload):
+        return _keyed_from(header, payload, path)
+
+
+def loads_keyed(data: bytes, source: str = "snapshot") -> KeyedNB:
+    """The ``KeyedNB`` of a snapshot held in memory (see ``dumps``)."""
+    return _keyed_from(*_verified(data, source), source)
+
+
+def _keyed_from(header: object, payload: _Payload, source: object) -> KeyedNB:
+    checked = _checked_header(header, payload, source)
+    if "keyed" not in checked:
+        raise SnapshotError(f"{source}: not a snapshot of a keyed model (it holds a {checked['kind']} model: "
+                            "read it with load).")
+    try:
+        arrays = _Arrays(payload, checked["arrays"])
+        return keyed_from(_state_of(checked, arrays), checked["keyed"], arrays)
+    except SnapshotError as error:
+        raise SnapshotError(f"{source}: {error}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:
+        raise SnapshotError(f"{source}: snapshot content is inconsistent ({error}).") from None
+
+
 class _Arrays(dict[str, AnyArray]):
-    """The arrays of a snapshot by name: all but the stored tables read at once, a table's array
-    when a value of the header names it (KeyError for a name the directory lacks)."""
+    """The arrays of a snapshot by name: all but the stored tables and the keys' counts read at once,
+    those when asked for (KeyError for a name the directory lacks)."""
 
     def __init__(self, payload: _Payload, directory: list[dict[str, Any]]):
         super().__init__({entry["name"]: _array_from(payload, entry) for entry in directory
-                          if not entry["name"].startswith("table.")})
+                          if not entry["name"].startswith(("table.", KEYED_PREFIX))})
         self._payload, self._entries = payload, {entry["name"]: entry for entry in directory}
 
     def __missing__(self, name: str) -> AnyArray:
@@ -291,7 +326,7 @@ def _state_of(header: Header, arrays: dict[str, AnyArray]) -> ModelState:
 
 _HEADER_TYPES: dict[str, type] = {"kind": str, "params": dict, "open_classes": bool, "n_features": int,
                                   "examples_seen": int, "created_at": str, "meta": dict, "arrays": list}
-_OPTIONAL_HEADER_TYPES: dict[str, type] = {"feature_names": list, "float_dtype": str}
+_OPTIONAL_HEADER_TYPES: dict[str, type] = {"feature_names": list, "float_dtype": str, "keyed": dict}
 
 
 def _check_header(header: object, payload_bytes: int) -> Header:

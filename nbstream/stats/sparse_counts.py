@@ -33,7 +33,7 @@ _PENDING_FLOOR = 1 << 20  # pending pairs are folded in once they outnumber this
 _LOOKUP_PAIRS_PER_FEATURE = 16  # pairs_of looks pairs up in a table until they outnumber the features this much
 
 
-def _nonzeros(X: Features) -> Iterator[tuple[int, IndexArray, AnyArray, FloatArray]]:
+def nonzero_cells(X: Features) -> Iterator[tuple[int, IndexArray, AnyArray, FloatArray]]:
     """The nonzero cells of X in blocks of rows: (first row, their rows relative to it, their
     columns, their values as float64). CSR input is one block; dense input is cut into blocks
     of about 2**16 cells."""
@@ -48,6 +48,11 @@ def _nonzeros(X: Features) -> Iterator[tuple[int, IndexArray, AnyArray, FloatArr
     for block in row_blocks(X.shape[0], X.shape[1]):
         rows, columns = np.nonzero(X[block])
         yield block.start, rows, columns, X[block][rows, columns].astype(np.float64)
+
+
+def pair_keys(features: IntArray, classes: IntArray) -> IntArray:
+    """The sorting keys ``feature << 32 | class`` of pairs, shape (n_pairs,) int64."""
+    return features.astype(np.int64) << _CLASS_BITS | classes.astype(np.int64)
 
 
 class PairCounts(Statistics):
@@ -81,7 +86,7 @@ class PairCounts(Statistics):
         """Add a batch: X (n_samples, n_features) dense or CSR, the class row of each sample
         (n_samples,), the sample weights (n_samples,) or None."""
         self.class_count += class_totals(rows, weights, len(self.class_count))
-        for first, cell_rows, columns, values in _nonzeros(X):
+        for first, cell_rows, columns, values in nonzero_cells(X):
             sample = cell_rows + first if first else cell_rows
             if weights is not None:
                 values = values * weights[sample]
@@ -194,8 +199,8 @@ class PairCounts(Statistics):
     def from_dense(cls, class_count: FloatArray, feature_count: FloatArray) -> Self:
         """Pair counts of a dense (n_classes, n_features) table: its nonzero cells."""
         classes, features = np.nonzero(feature_count.T)[::-1]
-        keys = features.astype(np.int64) << _CLASS_BITS | classes.astype(np.int64)
-        return cls(class_count.copy(), keys, feature_count[classes, features].astype(np.float64))
+        counts = feature_count[classes, features].astype(np.float64)
+        return cls(class_count.copy(), pair_keys(features, classes), counts)
 
     def n_pairs(self) -> int:
         return len(self.pairs()[0])
@@ -219,7 +224,7 @@ class PairCounts(Statistics):
         if counts.shape != features.shape or classes.shape != features.shape:
             raise ValueError(f"pair_feature, pair_class and pair_count must have one value per pair; got shapes "
                              f"{features.shape}, {classes.shape} and {counts.shape}")
-        keys = features.astype(np.int64) << _CLASS_BITS | classes.astype(np.int64)
+        keys = pair_keys(features, classes)
         if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
             raise ValueError("the pairs must be distinct and sorted by feature, then class")
         return cls(arrays["class_count"], keys, counts)

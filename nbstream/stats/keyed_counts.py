@@ -1,0 +1,261 @@
+"""Each key's own counts: the (class, feature) pairs a key's examples brought, and how many
+examples it learned; memory grows with what the keys saw, not with the feature space.
+
+Every key's class rows are those of one class set (the group model's), so the keys' counts
+add up, pair by pair, to the counts of a model learned from every key's examples.
+
+All keys' pairs are held together, column by column, as ``PairCounts`` holds one model's: each
+key has a slot, and a pair is ``(slot * n_features + feature, class)`` with its count, kept
+sorted. New rows are appended to a pending run, sorted and summed when read, and folded into the
+kept pairs once the pending run grows past an eighth of them: learning a batch costs what the
+batch holds, not what the keys hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
+from .sparse_counts import nonzero_cells
+
+Key = str | int  # what names a key: a message field's text, a record key, an integer id
+_PENDING_FLOOR = 1 << 18  # pending pairs are folded in once they outnumber this and an eighth of those kept
+
+
+def grouped(keys: Sequence[Hashable]) -> dict[Hashable, IndexArray]:
+    """The rows of each distinct key, in order of first appearance: {key: rows (n_rows_of_key,)}."""
+    rows: dict[Hashable, list[int]] = {}
+    for row, key in enumerate(keys):
+        rows.setdefault(key, []).append(row)
+    return {key: np.asarray(at, dtype=np.intp) for key, at in rows.items()}
+
+
+@dataclass(frozen=True)
+class KeyCells:
+    """The pairs of some keys, end to end: slot (n_cells,) each pair's key's place among those keys,
+    classes, features (n_cells,) intp, counts (n_cells,); class_count (n_keys, n_classes) the keys'
+    class counts, class_totals (n_keys, n_classes) their pairs' counts summed by class."""
+
+    slot: IndexArray
+    classes: IndexArray
+    features: IndexArray
+    counts: FloatArray
+    class_count: FloatArray
+    class_totals: FloatArray
+
+
+class _Pairs:
+    """Pairs sorted by (place, class), place = slot * n_features + feature, with their counts."""
+
+    def __init__(self, places: IntArray, classes: IntArray, counts: FloatArray):
+        self.places, self.classes, self.counts = places, classes, counts
+
+    @classmethod
+    def summed(cls, places: IntArray, classes: IntArray, counts: FloatArray) -> _Pairs:
+        """Pairs given in any order, repeats summed."""
+        order = np.lexsort((classes, places))
+        places, classes, counts = places[order], classes[order], counts[order]
+        first = np.ones(len(places), dtype=bool)
+        first[1:] = (places[1:] != places[:-1]) | (classes[1:] != classes[:-1])
+        starts = np.flatnonzero(first)
+        return cls(places[starts], classes[starts], np.add.reduceat(counts, starts) if len(starts) else counts)
+
+    def of_slots(self, slots: IntArray, n_features: int) -> tuple[IndexArray, IndexArray]:
+        """The pairs of the given slots: for each pair found, the slot's place in ``slots``, and its index."""
+        begin = np.searchsorted(self.places, slots * n_features)
+        end = np.searchsorted(self.places, (slots + 1) * n_features)
+        found = end - begin
+        which = np.repeat(np.arange(len(slots)), found)
+        at = np.arange(len(which)) + np.repeat(begin - (np.cumsum(found) - found), found)
+        return which, at
+
+
+class KeyedCounts:
+    """The pair counts, class counts and examples learned of every key seen."""
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = n_features
+        self._slots: dict[Key, int] = {}
+        self._examples = np.zeros(0, dtype=np.int64)
+        self._class_count = np.zeros((0, 0))
+        self._kept = _Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        self._pending: list[tuple[IntArray, IntArray, FloatArray]] = []
+        self._pending_size = 0
+        self._pending_summed: _Pairs | None = None  # the pending run sorted and summed, until it changes
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._slots
+
+    def keys(self) -> list[Key]:
+        """The keys, in order of first appearance."""
+        return list(self._slots)
+
+    def key_type(self) -> type | None:
+        """str or int: the type of every key; None before any."""
+        return type(next(iter(self._slots))) if self._slots else None
+
+    def examples(self, key: Key) -> int:
+        """Examples the key learned (0 for a key never seen)."""
+        slot = self._slots.get(key)
+        return 0 if slot is None else int(self._examples[slot])
+
+    def n_pairs(self) -> int:
+        """Pairs held (a pair in the pending run and among those kept counts twice)."""
+        return len(self._kept.places) + self._pending_size
+
+    # ---- learning -------------------------------------------------------------------------
+    def _slots_of(self, keys: Sequence[Key]) -> IntArray:
+        """Each key's slot, (n_keys,), new keys given new slots."""
+        slots = self._slots
+        at = np.fromiter((slots.setdefault(key, len(slots)) for key in keys), np.int64, len(keys))
+        grown = len(slots) - len(self._examples)
+        if grown:
+            self._examples = np.concatenate([self._examples, np.zeros(grown, np.int64)])
+            self._class_count = np.vstack([self._class_count, np.zeros((grown, self._class_count.shape[1]))])
+        return at
+
+    def _grow(self, n_classes: int) -> None:
+        if self._class_count.shape[1] < n_classes:
+            self._class_count = np.pad(self._class_count, ((0, 0), (0, n_classes - self._class_count.shape[1])))
+
+    def update(self, X: Features, rows: IndexArray, weights: FloatArray | None, keys: Sequence[Key],
+               n_classes: int) -> None:
+        """Add a batch: X (n_samples, n_features) dense or CSR, prepared as the model learns it;
+        rows (n_samples,) each sample's class row, of n_classes; weights (n_samples,) or None;
+        keys (n_samples,) each sample's key."""
+        slots = self._slots_of(keys)
+        self._grow(n_classes)
+        np.add.at(self._examples, slots, 1)
+        np.add.at(self._class_count, (slots, rows), 1.0 if weights is None else weights)
+        for first, cell_rows, columns, values in nonzero_cells(X):
+            sample = cell_rows + first if first else cell_rows
+            if weights is not None:
+                values = values * weights[sample]
+            self._append(slots[sample] * self.n_features + columns, rows[sample].astype(np.int64), values)
+
+    def _append(self, places: IntArray, classes: IntArray, counts: FloatArray) -> None:
+        self._pending.append((places, classes, counts))
+        self._pending_size += len(places)
+        self._pending_summed = None
+        if self._pending_size > max(_PENDING_FLOOR, len(self._kept.places) // 8):
+            self._fold()
+
+    def _pending_pairs(self) -> _Pairs:
+        """The pending run, sorted and summed."""
+        if self._pending_summed is None:
+            parts = self._pending
+            if parts:
+                summed = _Pairs.summed(np.concatenate([part[0] for part in parts]),
+                                       np.concatenate([part[1] for part in parts]),
+                                       np.concatenate([part[2] for part in parts]))
+            else:
+                summed = _Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+            self._pending = [(summed.places, summed.classes, summed.counts)] if parts else []
+            self._pending_summed = summed
+        return self._pending_summed
+
+    def _fold(self) -> None:
+        """Fold the pending run into the kept pairs: one merge of sorted runs."""
+        if not self._pending:
+            return
+        new = self._pending_pairs()
+        kept = self._kept
+        self._kept = _Pairs.summed(np.concatenate([kept.places, new.places]),
+                                   np.concatenate([kept.classes, new.classes]),
+                                   np.concatenate([kept.counts, new.counts]))
+        self._pending, self._pending_size, self._pending_summed = [], 0, None
+
+    def merge(self, other: KeyedCounts, rows: IndexArray, n_classes: int) -> None:
+        """Add another's keys; rows (n_other_classes,): where its classes sit here, of n_classes."""
+        theirs = other.keys()
+        slots = self._slots_of(theirs)
+        self._grow(n_classes)
+        self._examples[slots] += other._examples
+        self._class_count[np.ix_(slots, rows)] += other._class_count[:, :len(rows)]
+        other._fold()
+        pairs = other._kept
+        their_slots, features = np.divmod(pairs.places, other.n_features)
+        self._append(slots[their_slots] * self.n_features + features, rows[pairs.classes].astype(np.int64),
+                     pairs.counts.copy())
+
+    # ---- reading ----------------------------------------------------------------------------
+    def cells_of(self, keys: Sequence[Key]) -> KeyCells:
+        """The pairs of these keys (each one seen), their slots being their places in ``keys``."""
+        slots = np.fromiter((self._slots[key] for key in keys), np.int64, len(keys))
+        runs = [run for run in (self._kept, self._pending_pairs()) if len(run.places)]
+        found = [(which, run, at) for run in runs for which, at in [run.of_slots(slots, self.n_features)]]
+        which = np.concatenate([which for which, _, _ in found]) if found else np.zeros(0, np.intp)
+        features = np.concatenate([run.places[at] % self.n_features for _, run, at in found]) if found \
+            else np.zeros(0, np.int64)
+        classes = np.concatenate([run.classes[at] for _, run, at in found]) if found else np.zeros(0, np.int64)
+        counts = np.concatenate([run.counts[at] for _, run, at in found]) if found else np.zeros(0)
+        if len(found) > 1:  # a pair both kept and pending: one cell of their sum
+            summed = _Pairs.summed(which * self.n_features + features, classes, counts)
+            which, features = np.divmod(summed.places, self.n_features)
+            classes, counts = summed.classes, summed.counts
+        class_count = self._class_count[slots]
+        totals = np.bincount(which * class_count.shape[1] + classes, weights=counts,
+                             minlength=class_count.size).astype(np.float64).reshape(class_count.shape)
+        return KeyCells(which.astype(np.intp), classes.astype(np.intp), features.astype(np.intp), counts,
+                        class_count, totals)
+
+    # ---- as named arrays ----------------------------------------------------------------------
+    def arrays(self) -> dict[str, AnyArray]:
+        """The keys' counts, in ``keys()`` order: examples (n_keys,) int64, class_count (n_keys,
+        n_classes), pair_end (n_keys,) int64 where each key's pairs end, and pair_feature, pair_class
+        (int32) and pair_count of all pairs, each key's sorted by feature then class. The keys
+        themselves are the caller's to store."""
+        self._fold()
+        kept = self._kept
+        slots, features = np.divmod(kept.places, self.n_features)
+        return {"examples": self._examples, "class_count": self._class_count,
+                "pair_end": np.searchsorted(slots, np.arange(len(self)), side="right").astype(np.int64),
+                "pair_feature": features.astype(np.int32), "pair_class": kept.classes.astype(np.int32),
+                "pair_count": kept.counts}
+
+    @classmethod
+    def from_arrays(cls, keys: Sequence[Key], arrays: Mapping[str, AnyArray], n_classes: int,
+                    n_features: int) -> KeyedCounts:
+        """The counts ``arrays`` gives for these keys; ValueError unless they are what learning
+        gives: distinct keys, shapes that fit, counts finite and >= 0, pairs inside the model's
+        classes and features, each key's pairs distinct and sorted."""
+        examples, class_count, ends = arrays["examples"], arrays["class_count"], arrays["pair_end"]
+        features, classes, pair_count = arrays["pair_feature"], arrays["pair_class"], arrays["pair_count"]
+        n_keys, n_pairs = len(keys), len(pair_count)
+        _require(len(set(keys)) == n_keys, "the keys must be distinct")
+        _require(examples.shape == (n_keys,) and examples.dtype.kind in "iu" and not (examples < 0).any(),
+                 f"examples must be {n_keys} counts")
+        _require(class_count.shape == (n_keys, n_classes), f"class_count must have shape ({n_keys}, {n_classes})")
+        _require(ends.shape == (n_keys,) and ends.dtype.kind in "iu", f"pair_end must be {n_keys} integers")
+        _require(features.shape == classes.shape == (n_pairs,) and pair_count.ndim == 1
+                 and features.dtype.kind in "iu" and classes.dtype.kind in "iu",
+                 "pair_feature, pair_class and pair_count must have one integer, integer and value per pair")
+        _require(not n_keys or bool((np.diff(ends, prepend=0) >= 0).all()) and int(ends[-1]) == n_pairs,
+                 "pair_end must increase to the number of pairs")
+        for name, values in (("class_count", class_count), ("pair_count", pair_count)):
+            _require(bool(np.isfinite(values).all()) and not (values < 0).any(), f"{name} must be finite and >= 0")
+        _require(not n_pairs or 0 <= int(features.min()) and int(features.max()) < n_features
+                 and 0 <= int(classes.min()) and int(classes.max()) < n_classes,
+                 "pairs must lie inside the model's features and classes")
+        slots = np.repeat(np.arange(n_keys, dtype=np.int64), np.diff(ends, prepend=0))
+        places = slots * n_features + features
+        _require(n_pairs < 2 or bool(((places[1:] > places[:-1]) | (places[1:] == places[:-1])
+                                      & (classes[1:] > classes[:-1])).all()),
+                 "each key's pairs must be distinct and sorted by feature, then class")
+        made = cls(n_features)
+        made._slots = {key: slot for slot, key in enumerate(keys)}
+        made._examples = examples.astype(np.int64)
+        made._class_count = class_count.astype(np.float64)
+        made._kept = _Pairs(places, classes.astype(np.int64), pair_count.astype(np.float64))
+        return made
+
+
+def _require(condition: bool, problem: str) -> None:
+    if not condition:
+        raise ValueError(problem)
