@@ -20,12 +20,14 @@ import numpy.typing as npt
 
 from ..stats.keyed_counts import Key, KeyedCounts, grouped
 from ..utils.blocked import normalized_exp
+from ..utils.class_set import ClassSet
 from ..utils.ndarrays import AnyArray, Features, FloatArray
 from ..utils.validation import NotFittedError, check_labels, check_sample_weight, check_X
 from .backoff import PseudoCounts, key_model, pseudo_counts
 from .base import NaiveBayes
 from .discrete import FeatureCountsNB
 from .explanations import Explanations
+from .keyed_prequential import predict_then_learn_keys
 from .keyed_scores import Backoff, backoff_of, keyed_joint_log_likelihood
 from .kinds import model_class
 from .multinomial import MultinomialNB
@@ -42,12 +44,14 @@ class KeyedState:
     group : the group model's state (``ModelState``)
     prior_weight : m
     keys : the keys, in order of first appearance (strings or integers, not both)
+    classes : the labels of the keys' class rows
     statistics : the keys' counts as ``KeyedCounts.arrays`` gives them, in the order of ``keys``
     """
 
     group: ModelState
     prior_weight: float
     keys: list[Key]
+    classes: AnyArray
     statistics: dict[str, AnyArray]
 
 
@@ -161,10 +165,30 @@ class KeyedNB:
             self.group_model_, self._keys = group, KeyedCounts(group.n_features_in_)
         prepared = group._prepare(check_X(X, n_features=group.n_features_in_, accept_sparse=True,
                                           model=type(group).__name__))
-        class_set = group._class_set()
-        self._keys.update(prepared, class_set.index(listed), weights, checked, len(class_set))
+        self._keys.update(prepared, listed, weights, checked)
         self._learned()
         return self
+
+    def predict_then_learn(self, X: Features, y: npt.ArrayLike, keys: npt.ArrayLike | Sequence[Key]
+                           ) -> tuple[AnyArray, FloatArray]:
+        """Test-then-train a batch: each row's probabilities under its key's model as the rows before
+        it left it (its key's counts, and its own earlier rows here), backed off to the group's
+        model as it was before the batch; then the batch is learned. Returns (classes (C,), proba
+        (n, C)) over the classes known before the batch (a class new in it is predicted from the
+        next batch on). The model must have learned something before (NotFittedError)."""
+        group = self._group()
+        prepared = group._prepared_for_prediction(X)
+        listed = check_labels(y, prepared.shape[0])
+        checked = checked_keys(keys, len(listed))
+        _check_key_type(self._keys.key_type(), checked[0] if checked else None)
+        classes = group.classes_.copy()
+        class_set = group._class_set()
+        ClassSet(class_set.labels.copy(), fixed=class_set.fixed).index(listed)  # refuses labels outside, first
+        scores = predict_then_learn_keys(group, self._backoff(), self._keys, prepared, checked,
+                                         np.ones(len(listed), dtype=bool), listed)
+        group.partial_fit(X, y)
+        self._learned()
+        return classes, normalized_exp(scores)
 
     def _learned(self) -> None:
         self._models = OrderedDict()
@@ -211,8 +235,8 @@ class KeyedNB:
             return group
         model = self._models.get(key)
         if model is None:
-            model = self._models[key] = key_model(group, self._keys.cells_of([key]), self._keys.examples(key),
-                                                  self._pseudo_counts())
+            cells = self._keys.cells_of([key], group.classes_)
+            model = self._models[key] = key_model(group, cells, self._keys.examples(key), self._pseudo_counts())
             if len(self._models) > _KEY_MODELS_KEPT:
                 self._models.popitem(last=False)
         else:
@@ -235,7 +259,7 @@ class KeyedNB:
         if known:
             rows = np.concatenate([by_key[key] for key in known])
             slots = np.repeat(np.arange(len(known)), [len(by_key[key]) for key in known])
-            cells = self._keys.cells_of(known)  # type: ignore[arg-type]
+            cells = self._keys.cells_of(known, group.classes_)  # type: ignore[arg-type]
             scores[rows] = keyed_joint_log_likelihood(group, self._backoff(), X[rows], slots, cells)
         return scores
 
@@ -282,8 +306,9 @@ class KeyedNB:
         arrays = self._keys.arrays()
         if copy:
             arrays = {name: array.copy() for name, array in arrays.items()}
+        labels = self._keys.classes.labels
         return KeyedState(group.export_state(tables=False, copy=copy), float(self.prior_weight), self._keys.keys(),
-                          arrays)
+                          labels.copy() if copy else labels, arrays)
 
     @classmethod
     def from_state(cls, state: KeyedState) -> KeyedNB:
@@ -298,7 +323,7 @@ class KeyedNB:
         if len(kinds) > 1 or not kinds <= {str, int}:
             raise ValueError("the keys must be all strings or all integers")
         keyed.group_model_ = cast(FeatureCountsNB[Any], group)  # of a keyed kind: checked above
-        keyed._keys = KeyedCounts.from_arrays(state.keys, state.statistics, len(group.classes_), group.n_features_in_)
+        keyed._keys = KeyedCounts.from_arrays(state.keys, state.classes, state.statistics, group.n_features_in_)
         if sum(keyed._keys.arrays()["examples"].tolist()) != group.n_examples_seen_:
             raise ValueError("the keys' examples do not add up to the group's")
         return keyed
@@ -323,8 +348,7 @@ class KeyedNB:
             self.group_model_ = type(theirs)(**theirs.get_params())
             self._keys = KeyedCounts(theirs.n_features_in_)
         self.group_model_.merge(theirs)
-        class_set = self.group_model_._class_set()
-        self._keys.merge(other._keys, class_set.rows_for(theirs.classes_), len(class_set))
+        self._keys.merge(other._keys)
         self._learned()
         return self
 

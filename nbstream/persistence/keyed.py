@@ -2,7 +2,8 @@
 
 The snapshot is its group model's, so ``load`` reads the group's model from it; beside it lie
 
-    header "keyed": {"prior_weight": m, "keys": "str" or "int", "n_keys": K}
+    header "keyed": {"prior_weight": m, "keys": "str" or "int", "n_keys": K, "classes": the labels of
+                     the keys' class rows (as the header's "classes")}
     keyed.key_text (uint8) and keyed.key_end (K,) int64: string keys, UTF-8, end to end
     keyed.key_int (K,) int64: integer keys
     keyed.examples, keyed.class_count, keyed.pair_end, keyed.pair_feature, keyed.pair_class,
@@ -11,6 +12,7 @@ The snapshot is its group model's, so ``load`` reads the group's model from it; 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,11 +23,12 @@ from ..stats.keyed_counts import Key
 from ..utils.ndarrays import AnyArray
 
 KEYED_PREFIX = "keyed."
+ValueCodec = Callable[..., Any]  # the snapshot's own encoding of a header value (arrays go beside it)
 _COUNTS = ("examples", "class_count", "pair_end", "pair_feature", "pair_class", "pair_count")
 _INT64 = np.iinfo(np.int64)
 
 
-def keyed_header(state: KeyedState, arrays: dict[str, AnyArray]) -> dict[str, Any]:
+def keyed_header(state: KeyedState, arrays: dict[str, AnyArray], encode_value: ValueCodec) -> dict[str, Any]:
     """The header's ``keyed`` object; the keys' arrays are added to ``arrays``."""
     keys = state.keys
     if keys and isinstance(keys[0], int):
@@ -40,10 +43,12 @@ def keyed_header(state: KeyedState, arrays: dict[str, AnyArray]) -> dict[str, An
         kind = "str"
     for name in _COUNTS:
         arrays[KEYED_PREFIX + name] = state.statistics[name]
-    return {"prior_weight": state.prior_weight, "keys": kind, "n_keys": len(keys)}
+    return {"prior_weight": state.prior_weight, "keys": kind, "n_keys": len(keys),
+            "classes": encode_value(state.classes, KEYED_PREFIX + "classes", arrays)}
 
 
-def keyed_from(group: ModelState, keyed: dict[str, Any], arrays: dict[str, AnyArray]) -> KeyedNB:
+def keyed_from(group: ModelState, keyed: dict[str, Any], arrays: dict[str, AnyArray], decode_value: ValueCodec
+               ) -> KeyedNB:
     """The keyed model a snapshot's group state, ``keyed`` header object and arrays describe
     (ValueError or KeyError when they do not fit)."""
     n_keys, m = keyed.get("n_keys"), keyed.get("prior_weight")
@@ -51,7 +56,10 @@ def keyed_from(group: ModelState, keyed: dict[str, Any], arrays: dict[str, AnyAr
         raise ValueError("the keyed header needs n_keys (an integer >= 0) and prior_weight (a number)")
     keys = _keys(keyed.get("keys"), n_keys, arrays)  # type: ignore[arg-type]  # checked natural above
     statistics = {name: arrays[KEYED_PREFIX + name] for name in _COUNTS}
-    return KeyedNB.from_state(KeyedState(group, float(m), keys, statistics))
+    classes = decode_value(keyed.get("classes"), arrays)
+    if not isinstance(classes, np.ndarray):
+        raise ValueError("the keyed header needs the labels of the keys' classes")
+    return KeyedNB.from_state(KeyedState(group, float(m), keys, classes, statistics))
 
 
 def _keys(kind: object, n_keys: int, arrays: dict[str, AnyArray]) -> list[Key]:

@@ -124,7 +124,7 @@ def _serialise(model: NaiveBayes[Any, Any] | KeyedNB, meta: dict[str, Any] | Non
     for name, value in state.tables.items():
         _encode_value(value if isinstance(value, list) else np.asarray(value), f"table.{name}", arrays)
     if keyed is not None:
-        header["keyed"] = keyed_header(keyed, arrays)
+        header["keyed"] = keyed_header(keyed, arrays, _encode_value)
     return _laid_out(header, arrays)
 
 
@@ -236,7 +236,7 @@ def _keyed_from(header: object, payload: _Payload, source: object) -> KeyedNB:
                             "read it with load).")
     try:
         arrays = _Arrays(payload, checked["arrays"])
-        return keyed_from(_state_of(checked, arrays), checked["keyed"], arrays)
+        return keyed_from(_state_of(checked, arrays), checked["keyed"], arrays, _decode_value)
     except SnapshotError as error:
         raise SnapshotError(f"{source}: {error}") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as error:

@@ -1,8 +1,9 @@
 """Each key's own counts: the (class, feature) pairs a key's examples brought, and how many
 examples it learned; memory grows with what the keys saw, not with the feature space.
 
-Every key's class rows are those of one class set (the group model's), so the keys' counts
-add up, pair by pair, to the counts of a model learned from every key's examples.
+Every key's class rows are those of one open class set, so the keys' counts add up, pair by
+pair, to the counts of a model learned from every key's examples; a model of other class rows
+reads them by label (``cells_of``).
 
 All keys' pairs are held together, column by column, as ``PairCounts`` holds one model's: each
 key has a slot, and a pair is ``(slot * n_features + feature, class)`` with its count, kept
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..utils.class_set import ClassSet
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 from .sparse_counts import nonzero_cells
 
@@ -76,8 +78,9 @@ class _Pairs:
 class KeyedCounts:
     """The pair counts, class counts and examples learned of every key seen."""
 
-    def __init__(self, n_features: int) -> None:
+    def __init__(self, n_features: int, classes: ClassSet | None = None) -> None:
         self.n_features = n_features
+        self.classes = ClassSet.open() if classes is None else classes  # the labels of the class rows
         self._slots: dict[Key, int] = {}
         self._examples = np.zeros(0, dtype=np.int64)
         self._class_count = np.zeros((0, 0))
@@ -124,13 +127,12 @@ class KeyedCounts:
         if self._class_count.shape[1] < n_classes:
             self._class_count = np.pad(self._class_count, ((0, 0), (0, n_classes - self._class_count.shape[1])))
 
-    def update(self, X: Features, rows: IndexArray, weights: FloatArray | None, keys: Sequence[Key],
-               n_classes: int) -> None:
+    def update(self, X: Features, labels: AnyArray, weights: FloatArray | None, keys: Sequence[Key]) -> None:
         """Add a batch: X (n_samples, n_features) dense or CSR, prepared as the model learns it;
-        rows (n_samples,) each sample's class row, of n_classes; weights (n_samples,) or None;
-        keys (n_samples,) each sample's key."""
+        labels (n_samples,), checked; weights (n_samples,) or None; keys (n_samples,) each sample's key."""
+        rows = self.classes.index(labels)
         slots = self._slots_of(keys)
-        self._grow(n_classes)
+        self._grow(len(self.classes))
         np.add.at(self._examples, slots, 1)
         np.add.at(self._class_count, (slots, rows), 1.0 if weights is None else weights)
         for first, cell_rows, columns, values in nonzero_cells(X):
@@ -171,11 +173,12 @@ class KeyedCounts:
                                    np.concatenate([kept.counts, new.counts]))
         self._pending, self._pending_size, self._pending_summed = [], 0, None
 
-    def merge(self, other: KeyedCounts, rows: IndexArray, n_classes: int) -> None:
-        """Add another's keys; rows (n_other_classes,): where its classes sit here, of n_classes."""
+    def merge(self, other: KeyedCounts) -> None:
+        """Add another's keys (their classes by label)."""
+        rows = self.classes.rows_for(other.classes.labels)
         theirs = other.keys()
         slots = self._slots_of(theirs)
-        self._grow(n_classes)
+        self._grow(len(self.classes))
         self._examples[slots] += other._examples
         self._class_count[np.ix_(slots, rows)] += other._class_count[:, :len(rows)]
         other._fold()
@@ -185,8 +188,13 @@ class KeyedCounts:
                      pairs.counts.copy())
 
     # ---- reading ----------------------------------------------------------------------------
-    def cells_of(self, keys: Sequence[Key]) -> KeyCells:
-        """The pairs of these keys (each one seen), their slots being their places in ``keys``."""
+    def cells_of(self, keys: Sequence[Key], labels: AnyArray) -> KeyCells:
+        """The pairs of these keys (each one seen), their slots being their places in ``keys``, in
+        the columns of ``labels`` (n_classes,) (a model's classes): a class they do not name is
+        left out."""
+        place = {label: i for i, label in enumerate(labels.tolist())}
+        columns = np.array([place.get(label, -1) for label in self.classes.labels.tolist()], dtype=np.intp)
+        n_classes = len(labels)
         slots = np.fromiter((self._slots[key] for key in keys), np.int64, len(keys))
         runs = [run for run in (self._kept, self._pending_pairs()) if len(run.places)]
         found = [(which, run, at) for run in runs for which, at in [run.of_slots(slots, self.n_features)]]
@@ -199,8 +207,16 @@ class KeyedCounts:
             summed = _Pairs.summed(which * self.n_features + features, classes, counts)
             which, features = np.divmod(summed.places, self.n_features)
             classes, counts = summed.classes, summed.counts
-        class_count = self._class_count[slots]
-        totals = np.bincount(which * class_count.shape[1] + classes, weights=counts,
+        width = self._class_count.shape[1]
+        columns = columns[:width]
+        kept = columns >= 0
+        class_count = np.zeros((len(keys), n_classes))
+        class_count[:, columns[kept]] = self._class_count[slots][:, :len(columns)][:, kept]
+        classes = columns[classes] if len(classes) else classes
+        if not kept.all():
+            present = classes >= 0
+            which, classes, features, counts = which[present], classes[present], features[present], counts[present]
+        totals = np.bincount(which * n_classes + classes, weights=counts,
                              minlength=class_count.size).astype(np.float64).reshape(class_count.shape)
         return KeyCells(which.astype(np.intp), classes.astype(np.intp), features.astype(np.intp), counts,
                         class_count, totals)
@@ -220,11 +236,13 @@ class KeyedCounts:
                 "pair_count": kept.counts}
 
     @classmethod
-    def from_arrays(cls, keys: Sequence[Key], arrays: Mapping[str, AnyArray], n_classes: int,
+    def from_arrays(cls, keys: Sequence[Key], classes: AnyArray, arrays: Mapping[str, AnyArray],
                     n_features: int) -> KeyedCounts:
-        """The counts ``arrays`` gives for these keys; ValueError unless they are what learning
-        gives: distinct keys, shapes that fit, counts finite and >= 0, pairs inside the model's
-        classes and features, each key's pairs distinct and sorted."""
+        """The counts ``arrays`` gives for these keys and the labels of their class rows; ValueError
+        unless they are what learning gives: distinct keys and labels, shapes that fit, counts finite
+        and >= 0, pairs inside the classes and features, each key's pairs distinct and sorted."""
+        class_set = ClassSet.restored(classes, fixed=False) if len(classes) else ClassSet.open()
+        n_classes = len(class_set)
         examples, class_count, ends = arrays["examples"], arrays["class_count"], arrays["pair_end"]
         features, classes, pair_count = arrays["pair_feature"], arrays["pair_class"], arrays["pair_count"]
         n_keys, n_pairs = len(keys), len(pair_count)
@@ -248,7 +266,7 @@ class KeyedCounts:
         _require(n_pairs < 2 or bool(((places[1:] > places[:-1]) | (places[1:] == places[:-1])
                                       & (classes[1:] > classes[:-1])).all()),
                  "each key's pairs must be distinct and sorted by feature, then class")
-        made = cls(n_features)
+        made = cls(n_features, class_set)
         made._slots = {key: slot for slot, key in enumerate(keys)}
         made._examples = examples.astype(np.int64)
         made._class_count = class_count.astype(np.float64)

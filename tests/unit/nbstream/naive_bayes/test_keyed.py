@@ -273,3 +273,24 @@ def test_models_that_cannot_be_keyed_are_refused(keyed, message):
 def test_asking_before_learning_is_not_fitted():
     with pytest.raises(nbstream.NotFittedError):
         KeyedNB().predict([[1]], keys=["a"])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_test_then_train_sees_each_keys_earlier_rows_and_the_group_before_the_batch(family):
+    ours, _ = FAMILIES[family]
+    X, y, keys, _, _ = stream(9, n=400, n_keys=5)
+    keyed = KeyedNB(ours(), prior_weight=3).partial_fit(X[:100], y[:100], keys=keys[:100], classes=CLASSES)
+    reference = KeyedNB(ours(), prior_weight=3).partial_fit(X[:100], y[:100], keys=keys[:100], classes=CLASSES)
+    group_before = KeyedNB(ours(), prior_weight=3).partial_fit(X[:100], y[:100], keys=keys[:100], classes=CLASSES)
+    classes, proba = keyed.predict_then_learn(X[100:], y[100:], keys[100:])
+    assert classes.tolist() == CLASSES
+    for i in range(100, 400):  # row by row: the key's counts grow, the group stays as before the batch
+        expected = reference.predict_proba(X[i:i + 1], keys=keys[i:i + 1])
+        np.testing.assert_allclose(proba[i - 100], expected[0], rtol=1e-9)
+        reference._keys.update(X[i:i + 1] > 0 if family == "bernoulli" else X[i:i + 1], y[i:i + 1],
+                               None, [int(keys[i])])
+        reference._learned()
+        reference._tables = group_before._backoff()
+    whole = learned(KeyedNB(ours(), prior_weight=3), X, y, keys, batch=100, classes=CLASSES)
+    np.testing.assert_allclose(keyed.predict_joint_log_proba(X[:50], keys=keys[:50]),
+                               whole.predict_joint_log_proba(X[:50], keys=keys[:50]), rtol=1e-12)
