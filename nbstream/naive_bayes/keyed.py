@@ -177,15 +177,16 @@ class KeyedNB:
         (n, C)) over the classes known before the batch (a class new in it is predicted from the
         next batch on). The model must have learned something before (NotFittedError)."""
         group = self._group()
-        prepared = group._prepared_for_prediction(X)
-        listed = check_labels(y, prepared.shape[0])
+        X = check_X(X, n_features=group.n_features_in_, accept_sparse=True, model=type(self).__name__)
+        listed = check_labels(y, X.shape[0])
         checked = checked_keys(keys, len(listed))
         _check_key_type(self._keys.key_type(), checked[0] if checked else None)
         classes = group.classes_.copy()
         class_set = group._class_set()
         ClassSet(class_set.labels.copy(), fixed=class_set.fixed).index(listed)  # refuses labels outside, first
-        scores = predict_then_learn_keys(group, self._backoff(), self._keys, prepared, checked,
-                                         np.ones(len(listed), dtype=bool), listed)
+        scores, _ = predict_then_learn_keys(group, self._backoff(), self._keys, X, checked,
+                                            np.ones(len(listed), dtype=bool), listed)
+        assert scores is not None  # the group is fitted
         group.partial_fit(X, y)
         self._learned()
         return classes, normalized_exp(scores)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..stats.keyed_counts import Key, KeyedCounts
 from ..utils.ndarrays import AnyArray, BoolArray, Features, FloatArray, IntArray
+from ..utils.validation import check_X
 from .discrete import FeatureCountsNB
 from .keyed_scores import Backoff, keyed_joint_log_likelihood
 
@@ -30,28 +31,44 @@ def occurrences(keys: Sequence[Key]) -> IntArray:
     return before
 
 
-def predict_then_learn_keys(group: FeatureCountsNB[Any], backoff: Backoff, store: KeyedCounts, X: Features,
-                            keys: Sequence[Key], learned: BoolArray, labels: AnyArray) -> FloatArray:
-    """log P(x, c) of each row of X (n, n_features), prepared as ``group`` learns it, under its key's
-    model: the key's counts in ``store`` plus its rows before it here that are ``learned`` (n,),
-    backed off to ``group`` (whose ``backoff`` tables are given), shape (n, n_classes of group): a
-    class the group does not know yet is left out. The learned rows are learned into ``store``
-    (labels (n,), checked, read where learned)."""
-    classes = group.classes_
-    scores = np.empty((X.shape[0], len(classes)))
+def predict_then_learn_keys(group: FeatureCountsNB[Any], backoff: Backoff | None, store: KeyedCounts, X: Features,
+                            keys: Sequence[Key], learned: BoolArray, labels: AnyArray
+                            ) -> tuple[FloatArray | None, IntArray]:
+    """Each row of X (n, n_features) scored by its key's model, then the ``learned`` rows (n,) learned
+    into the keys' counts ``store`` (labels (n,), checked, read where learned).
+
+    A row's key's model is the key's counts in ``store`` plus its rows before it here that are
+    learned, backed off to ``group`` (``backoff``: its shared tables). Returns log P(x, c) of each
+    row (n, n_classes of group), a class the group does not know yet left out, or None while the
+    group knows no class (``backoff`` None: the rows are only learned); and how many examples each
+    row's key had learned before it (n,)."""
+    if group.is_fitted:
+        X = group._prepared_for_prediction(X)
+    else:
+        X = group._prepare(check_X(X, n_features=None, accept_sparse=True, model=type(group).__name__))
+    scores = np.empty((X.shape[0], len(group.classes_))) if backoff is not None else None
+    examples = np.empty(X.shape[0], dtype=np.int64)
     round_of = occurrences(keys)
     for r in range(int(round_of.max()) + 1 if len(keys) else 0):
         members = np.flatnonzero(round_of == r)
         round_keys = [keys[i] for i in members.tolist()]
-        known = np.array([key in store for key in round_keys], dtype=bool)
-        if (~known).any():
-            scores[members[~known]] = group._joint_log_likelihood(X[members[~known]])
-        if known.any():
-            at = members[known]
-            cells = store.cells_of([key for key, seen in zip(round_keys, known.tolist(), strict=True) if seen],
-                                   classes)
-            scores[at] = keyed_joint_log_likelihood(group, backoff, X[at], np.arange(len(at)), cells)
+        examples[members] = [store.examples(key) for key in round_keys]
+        if scores is not None and backoff is not None:
+            _score_round(group, backoff, store, X, members, round_keys, scores)
         taught = members[learned[members]]
         if len(taught):
             store.update(X[taught], labels[taught], None, [keys[i] for i in taught.tolist()])
-    return scores
+    return scores, examples
+
+
+def _score_round(group: FeatureCountsNB[Any], backoff: Backoff, store: KeyedCounts, X: Features, members: IntArray,
+                 round_keys: list[Key], scores: FloatArray) -> None:
+    """Score one round's rows (``members``, of distinct keys) into ``scores``."""
+    known = np.array([key in store for key in round_keys], dtype=bool)
+    if (~known).any():
+        scores[members[~known]] = group._joint_log_likelihood(X[members[~known]])
+    if known.any():
+        at = members[known]
+        cells = store.cells_of([key for key, seen in zip(round_keys, known.tolist(), strict=True) if seen],
+                               group.classes_)
+        scores[at] = keyed_joint_log_likelihood(group, backoff, X[at], np.arange(len(at)), cells)

@@ -79,7 +79,7 @@ class KeyedCounts:
     """The pair counts, class counts and examples learned of every key seen."""
 
     def __init__(self, n_features: int, classes: ClassSet | None = None) -> None:
-        self.n_features = n_features
+        self.n_features = n_features  # 0: taken from the first batch
         self.classes = ClassSet.open() if classes is None else classes  # the labels of the class rows
         self._slots: dict[Key, int] = {}
         self._examples = np.zeros(0, dtype=np.int64)
@@ -108,6 +108,10 @@ class KeyedCounts:
         slot = self._slots.get(key)
         return 0 if slot is None else int(self._examples[slot])
 
+    def total_examples(self) -> int:
+        """Examples all keys learned."""
+        return int(self._examples.sum())
+
     def n_pairs(self) -> int:
         """Pairs held (a pair in the pending run and among those kept counts twice)."""
         return len(self._kept.places) + self._pending_size
@@ -130,6 +134,10 @@ class KeyedCounts:
     def update(self, X: Features, labels: AnyArray, weights: FloatArray | None, keys: Sequence[Key]) -> None:
         """Add a batch: X (n_samples, n_features) dense or CSR, prepared as the model learns it;
         labels (n_samples,), checked; weights (n_samples,) or None; keys (n_samples,) each sample's key."""
+        if not self.n_features:  # made before the features' width was known
+            self.n_features = X.shape[1]
+        elif X.shape[1] != self.n_features:
+            raise ValueError(f"the keys' counts are of {self.n_features} features; a batch has {X.shape[1]}")
         rows = self.classes.index(labels)
         slots = self._slots_of(keys)
         self._grow(len(self.classes))

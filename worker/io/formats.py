@@ -66,7 +66,7 @@ class JsonMessages:
         rows = np.flatnonzero(good).tolist()
         ids, partitions, offsets = [decoded.ids[i] for i in rows], polled.partitions[good].tolist(), \
             polled.offsets[good].tolist()
-        if served_by is None and predictions.explanations is None:
+        if served_by is None and predictions.explanations is None and predictions.keys is None:
             return rows, self.predictions(ids, predictions.classes, predictions.best, predictions.proba,
                                           predictions.versions, polled.topic, partitions, offsets)
         return rows, named_prediction_values(ids, predictions, polled.topic, partitions, offsets, served_by)

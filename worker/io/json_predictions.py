@@ -4,7 +4,9 @@
      "topic": ..., "partition": p, "offset": o}
 
 With --explain K, "model_version": n is followed by "explanation": [{"feature": ..., "contribution": c},
-...]: the K features that weigh most in the prediction (``nbstream.naive_bayes.explanations``).
+...]: the K features that weigh most in the prediction (``nbstream.naive_bayes.explanations``). With
+--model-key, by "key": K, "key_examples": N: the key whose model predicted, and the examples that key
+had learned before the message.
 
 When the service names its models (``ServedBy``), each object ends with the name of the model
 that served it, and in shadow mode with what every challenger predicted::
@@ -35,6 +37,24 @@ from .records import FieldValue
 
 
 @dataclass(frozen=True)
+class KeyAnswers:
+    """The key of each message's model (--model-key), and how many examples that key had learned
+    before it: keys (n,), examples (n,)."""
+    keys: list[str]
+    examples: IntArray
+
+    def take(self, rows: AnyArray) -> KeyAnswers:
+        """Those of ``rows`` (n,) bool."""
+        return KeyAnswers([key for key, taken in zip(self.keys, rows.tolist(), strict=True) if taken],
+                          self.examples[rows])
+
+    def pieces(self) -> list[bytes]:
+        """',"key":K,"key_examples":N' of each message."""
+        return [b',"key":%b,"key_examples":%d' % (orjson.dumps(key), n)
+                for key, n in zip(self.keys, self.examples.tolist(), strict=True)]
+
+
+@dataclass(frozen=True)
 class ModelPredictions:
     """One model's predictions of the messages, as ``prediction_values`` takes them (classes,
     best, proba, versions)."""
@@ -43,6 +63,7 @@ class ModelPredictions:
     proba: FloatArray | None
     versions: IntArray | int
     explanations: list[bytes] | None = None  # of each message, the JSON list of its explanation's features
+    keys: KeyAnswers | None = None  # of each message, its key and that key's examples (--model-key)
 
 
 @dataclass(frozen=True)
@@ -92,18 +113,22 @@ def named_prediction_values(ids: list[FieldValue], predictions: ModelPredictions
                                             offsets, tails, strict=True)]
 
 
-def _explained(version_pieces: list[bytes], explanations: list[bytes] | None) -> list[bytes]:
-    """',"model_version":v' of each row, followed by its ',"explanation":[...]' when there are some."""
-    if explanations is None:
-        return version_pieces
-    return [b'%b,"explanation":%b' % pair for pair in zip(version_pieces, explanations, strict=True)]
+def _explained(version_pieces: list[bytes], explanations: list[bytes] | None, keys: KeyAnswers | None) -> list[bytes]:
+    """',"model_version":v' of each row, followed by its ',"explanation":[...]' when there are some,
+    and its ',"key":K,"key_examples":N' when the rows are keyed."""
+    if explanations is not None:
+        version_pieces = [b'%b,"explanation":%b' % pair for pair in zip(version_pieces, explanations, strict=True)]
+    if keys is not None:
+        version_pieces = [a + b for a, b in zip(version_pieces, keys.pieces(), strict=True)]
+    return version_pieces
 
 
 def _pieces(predictions: ModelPredictions, n: int) -> tuple[list[bytes], list[bytes], list[bytes]]:
     """Of each of n rows: the prediction (null where not scored), its probabilities ('"class":p,...')
     and ',"model_version":v' (and its ',"explanation":[...]' when the predictions have some)."""
     version_pieces = _explained([b',"model_version":%d' % v for v in
-                                 np.broadcast_to(predictions.versions, (n,)).tolist()], predictions.explanations)
+                                 np.broadcast_to(predictions.versions, (n,)).tolist()], predictions.explanations,
+                                predictions.keys)
     classes, best, proba = predictions.classes, predictions.best, predictions.proba
     if classes is None or best is None or proba is None:
         return [b"null"] * n, [b""] * n, version_pieces

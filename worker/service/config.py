@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nbstream.arrow import FeatureSpec
+from nbstream.naive_bayes.keyed import KEYED_KINDS
 
 from ..config import FeatureOptions, ModelOptions, TrainConfig, parse_classes
 from ..errors import ConfigError
@@ -23,6 +24,7 @@ from ..io.kafka.settings import KafkaSettings
 from ..io.kafka.state_topic import state_topic_name
 from ..io.registry.settings import RegistrySettings
 from ..setting import Checked, field_setting, names, setting, setting_like
+from .keys.config import KeysConfig
 from .models.config import ModelsConfig
 from .partition.drift_watch import DriftConfig
 from .pending.join import LabelsConfig
@@ -187,6 +189,7 @@ class ServeConfig:
     snapshots: SnapshotConfig = field(default_factory=SnapshotConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     inference: InferenceApiConfig = field(default_factory=InferenceApiConfig)
+    keys: KeysConfig = field(default_factory=KeysConfig)
     beside_the_loop: BesideTheLoop = field(default_factory=BesideTheLoop)
     labels: LabelsConfig | None = None
     drift: DriftConfig | None = None
@@ -204,6 +207,7 @@ class ServeConfig:
         self._check_drift()
         self._check_labels()
         self._check_challengers()
+        self._check_keys()
 
     def _check_explain(self) -> None:
         """An explanation is made by a copy of the model that learns the poll's rows one run at a time;
@@ -306,6 +310,27 @@ class ServeConfig:
                 raise ConfigError(f"--challenger {name}: a {options.kind} model reads other features than the served "
                                   f"{self.model.kind} model; every model learns the same features.")
 
+    def _check_keys(self) -> None:
+        """A keyed group learns its keys as it predicts them, from messages of one example each, with
+        a count model that does not forget; what it does not do yet is refused in one line."""
+        if not self.keys.keyed:
+            return
+        kind, moving = self.model.kind, [f"--{name.replace('_', '-')}" for name in ("half_life", "window")
+                                         if self.model.parameters.get(name) is not None]
+        refused = (("--model " + kind, kind not in KEYED_KINDS, "a keyed model is bernoulli, multinomial or "
+                    "complement"),
+                   (moving[0] if moving else "", bool(moving), "a key's model does not forget"),
+                   ("--challenger", bool(self.models.challengers), "challengers are not keyed"),
+                   ("--labels-topic", self.labels is not None, "pending examples keep no key"),
+                   ("--explain", self.output.explain is not None, "explanations of keys' models are not made"),
+                   ("--output-format avro", self.output.output_format == "avro", "the Avro predictions' schema "
+                    "has no key"),
+                   ("--format arrow", self.fields.format == "arrow", "Arrow predictions have no key column"),
+                   ("--no-learn", not self.model.learn, "keys learn as they are predicted"))
+        for option, given, why in refused:
+            if given:
+                raise ConfigError(f"--model-key does not take {option}: {why}.")
+
     @property
     def labels_topic(self) -> str | None:
         return None if self.labels is None else self.labels.topic
@@ -332,5 +357,5 @@ SETTING_PARTS: dict[str, type | tuple[type, Callable[..., Any]]] = {
     "commit": CommitConfig, "consumer": ConsumerConfig, "output": OutputConfig, "snapshots": SnapshotConfig,
     "telemetry": TelemetryConfig, "inference": InferenceApiConfig,
     "beside_the_loop": BesideTheLoop, "labels": (LabelsConfig, LabelsConfig.given),
-    "drift": (DriftConfig, DriftConfig.given),
+    "drift": (DriftConfig, DriftConfig.given), "keys": KeysConfig,
 }

@@ -29,7 +29,7 @@ from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.class_set import ClassSet
 from nbstream.utils.ndarrays import AnyArray, Features
 
-from ..io.json_predictions import ModelPredictions
+from ..io.json_predictions import KeyAnswers, ModelPredictions
 from ..io.messages import NUMBER, STRING
 from .explaining import Explaining
 from .telemetry.metrics import GLOBAL_MODEL_MERGE_SECONDS
@@ -286,6 +286,7 @@ class Predictions:
     proba: np.ndarray | None  # (n_rows, n_classes) float64; a row of NaN: predicted before any class was known
     versions: np.ndarray  # (n_rows,) the examples the model predicting each row had learned
     explanations: list[bytes] | None = None  # (n_rows,) each row's JSON list of explaining features (--explain)
+    keys: KeyAnswers | None = None  # (n_rows,) each row's key and its examples (--model-key)
 
     @property
     def scored(self) -> np.ndarray:
@@ -302,11 +303,12 @@ class Predictions:
         explanations = None if self.explanations is None else \
             [piece for piece, taken in zip(self.explanations, rows.tolist(), strict=True) if taken]
         return Predictions(self.classes, None if self.best is None else self.best[rows],
-                           None if self.proba is None else self.proba[rows], self.versions[rows], explanations)
+                           None if self.proba is None else self.proba[rows], self.versions[rows], explanations,
+                           None if self.keys is None else self.keys.take(rows))
 
     def written(self) -> ModelPredictions:
         """What a message format writes of them."""
-        return ModelPredictions(self.classes, self.best, self.proba, self.versions, self.explanations)
+        return ModelPredictions(self.classes, self.best, self.proba, self.versions, self.explanations, self.keys)
 
     @property
     def labels(self) -> np.ndarray | None:

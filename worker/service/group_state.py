@@ -40,12 +40,14 @@ from typing import Any
 from nbstream.arrow import CategoricalEncoder, FeatureEncoder
 from nbstream.metrics.quality import PredictionQuality
 from nbstream.naive_bayes import NaiveBayes
+from nbstream.stats.keyed_counts import KeyedCounts
 from nbstream.utils.ndarrays import AnyArray
 
 from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start
 from .follower import StateFollower, partition_of, state_name
 from .global_model import GlobalModel
+from .keys.records import PartitionKeys, restore_keys
 from .models.choice import SERVED_MODEL, GroupChoice
 from .models.global_models import GlobalModels, HoldsModels
 from .models.lineup import Lineup
@@ -67,10 +69,12 @@ class PartitionSettings:
 
     classes : a fixed class set (None: open); labels : labels that come later (None: no labels
         topic, and no pending examples: the pending records a partition has in the topic are then
-        tombstoned at its next commit); drift : how errors are watched (None: not watched)."""
+        tombstoned at its next commit); drift : how errors are watched (None: not watched);
+    keyed : the group keeps a model per key (--model-key): each partition its keys' counts."""
     classes: AnyArray | list[Any] | None = None
     labels: LabelsConfig | None = None
     drift: DriftConfig | None = None
+    keyed: bool = False
 
 
 class GroupState:
@@ -202,9 +206,11 @@ class GroupState:
                                f"{wait_s:.0f}s (an open transaction on the state topic)")
         if self.settings.labels is not None:
             self.follower.fetch_pending([state_name(p) for p in partitions if p in self.latest], max(wait_s, 30.0))
+        key_records = self._key_records(partitions, max(wait_s, 30.0))
         starts: dict[int, Start] = {}
         for partition in partitions:
-            record = self._taken_over(partition, committed.get(partition), partition in behind)
+            record = self._with_keys(self._taken_over(partition, committed.get(partition), partition in behind),
+                                     key_records.get(state_name(partition), {}))
             self.owned[partition] = owned = Partition(partition, self.lineup.aligned(record, self.fresh), self.models,
                                                       drift=self.settings.drift, labels=self.settings.labels,
                                                       referee=self._referee)
@@ -236,6 +242,30 @@ class GroupState:
             record = self._with_pending(name, PartitionRecord(self.fresh(), self._own_encoder()))
             assert record is not None, "a new state has no pending records to fail to restore"
         return record
+
+    def _key_records(self, partitions: list[int], timeout_s: float) -> dict[str, dict[str, bytes]]:
+        """The key records of the partitions taken over whose states list keys, read again from the topic."""
+        listing = [state_name(p) for p in partitions if p in self.latest and self.latest[p].keys is None
+                   and self.latest[p].keys_header is not None]
+        return self.follower.fetch_keys(listing, timeout_s) if self.settings.keyed and listing else {}
+
+    def _with_keys(self, record: PartitionRecord, records: dict[str, bytes]) -> PartitionRecord:
+        """The record with its keys as the group keeps them: restored from their records, kept (a
+        live state this replica released), new, or none (the group keeps no model per key). A
+        ConfigError when they do not restore: starting them afresh would lose what they learned."""
+        if not self.settings.keyed:
+            return replace(record, keys=None)
+        if record.keys is not None:
+            return record
+        n_features = record.model.n_features_in_ if record.model.is_fitted else 0
+        if record.keys_header is None:
+            return replace(record, keys=PartitionKeys(KeyedCounts(n_features)))
+        try:
+            return replace(record, keys=restore_keys(records, record.keys_header, n_features))
+        except ValueError as error:
+            raise ConfigError(f"state topic {self.follower.topic}: the keys of a partition's state do not restore "
+                              f"({str(error)[:300]}). Serve the group with the nbstream version that wrote them, "
+                              "or use a new --group.") from None
 
     def _refuse_unreadable(self, partition: int, committed: int) -> None:
         """A ConfigError when the partition, which the group committed offsets for, has a state in the

@@ -43,6 +43,7 @@ from ..io.records import Polled
 from .explaining import Explaining
 from .global_model import Predictions
 from .group_state import GroupState
+from .keys.serving import KeyedServing, record_keys
 from .models.promotion import Promotion, PromotionWatch
 from .partition.partition import Judged, Partition
 from .pending.join import LabelsConfig, served, unmatched_letters, with_id
@@ -60,13 +61,16 @@ class LoopSettings:
     fields : the message fields (label events use their names);
     labels : how labels that come later are joined (None: no labels topic);
     output_challengers : every prediction carries the challengers' too (shadow mode);
-    explain : each prediction carries the features that weigh most in it, this many (None: none)."""
+    explain : each prediction carries the features that weigh most in it, this many (None: none);
+    key_prior_weight : every message is predicted and learned by its key's model, backed off to the
+        group's by this weight (--model-key; None: the group's model predicts every message)."""
     learn: bool = True
     max_classes: int = 1_000
     fields: MessageFields = field(default_factory=MessageFields)
     labels: LabelsConfig | None = None
     output_challengers: bool = False
     explain: int | None = None
+    key_prior_weight: float | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,8 @@ class PrequentialLoop:
         self.counts = counts or UncommittedCounts()
         self.settings = settings or LoopSettings()
         self.promotion = promotion
+        weight = self.settings.key_prior_weight
+        self.keyed = None if weight is None else KeyedServing(weight)
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
@@ -161,15 +167,21 @@ class PrequentialLoop:
         X, problems = encoder.encode(decoded.batch, learn=not model.categorical,
                                      counts_only=models.counts_only, problems=decoded.problems)
         labeled, y = self._labels(decoded.batch.column(LABEL_COLUMN), problems)
+        keys = self._keys(rows, problems)
         self._flag_poisoned(rows, problems)
         self.outputs.rejects.reject(rows, problems)
         self.counts.add(messages=len(polled))
         good = problems.good
         if good.any():
             learn = labeled & good
-            predictions = models.predict_then_learn(problems.select_good(X), y[good], learn[good],
-                                                    rows.partitions[good], self._explaining(decoded, good),
-                                                    self.settings.output_challengers or self.promotion is not None)
+            if keys is None:
+                predictions = models.predict_then_learn(problems.select_good(X), y[good], learn[good],
+                                                        rows.partitions[good], self._explaining(decoded, good),
+                                                        self.settings.output_challengers or self.promotion is not None)
+            else:
+                good_keys = [keys[i] for i in np.flatnonzero(good).tolist()]
+                predictions = {models.served: self._keyed(problems.select_good(X), y[good], learn[good],
+                                                          rows.partitions[good], good_keys)}
             served_rows = ServedRows(rows, decoded, X, y, labeled, good, predictions, models.served)
             switches = self._promote_within(polled, served_rows, learn) if learning and self.promotion else []
             self._emit(polled, served_rows, switches)
@@ -179,6 +191,27 @@ class PrequentialLoop:
                 self._keep_pending(served_rows)
         for partition, mine in self._partitions(polled.partitions):
             partition.advance(int(polled.offsets[mine].max()) + 1)  # every message's offset is passed
+
+    def _keys(self, rows: Polled, problems: RowProblems) -> list[str] | None:
+        """With --model-key, each row's key (its record key); one that names none is a problem."""
+        if self.keyed is None:
+            return None
+        keys, key_problems = record_keys(rows.keys)
+        missing = np.array([problem is not None for problem in key_problems], dtype=bool)
+        if missing.any():
+            problems.flag(missing, "key", np.array(key_problems, dtype=object))
+        return keys
+
+    def _keyed(self, X: object, y: AnyArray, learned: BoolArray, partitions: AnyArray, keys: list[str]
+               ) -> Predictions:
+        """Each good row predicted by its key's model, the keys learning as they go (``keys/serving.py``)."""
+        assert self.keyed is not None
+        served = self.group.models.served_model
+        owned = []
+        for partition, rows in self._partitions(partitions):
+            assert partition.keys is not None, "a keyed group's partitions keep their keys"
+            owned.append((partition.keys, rows))
+        return self.keyed.predict_then_learn(served.model, served.version, X, y, learned, keys, owned)
 
     def _explaining(self, decoded: Decoded, good: BoolArray) -> Explaining | None:
         """What --explain asks of the good rows (None: nothing)."""

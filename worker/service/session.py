@@ -352,14 +352,16 @@ class Session:
 
 def partition_settings(config: ServeConfig) -> PartitionSettings:
     """What every owned partition is given, of a ServeConfig."""
-    return PartitionSettings(classes=config.model.classes or None, labels=config.labels, drift=config.drift)
+    return PartitionSettings(classes=config.model.classes or None, labels=config.labels, drift=config.drift,
+                             keyed=config.keys.keyed)
 
 
 def loop_settings(config: ServeConfig) -> LoopSettings:
     """What the loop is told, of a ServeConfig."""
     return LoopSettings(learn=config.model.learn, max_classes=config.model.max_classes, fields=config.fields,
                         labels=config.labels, output_challengers=config.models.output_challengers,
-                        explain=config.output.explain)
+                        explain=config.output.explain,
+                        key_prior_weight=config.keys.key_prior_weight if config.keys.keyed else None)
 
 
 def lineup(config: ServeConfig) -> Lineup:

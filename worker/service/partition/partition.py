@@ -38,6 +38,7 @@ from nbstream.metrics.quality import PredictionQuality
 from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
+from ..keys.records import PartitionKeys
 from ..pending.join import LabelsConfig, widened
 from ..pending.records import PendingRecords, PendingWrite
 from ..pending.store import Added, Expired, Joined, Labeled, PendingExamples, Served
@@ -117,6 +118,7 @@ class Partition:
         self._next_offset, self._labels_next_offset = record.next_offset, record.labels_next_offset
         self._label_field, self._drift_json = record.label_field, record.drift
         self._pending, self._pending_records = record.pending, record.pending_records
+        self._keys = record.keys
         self._watch: DriftWatch | None = None  # restored from _drift_json when first needed
         self._clock = -1  # the newest event time seen (ms), with a labels topic
         self._changed = False
@@ -170,9 +172,16 @@ class Partition:
         return self._pending
 
     @property
+    def keys(self) -> PartitionKeys | None:
+        """Its keys' own counts (None: the group keeps no model per key); they learn as the loop
+        predicts them (``keys/serving.py``)."""
+        return self._keys
+
+    @property
     def changed(self) -> bool:
-        """Whether a step (or its pending store) changed its state record since the last ``snapshot()``."""
-        return self._changed or (self._pending is not None and self._pending.changes != self._pending_changes)
+        """Whether a step (or its pending store, or a key) changed its state record since the last ``snapshot()``."""
+        return self._changed or (self._pending is not None and self._pending.changes != self._pending_changes) \
+            or (self._keys is not None and bool(self._keys.changed))
 
     # ---- the steps of a poll ----------------------------------------------------------------
     def move_clock(self, newest_ms: int) -> Expired | None:
@@ -257,14 +266,18 @@ class Partition:
 
     # ---- its state record ---------------------------------------------------------------------
     def snapshot(self, name: str) -> tuple[PartitionRecord, PendingWrite]:
-        """Its state record as it stands, and the records of its pending examples to write with it
-        (those made since the last snapshot first, tombstones after; none when it keeps none);
-        ``name`` is its state's name in the state topic. Clears ``changed``."""
+        """Its state record as it stands, and the records of its pending examples and of its keys
+        changed since the last snapshot to write with it (before it; tombstones after; none when it
+        keeps none); ``name`` is its state's name in the state topic. Clears ``changed``."""
         records, write = self._pending_records, PendingWrite()
         if self._pending is not None and records is None:
             records = PendingRecords()
         if records is not None:
             write = records.write(name, self._pending)
+        if self._keys is not None:
+            keyed = self._keys.write(name, self._next_offset or 0)
+            write.before += keyed
+            write.payload_bytes += sum(len(value or b"") for _, value in keyed)
         self._pending_records = records if self._pending is not None else None  # tombstoned: nothing left
         self._changed = False
         self._pending_changes = self._pending.changes if self._pending is not None else 0
@@ -278,7 +291,7 @@ class Partition:
         return PartitionRecord(self.model, self._encoder, self._next_offset, self.quality,
                                label_field=self._label_field, drift=drift, pending=self._pending,
                                pending_records=self._pending_records, labels_next_offset=self._labels_next_offset,
-                               name=self._first, others=others)
+                               name=self._first, others=others, keys=self._keys)
 
     # ---- inside the steps -------------------------------------------------------------------
     def _fit(self, name: str, X: object, y: AnyArray) -> None:

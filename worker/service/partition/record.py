@@ -19,6 +19,10 @@ partition stopped on the labels topic. Without pending examples the fields are
 left out: the payload is byte for byte what it was before the field existed. The previous
 version ignores header fields it does not know, so it reads these states' statistics as they are.
 
+With a model per key (--model-key), the header's "keys" field lists the labels of the keys'
+class rows and how many keys and examples they hold; each key's counts are a record of its own
+(``keys/records.py``). Without it the field is left out.
+
 A partition holds one model per name when the group learns challengers beside its served model
 (``worker/service/models``). The model after the header, and the header's quality, are those of
 the model the serve options describe, whose name is in "model_name" unless it is "main"; the
@@ -47,6 +51,7 @@ from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, number, option
 
 from ...errors import ConfigError
 from ...model_names import DEFAULT_NAME, NAME_RULE, is_model_name
+from ..keys.records import PartitionKeys
 from ..pending.records import PendingRecords
 from ..pending.store import PendingExamples
 
@@ -91,6 +96,9 @@ class PartitionRecord:
         (delayed labels), None when the service reads no labels topic or read nothing there yet
     name : the name of ``model`` (the model the serve options describe)
     others : the partition's other models by name (challengers, and a served model promoted from them)
+    keys : its keys' own counts, when the group keeps a model per key (--model-key), else None; a
+        record just read has none until its partition is taken over (``group_state``)
+    keys_header : what its state says of its keys (``PartitionKeys.header``), as read; None: it keeps none
     """
     model: NaiveBayes[Any, Any]
     encoder: FeatureEncoder | None = None
@@ -104,6 +112,8 @@ class PartitionRecord:
     labels_next_offset: int | None = None
     name: str = DEFAULT_NAME
     others: dict[str, ModelState] = field(default_factory=dict)
+    keys: PartitionKeys | None = None
+    keys_header: dict[str, Any] | None = None
 
     def statistics(self, name: str) -> ModelStatistics | None:
         """The statistics of its model ``name`` (None: it holds no model of that name)."""
@@ -142,6 +152,8 @@ class PartitionRecord:
             header["model_name"] = self.name
         if self.others:
             header["models"] = {name: _other_json(state) for name, state in self.others.items()}
+        if self.keys is not None:
+            header["keys"] = self.keys.header()
         model = dumps(self.model, tables=False) if self.model.is_fitted else b""
         return PARTITION_STATE.seal(json.dumps(header).encode(), [model])
 
@@ -166,13 +178,21 @@ class PartitionRecord:
                         label_field=optional_text(header.get("label_field"), "label_field"),
                         drift=_drift(header.get("drift")), pending_records=_pending(header.get("pending")),
                         labels_next_offset=labels_next_offset, name=_name(header.get("model_name", DEFAULT_NAME)),
-                        others=_others(header.get("models", {}), fresh_model, encoder))
+                        others=_others(header.get("models", {}), fresh_model, encoder),
+                        keys_header=_keys_header(header.get("keys")))
             return state, encoder
         except NewerFormatError as error:  # the service's own state, of a newer version: not to be passed over
             raise ConfigError(f"{error} A newer nbstream wrote this group's states: serve it with that version, "
                               "or use a new --group.") from None
         except (ValueError, RecursionError) as error:  # FrameError, SnapshotError and FeatureError are ValueErrors
             raise UnreadableState(source, str(error)[:300]) from None
+
+
+def _keys_header(value: object) -> dict[str, Any] | None:
+    """The header's "keys" (checked in full when the keys are restored, ``keys/records.py``)."""
+    if value is None or isinstance(value, dict):
+        return value
+    raise ValueError(f"keys must be an object; got {shown(value)}")
 
 
 class UnreadableState(nbstream.SnapshotError):

@@ -1,0 +1,100 @@
+"""worker serve --model-key key on a real broker: each SMS message predicted by its user's own model
+(--key-prior-weight 0) equals an offline fit of that user's earlier messages, through a kill -9 and a
+restart; messages without a usable key are dead letters, alone."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from kafka import KafkaProducer
+from sklearn.naive_bayes import MultinomialNB
+
+from nbstream.arrow import FeatureSpec
+from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all
+from tests.helpers.paths import SMS
+from tests.helpers.service import Service
+
+KEYED = ("--text-features", "--model", "multinomial", "--model-key", "key", "--key-prior-weight", "0",
+         "--max-poll-records", "300")
+USERS = 40
+
+
+def sms_by_user(n: int):
+    table = pq.read_table(SMS / "train.parquet").slice(0, n)
+    rows = table.to_pylist()
+    X = FeatureSpec.text("text").encoder().encode(table.combine_chunks().to_batches()[0], learn=False)[0]
+    users = [f"user-{(i * 7919) % USERS}" for i in range(n)]
+    return rows, X.tocsr(), np.asarray([r["label"] for r in rows]), users
+
+
+def send_keyed(bootstrap: str, topic: str, values: list[bytes], keys: list[bytes | None]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    futures = [producer.send(topic, value=value, key=key) for value, key in zip(values, keys, strict=True)]
+    producer.flush()
+    for future in futures:
+        future.get(timeout=30)
+    producer.close()
+
+
+def offline_check(predictions: list[dict], rows, X, labels, users, offsets: dict[tuple[int, int], int]) -> int:
+    """Every prediction of a key that had learned before equals a fit of that key's earlier rows
+    alone (scikit-learn, the classes the prediction names); how many were checked."""
+    checked = 0
+    for prediction in predictions:
+        i = offsets[(prediction["partition"], prediction["offset"])]
+        earlier = [j for j in range(i) if users[j] == users[i]]
+        assert prediction["key"] == users[i] and prediction["key_examples"] == len(earlier)
+        if not earlier or prediction["prediction"] is None:
+            continue
+        classes = list(prediction["probabilities"])
+        alone = MultinomialNB().partial_fit(X[earlier], labels[earlier], classes=classes)
+        expected = alone.predict_proba(X[i])[0]
+        np.testing.assert_allclose([prediction["probabilities"][c] for c in classes], expected, rtol=1e-9,
+                                   atol=1e-12)
+        checked += 1
+    return checked
+
+
+def test_each_user_is_predicted_by_its_own_model_through_a_kill_9(kafka_bootstrap, kafka_client, tmp_path):
+    rows, X, labels, users = sms_by_user(1_200)
+    topic = new_topic(kafka_bootstrap, "keyed-sms", partitions=2)
+    values = [json_message(text=r["text"], label=r["label"], id=r["id"]) for r in rows]
+    send_keyed(kafka_bootstrap, topic, values[:600], [u.encode() for u in users[:600]])
+    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED, client=kafka_client).start()
+    watcher = TopicWatcher(kafka_bootstrap, service.output, committed_only=True)
+    assert watcher.wait_until(lambda records: len(records) >= 600, timeout=120), service.log_tail()
+    service.kill()
+    send_keyed(kafka_bootstrap, topic, values[600:], [u.encode() for u in users[600:]])
+    service.start()
+    assert watcher.wait_until(lambda records: len(records) >= 1_200, timeout=120), service.log_tail()
+    assert service.terminate() == 0
+    watcher.close()
+    predictions = [json.loads(r.value) for r in watcher.records]
+    assert len(predictions) == 1_200  # exactly once: none lost, none twice
+    inputs = read_all(kafka_bootstrap, topic, expected=1_200)
+    position = {row["id"]: i for i, row in enumerate(rows)}
+    offsets = {(r.partition, r.offset): position[json.loads(r.value)["id"]] for r in inputs}
+    assert sorted(offsets.values()) == list(range(1_200))
+    assert offline_check(predictions, rows, X, labels, users, offsets) > 800  # the first poll meets no class
+
+
+@pytest.mark.parametrize(("key", "problem"), [(None, "no record key"), (b"", "no record key"),
+                                              (b"\xff\xfe", "not UTF-8"), (b"k" * 2_000, "at most 1,024")])
+def test_a_message_without_a_usable_key_alone_is_a_dead_letter(kafka_bootstrap, tmp_path, key, problem):
+    topic = new_topic(kafka_bootstrap, "keyed-bad")
+    send_keyed(kafka_bootstrap, topic, [json_message(text="win a prize", label="spam", id=1),
+                                        json_message(text="lunch at noon", label="ham", id=2)], [key, b"bob"])
+    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED, "--dlq", f"{topic}.dlq").start()
+    dead = TopicWatcher(kafka_bootstrap, f"{topic}.dlq")
+    assert dead.wait_until(lambda records: len(records) >= 1, timeout=90), service.log_tail()
+    out = TopicWatcher(kafka_bootstrap, service.output)
+    assert out.wait_until(lambda records: len(records) >= 1, timeout=60), service.log_tail()
+    assert service.terminate() == 0
+    headers = dict(dead.records[0].headers)
+    assert problem in headers["error"].decode() and headers["error.field"] == b"key"
+    assert [json.loads(r.value)["key"] for r in out.records] == ["bob"]
+    dead.close()
+    out.close()

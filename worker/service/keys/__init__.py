@@ -1,0 +1,1 @@
+"""A model per key: the keys' own counts, beside each partition's state."""

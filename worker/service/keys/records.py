@@ -1,0 +1,182 @@
+"""One partition's keys as records of the state topic: a record per key, written when the key changed.
+
+A commit writes the keys learned since the last one, each as one record under its own name, in
+the same transaction as the partition's state; a key that did not change is not written again,
+so a commit costs what changed, not how many keys there are. The state topic's compaction keeps
+each key's newest record::
+
+    partition-3/keys/<32 hex digits>        a key's counts (the digits: of the SHA-256 of the key)
+    partition-3/keys/<32 hex digits>/<i>    part i of a key too large for one record (counts only grow)
+
+Each record is a frame of named arrays (``pending/frame.py``): the key's class counts, its pairs
+(feature, class, count), and a header naming the key, its examples, its parts and the partition's
+commit that wrote it. The partition's state lists the labels of the keys' class rows and how many
+keys and examples they hold (``PartitionKeys.header``); a takeover reads the records of its
+partition again (``StateFollower.fetch_keys``) and checks they add up to that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from nbstream.stats.keyed_counts import KeyCells, KeyedCounts
+from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, shown
+from nbstream.utils.ndarrays import AnyArray
+
+from ...io.kafka.state_topic import Record
+from ..pending.frame import pack, unpack
+
+KEYS = "keys"
+MOST_PART_PAIRS = 1 << 15  # pairs in one record: 16 bytes each, well under the state topic's record limit
+_NAME = re.compile(r"(?P<state>[^/#]+)/keys/(?P<digest>[0-9a-f]{32})(?:/(?P<part>[1-9][0-9]{0,8}))?")
+_WHAT = "a key's record"
+
+
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def key_record_name(state: str, key: str, part: int = 0) -> str:
+    """The state-topic name of part ``part`` of the record of ``key`` in the partition state ``state``."""
+    name = f"{state}/{KEYS}/{key_digest(key)}"
+    return name if part == 0 else f"{name}/{part}"
+
+
+def keys_of(name: str) -> tuple[str, str, int] | None:
+    """(the partition state's name, the key's digest, the part) that a key record's name gives, else None."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        return None
+    return match["state"], match["digest"], int(match["part"] or 0)
+
+
+class PartitionKeys:
+    """One partition's keys: their counts, which of them changed since its last commit, and the parts
+    of those written in more than one record."""
+
+    def __init__(self, counts: KeyedCounts, parts: dict[str, int] | None = None):
+        self.counts = counts
+        self.changed: set[str] = set()
+        self._parts = dict(parts or {})  # key -> parts, for the keys of more than one
+
+    def learned(self, keys: list[str]) -> None:
+        self.changed.update(keys)
+
+    def header(self) -> dict[str, object]:
+        """What the partition's state says of its keys: the labels of their classes, how many keys
+        and examples."""
+        return {"classes": self.counts.classes.labels.tolist(), "n_keys": len(self.counts),
+                "examples": self.counts.total_examples()}
+
+    def write(self, state: str, commit: int) -> list[Record]:
+        """The records of the keys changed since the last write (``commit`` names this one)."""
+        changed = sorted(self.changed)
+        self.changed.clear()
+        if not changed:
+            return []
+        cells = self.counts.cells_of(changed, self.counts.classes.labels)
+        ends = np.searchsorted(cells.slot, np.arange(len(changed)), side="right")
+        records: list[Record] = []
+        start = 0
+        for slot, key in enumerate(changed):
+            end = int(ends[slot])
+            records += self._records_of(state, key, self.counts.examples(key), cells, slot, slice(start, end), commit)
+            start = end
+        return records
+
+    def _records_of(self, state: str, key: str, examples: int, cells: KeyCells, slot: int, span: slice,
+                    commit: int) -> list[Record]:
+        n_pairs = span.stop - span.start
+        parts = max(1, -(-n_pairs // MOST_PART_PAIRS))
+        if parts > 1:
+            self._parts[key] = parts
+        records: list[Record] = []
+        for part in range(parts):
+            at = slice(span.start + part * MOST_PART_PAIRS, min(span.stop, span.start + (part + 1) * MOST_PART_PAIRS))
+            meta = {"key": key, "examples": examples, "parts": parts, "part": part, "commit": commit}
+            arrays = {"class_count": cells.class_count[slot], "pair_feature": cells.features[at].astype(np.int32),
+                      "pair_class": cells.classes[at].astype(np.int32), "pair_count": cells.counts[at]}
+            records.append((key_record_name(state, key, part).encode(), pack(meta, arrays)))
+        return records
+
+
+@dataclass(frozen=True)
+class _Part:
+    key: str
+    examples: int
+    parts: int
+    commit: int
+    arrays: dict[str, AnyArray]
+
+
+def restore_keys(records: Mapping[str, bytes], header: object, n_features: int) -> PartitionKeys:
+    """A partition's keys from the values of its key records by name (each key's newest) and what its
+    state says of them (``PartitionKeys.header``): ValueError, one line, unless they read and add up."""
+    if not isinstance(header, dict) or not isinstance(header.get("classes"), list):
+        raise ValueError(f"its keys are described by {shown(header)}, not by their classes and counts")
+    n_keys = integer(header.get("n_keys"), "n_keys", 0, INT64_MAX)
+    examples = integer(header.get("examples"), "examples", 0, INT64_MAX)
+    classes = np.array(header["classes"]) if header["classes"] else np.array([])
+    by_key: dict[str, dict[int, _Part]] = {}
+    for name, value in records.items():
+        place = keys_of(name)
+        if place is None:
+            continue
+        part = _read_part(value, name)
+        if key_digest(part.key) != place[1] or part.arrays["pair_count"].ndim != 1:
+            raise ValueError(f"{name} holds the key {shown(part.key)}, whose record is named otherwise")
+        by_key.setdefault(part.key, {})[place[2]] = part
+    keys, arrays = _joined(by_key, len(classes))
+    counts = KeyedCounts.from_arrays(keys, classes, arrays, n_features)
+    if len(counts) != n_keys or counts.total_examples() != examples:
+        raise ValueError(f"its keys' records hold {len(counts):,} keys and {counts.total_examples():,} examples; "
+                         f"its state says {n_keys:,} and {examples:,}")
+    return PartitionKeys(counts, {key: len(parts) for key, parts in by_key.items() if len(parts) > 1})
+
+
+def _read_part(value: bytes, name: str) -> _Part:
+    meta, arrays = unpack(value, f"{_WHAT} ({name})")
+    key = meta.get("key")
+    if not isinstance(key, str):
+        raise ValueError(f"{name}: a key record names no key")
+    parts = integer(meta.get("parts"), "parts", 1, INT32_MAX)
+    integer(meta.get("part"), "part", 0, parts - 1)
+    if set(arrays) != {"class_count", "pair_feature", "pair_class", "pair_count"}:
+        raise ValueError(f"{name}: a key record holds the arrays {sorted(arrays)}")
+    return _Part(key, integer(meta.get("examples"), "examples", 0, INT64_MAX), parts,
+                 integer(meta.get("commit"), "commit", 0, INT64_MAX), arrays)
+
+
+def _joined(by_key: dict[str, dict[int, _Part]], n_classes: int) -> tuple[list[str], dict[str, AnyArray]]:
+    """The keys and their counts end to end, as ``KeyedCounts.from_arrays`` takes them, each key's
+    class counts widened to n_classes (a key written before a class came has fewer)."""
+    keys, class_counts, examples, ends = [], [], [], []
+    pairs: dict[str, list[AnyArray]] = {"pair_feature": [], "pair_class": [], "pair_count": []}
+    total = 0
+    for key, parts in by_key.items():
+        first = parts.get(0)
+        if first is None or sorted(parts) != list(range(first.parts)) \
+                or any(part.commit != first.commit or part.parts != first.parts for part in parts.values()):
+            raise ValueError(f"the records of the key {shown(key)} are not all of one commit")
+        keys.append(key)
+        counts = first.arrays["class_count"]
+        if counts.ndim != 1 or len(counts) > n_classes:
+            raise ValueError(f"the key {shown(key)} has counts of {counts.shape} classes; its partition knows "
+                             f"{n_classes}")
+        class_counts.append(np.pad(counts.astype(np.float64), (0, n_classes - len(counts))))
+        examples.append(first.examples)
+        for index in range(first.parts):
+            for name in pairs:
+                pairs[name].append(parts[index].arrays[name])
+            total += len(parts[index].arrays["pair_count"])
+        ends.append(total)
+    return keys, {"examples": np.array(examples, dtype=np.int64),
+                  "class_count": np.vstack(class_counts) if class_counts else np.zeros((0, n_classes)),
+                  "pair_end": np.array(ends, dtype=np.int64),
+                  **{name: np.concatenate(parts) if parts else np.zeros(0, np.int32 if name != "pair_count" else float)
+                     for name, parts in pairs.items()}}
