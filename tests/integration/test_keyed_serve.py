@@ -5,6 +5,7 @@ restart; messages without a usable key are dead letters, alone."""
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -51,9 +52,9 @@ def offline_check(predictions: list[dict], rows, X, labels, users, offsets: dict
             continue
         classes = list(prediction["probabilities"])
         alone = MultinomialNB().partial_fit(X[earlier], labels[earlier], classes=classes)
-        expected = alone.predict_proba(X[i])[0]
-        np.testing.assert_allclose([prediction["probabilities"][c] for c in classes], expected, rtol=1e-9,
-                                   atol=1e-12)
+        expected = dict(zip(alone.classes_.tolist(), alone.predict_proba(X[i])[0].tolist(), strict=True))
+        np.testing.assert_allclose([prediction["probabilities"][c] for c in classes], [expected[c] for c in classes],
+                                   rtol=1e-9, atol=1e-12, err_msg=f"{prediction} after {labels[earlier].tolist()}")
         checked += 1
     return checked
 
@@ -98,3 +99,46 @@ def test_a_message_without_a_usable_key_alone_is_a_dead_letter(kafka_bootstrap, 
     assert [json.loads(r.value)["key"] for r in out.records] == ["bob"]
     dead.close()
     out.close()
+
+
+def test_keys_move_with_their_partitions_through_replicas_with_churn(kafka_bootstrap, kafka_client, tmp_path):
+    rows, X, labels, users = sms_by_user(3_000)
+    topic = new_topic(kafka_bootstrap, "keyed-churn", partitions=4)
+    values = [json_message(text=r["text"], label=r["label"], id=r["id"]) for r in rows]
+
+    def replica(name):
+        return Service(kafka_bootstrap, topic, tmp_path, *KEYED, client=kafka_client, instance=name, name=name)
+
+    def burst(part: slice) -> None:
+        send_keyed(kafka_bootstrap, topic, values[part], [u.encode() for u in users[part]])
+        time.sleep(3)
+
+    a, b = replica("a").start(), replica("b").start()
+    replicas = [a, b]
+    try:
+        burst(slice(0, 800))
+        b.kill()  # a crash: its partitions, and their keys, move once the session timeout passes
+        burst(slice(800, 1_600))
+        c = replica("c").start()  # a scale-up takes partitions, and their keys, over
+        replicas.append(c)
+        burst(slice(1_600, 2_400))
+        b.start()  # the crashed replica comes back under its id
+        burst(slice(2_400, 3_000))
+        watcher = TopicWatcher(kafka_bootstrap, a.output, committed_only=True)
+        assert watcher.wait_until(lambda records: len(records) >= 3_000, timeout=180), \
+            "\n".join(r.log_tail(2000) for r in replicas)
+        time.sleep(2)
+        watcher.wait_until(lambda records: False, timeout=1)
+        watcher.close()
+        for r in replicas:
+            assert r.terminate() == 0, r.log_tail()
+    finally:
+        for r in replicas:
+            if r.running():
+                r.kill()
+    predictions = [json.loads(r.value) for r in watcher.records]
+    inputs = read_all(kafka_bootstrap, topic, expected=3_000)
+    position = {row["id"]: i for i, row in enumerate(rows)}
+    offsets = {(r.partition, r.offset): position[json.loads(r.value)["id"]] for r in inputs}
+    assert sorted((p["partition"], p["offset"]) for p in predictions) == sorted(offsets)  # each once
+    assert offline_check(predictions, rows, X, labels, users, offsets) > 2_500

@@ -1,0 +1,133 @@
+"""--model-key's settings, and a partition's keys as state-topic records: written for the keys that
+changed, restored exactly, and anything forged refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from nbstream.stats.keyed_counts import KeyedCounts
+from tests.helpers.serve_config import serve_config
+from worker.errors import ConfigError
+from worker.service.keys import records as key_records
+from worker.service.keys.records import PartitionKeys, key_record_name, keys_of, restore_keys
+from worker.service.keys.serving import record_keys
+from worker.service.pending.frame import pack, unpack
+
+
+def learned_keys(n: int = 300, n_keys: int = 25, seed: int = 0) -> PartitionKeys:
+    rng = np.random.default_rng(seed)
+    X = sp.csr_matrix(rng.poisson(0.3, (n, 50)).astype(float))
+    keys = PartitionKeys(KeyedCounts(50))
+    names = [f"user-{k}" for k in rng.integers(0, n_keys, n)]
+    keys.counts.update(X, rng.choice(["ham", "spam"], n), None, names)
+    keys.learned(names)
+    return keys
+
+
+def as_topic(records) -> dict[str, bytes]:
+    return {key.decode(): value for key, value in records}
+
+
+def test_a_commit_writes_the_keys_that_changed_and_they_restore_exactly():
+    keys = learned_keys()
+    first = as_topic(keys.write("partition-3", commit=300))
+    assert len(first) == 25 and all(keys_of(name)[0] == "partition-3" for name in first)
+    assert keys.write("partition-3", commit=300) == []  # nothing changed since
+    X = sp.csr_matrix(np.ones((1, 50)))
+    keys.counts.update(X, np.array(["eggs"]), None, ["user-3"])  # a key learns a class new to the partition
+    keys.learned(["user-3"])
+    second = as_topic(keys.write("partition-3", commit=301))
+    assert list(second) == [key_record_name("partition-3", "user-3")]
+    restored = restore_keys({**first, **second}, keys.header(), 50)
+    assert restored.counts.keys() and sorted(restored.counts.keys()) == sorted(keys.counts.keys())
+    mine, theirs = keys.counts.cells_of(keys.counts.keys(), keys.counts.classes.labels), \
+        restored.counts.cells_of(keys.counts.keys(), keys.counts.classes.labels)
+    for name in ("slot", "classes", "features", "counts", "class_count"):
+        np.testing.assert_array_equal(getattr(theirs, name), getattr(mine, name))
+
+
+def test_a_key_larger_than_a_record_is_written_in_parts(monkeypatch):
+    monkeypatch.setattr(key_records, "MOST_PART_PAIRS", 7)
+    keys = learned_keys(n=60, n_keys=1)
+    written = as_topic(keys.write("partition-0", commit=1))
+    assert len(written) > 2 and all(keys_of(name)[2] == part for part, name in enumerate(written))
+    restored = restore_keys(written, keys.header(), 50)
+    assert len(restored.counts.arrays()["pair_count"]) == len(keys.counts.arrays()["pair_count"]) > 14
+    with pytest.raises(ValueError, match="not all of one commit"):
+        restore_keys(dict(list(written.items())[:-1]), keys.header(), 50)
+
+
+def _forged(value: bytes, **changes) -> bytes:
+    meta, arrays = unpack(value, "test")
+    for name, change in changes.items():
+        if name in arrays:
+            arrays[name] = change
+        else:
+            meta[name] = change
+    return pack(meta, arrays)
+
+
+FORGERIES = {
+    "more keys than its records": (lambda topic, header: header.update(n_keys=99), "says 99"),
+    "more examples than its records": (lambda topic, header: header.update(examples=10**6), "1,000,000"),
+    "a key under another key's name": ("key", "someone-else", "named otherwise"),
+    "a negative count": ("pair_count", None, ">= 0"),
+    "a feature beyond the features": ("pair_feature", None, "inside"),
+    "a record that is not a frame": ("bytes", b"junk", "frame"),
+    "no key": ("key", 5, "names no key"),
+    "classes that are not listed": (lambda topic, header: header.update(classes="ham"), "classes"),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_forged_key_records_are_refused_in_one_line(forgery):
+    keys = learned_keys(n_keys=3)
+    topic, header = as_topic(keys.write("partition-0", commit=1)), keys.header()
+    change, *rest = FORGERIES[forgery]
+    message = rest[-1]
+    name = next(iter(topic))
+    if callable(change):
+        change(topic, header)
+    elif change == "bytes":
+        topic[name] = rest[0]
+    elif change == "pair_count":
+        _, arrays = unpack(topic[name], "test")
+        topic[name] = _forged(topic[name], pair_count=-arrays["pair_count"])
+    elif change == "pair_feature":
+        _, arrays = unpack(topic[name], "test")
+        topic[name] = _forged(topic[name], pair_feature=arrays["pair_feature"] + 1_000)
+    else:
+        topic[name] = _forged(topic[name], **{change: rest[0]})
+    with pytest.raises(ValueError, match=message) as caught:
+        restore_keys(topic, header, 50)
+    assert "\n" not in str(caught.value)
+
+
+def test_record_keys_that_name_no_key_are_problems():
+    texts, problems = record_keys([b"ann", None, b"", b"\xff", b"x" * 1_025, "čé".encode()])
+    assert texts == ["ann", "", "", "", "", "čé"]
+    assert [problem is None for problem in problems] == [True, False, False, False, False, True]
+
+
+@pytest.mark.parametrize(("options", "parameters", "words"), [
+    ({"model": "gaussian"}, {}, "--model gaussian"),
+    ({"model": "categorical", "feature_names": ["a"]}, {}, "--model categorical"),
+    ({}, {"half_life": 100.0}, "--half-life"),
+    ({"labels_topic": "labels"}, {}, "--labels-topic"),
+    ({"explain": 3}, {}, "--explain"),
+    ({"format": "arrow"}, {}, "--format arrow"),
+    ({"learn": False}, {}, "--no-learn"),
+])
+def test_what_a_keyed_group_does_not_do_yet_is_refused_alone(options, parameters, words):
+    with pytest.raises(ConfigError, match=f"--model-key does not take {words}"):
+        serve_config(model_key="key", parameters=parameters, **options)
+
+
+def test_a_message_field_as_the_key_is_refused_with_the_recipe():
+    with pytest.raises(ConfigError, match="docs/service/keys.md"):
+        serve_config(model_key="user")
+    assert serve_config(model_key="key", key_prior_weight=0.0).keys.keyed
+    with pytest.raises(ConfigError, match="--key-prior-weight must be at least 0"):
+        serve_config(model_key="key", key_prior_weight=-1.0)
