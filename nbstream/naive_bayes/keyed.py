@@ -81,6 +81,20 @@ def _plain_key(key: object) -> Key:
     return key
 
 
+def backed_off_model(group: NaiveBayes[Any, Any], counts: KeyedCounts, key: Key, prior_weight: float
+                     ) -> NaiveBayes[Any, Any]:
+    """The model of ``key`` (whose counts are in ``counts``) backed off by ``prior_weight`` to the
+    fitted ``group`` model, as a model of the group's family (dense counts); the group's model
+    itself for a key never seen. ValueError for a group of a family that is not keyed."""
+    if group.kind not in KEYED_KINDS:
+        raise ValueError(f"a keyed model is one of {list(KEYED_KINDS)}; got a {type(group).__name__}.")
+    if key not in counts:
+        return group
+    family = cast(FeatureCountsNB[Any], group)
+    return key_model(family, counts.cells_of([key], group.classes_), counts.examples(key),
+                     pseudo_counts(family, float(prior_weight)))
+
+
 class KeyedNB:
     """A Naive Bayes model per key, each backed off to the group's model by ``prior_weight``.
 

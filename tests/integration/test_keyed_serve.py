@@ -13,7 +13,9 @@ import pytest
 from kafka import KafkaProducer
 from sklearn.naive_bayes import MultinomialNB
 
+import nbstream
 from nbstream.arrow import FeatureSpec
+from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all
 from tests.helpers.paths import SMS
 from tests.helpers.service import Service
@@ -80,6 +82,22 @@ def test_each_user_is_predicted_by_its_own_model_through_a_kill_9(kafka_bootstra
     offsets = {(r.partition, r.offset): position[json.loads(r.value)["id"]] for r in inputs}
     assert sorted(offsets.values()) == list(range(1_200))
     assert offline_check(predictions, rows, X, labels, users, offsets) > 800  # the first poll meets no class
+
+    # one user's model, exported: that user's messages alone (prior weight 0)
+    done = run_worker("export", "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--input", topic,
+                      "--group", service.group, "--out", tmp_path / "user-3.nbs", "--model-key", "user-3", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "backed off for the key 'user-3'" in done.stdout
+    mine = [i for i, user in enumerate(users) if user == "user-3"]
+    exported = nbstream.load(tmp_path / "user-3.nbs")
+    alone = MultinomialNB().fit(X[mine], labels[mine])
+    order = [exported.classes_.tolist().index(c) for c in alone.classes_]
+    np.testing.assert_allclose(exported.predict_proba(X[:50])[:, order], alone.predict_proba(X[:50]), rtol=1e-9)
+    assert exported.n_examples_seen_ == len(mine)
+    missing = run_worker("export", "--bootstrap", kafka_bootstrap, "--kafka-client", kafka_client, "--input", topic,
+                         "--group", service.group, "--out", tmp_path / "nobody.nbs", "--model-key", "nobody",
+                         timeout=120)
+    assert missing.returncode == 2 and "has no key 'nobody'" in missing.stderr and "Traceback" not in missing.stderr
 
 
 @pytest.mark.parametrize(("key", "problem"), [(None, "no record key"), (b"", "no record key"),

@@ -71,11 +71,14 @@ def export(*, kafka: Given, request: Given) -> None:
         asked: ExportRequest = request.build()
         settings = kafka.build()
         try:
-            exported = run_export(connect(settings), asked.input, asked.states, asked.out, asked.model_name)
+            exported = run_export(connect(settings), asked.input, asked.states, asked.out, asked.model_name,
+                                  model_key=asked.model_key)
         except KafkaFailure as failure:
             raise UserError(f"cannot read the state from Kafka at {settings.bootstrap}: {failure}") from None
     model = exported.model
     named = f" of model {exported.name}" if exported.named else ""
+    if asked.model_key is not None:
+        named += f" backed off for the key {asked.model_key!r}"
     typer.echo(f"exported {model.n_examples_seen_:,} examples{named}, {len(model.classes_)} classes, offsets "
                f"{dict(sorted(exported.offsets.items()))} -> {asked.out}")
 

@@ -19,17 +19,19 @@ from typing import Any
 import nbstream
 from nbstream.arrow import FeatureEncoder
 from nbstream.naive_bayes import NaiveBayes
+from nbstream.naive_bayes.keyed import backed_off_model
 
 from ..config import TrainConfig
 from ..errors import UserError
 from ..io.kafka.client import KafkaClient
 from ..io.kafka.state_topic import state_topic_name
 from ..model_names import DEFAULT_NAME
-from ..setting import setting_like
+from ..setting import setting, setting_like
 from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_snapshot
 from .config import TopicsConfig
 from .follower import StateFollower, partition_of
 from .global_model import merge_states
+from .keys.records import header_prior_weight, key_digest, keys_from_records, keys_of
 from .models.choice import SERVED_MODEL
 from .models.config import ModelsConfig
 from .partition.record import ModelStatistics, PartitionRecord
@@ -47,6 +49,9 @@ class ExportRequest:
     model_name: str | None = setting_like(ModelsConfig, "model_name",
                                           help="Which of the group's models (the served one or a challenger, as serve "
                                                "names them; default: the one it serves).")
+    model_key: str | None = setting(None, "--model-key", env="EXPORT_MODEL_KEY",
+                                    help="The model of this key (a record key, of a group served with --model-key "
+                                         "key): its counts backed off to the group's model as the group predicts it.")
 
     @property
     def states(self) -> str:
@@ -68,8 +73,9 @@ class Exported:
 
 
 def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, model_name: str | None = None,
-           timeout_s: float = 120.0) -> Exported:
-    """Write the merged model ``model_name`` (None: the one the group serves) to ``out``."""
+           timeout_s: float = 120.0, model_key: str | None = None) -> Exported:
+    """Write the merged model ``model_name`` (None: the one the group serves) to ``out``; with
+    ``model_key``, the model of that key backed off to it."""
     admin = client.admin()
     try:
         if admin.topic(state_topic) is None:
@@ -77,7 +83,10 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
                             "yet, or it was another --group (or --state-topic).")
     finally:
         admin.close()
-    states, encoders, served = _read(StateFollower(client.reader(read_committed=True), state_topic), timeout_s)
+    digest = None if model_key is None else key_digest(model_key)
+    follower = StateFollower(client.reader(read_committed=True), state_topic,
+                             keeps_key=None if digest is None else lambda name: _digest_of(name) == digest)
+    states, encoders, served = _read(follower, timeout_s)
     fitted = [name for name, state in states.items() if state.model.is_fitted or state.others]
     if not fitted:
         raise UserError(f"the state topic {state_topic} holds no learned state (nothing learned yet, or another "
@@ -92,6 +101,8 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
     if not learned:
         raise UserError(f"the model {name} has learned nothing yet.")
     model, features = _merged(learned, encoders)
+    if model_key is not None:
+        model = _key_model(model, model_key, states, follower.key_records)
     offsets = {partition: state.next_offset for state_name, state in states.items()
                if (partition := partition_of(state_name)) is not None and state.next_offset is not None}
     label = next((state.label_field for state in states.values() if state.label_field), None)
@@ -100,6 +111,30 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
     write_snapshot(model, out, SnapshotMeta(features, label=label, source=KafkaOffsets(input_topic, offsets),
                                             models=listing))
     return Exported(model, name, offsets, named)
+
+
+def _digest_of(name: str) -> str | None:
+    place = keys_of(name)
+    return None if place is None else place[1]
+
+
+def _key_model(group: NaiveBayes[Any, Any], key: str, states: dict[str, PartitionRecord],
+               records: dict[str, bytes]) -> NaiveBayes[Any, Any]:
+    """The model of ``key``, its counts (in ``records``, of the state that holds them) backed off to
+    the group's model as that state's keys are."""
+    for state_name, state in states.items():
+        mine = {name: value for name, value in records.items() if (keys_of(name) or ("",))[0] == state_name}
+        if not mine or state.keys_header is None:
+            continue
+        try:
+            counts = keys_from_records(mine, state.keys_header, group.n_features_in_)[0]
+            weight = header_prior_weight(state.keys_header)
+            return backed_off_model(group, counts, key, weight)
+        except ValueError as error:
+            raise UserError(f"the key {key!r} of {state_name} does not read ({str(error)[:300]}).") from None
+    keyed = any(state.keys_header is not None for state in states.values())
+    raise UserError(f"the group has no key {key!r}: " + ("its keys are the record keys its messages came with."
+                                                         if keyed else "it was not served with --model-key key."))
 
 
 def _read(follower: StateFollower, timeout_s: float

@@ -70,11 +70,12 @@ class PartitionSettings:
     classes : a fixed class set (None: open); labels : labels that come later (None: no labels
         topic, and no pending examples: the pending records a partition has in the topic are then
         tombstoned at its next commit); drift : how errors are watched (None: not watched);
-    keyed : the group keeps a model per key (--model-key): each partition its keys' counts."""
+    key_prior_weight : the group keeps a model per key (--model-key), each partition its keys'
+        counts, backed off by this weight (None: it keeps none)."""
     classes: AnyArray | list[Any] | None = None
     labels: LabelsConfig | None = None
     drift: DriftConfig | None = None
-    keyed: bool = False
+    key_prior_weight: float | None = None
 
 
 class GroupState:
@@ -247,21 +248,24 @@ class GroupState:
         """The key records of the partitions taken over whose states list keys, read again from the topic."""
         listing = [state_name(p) for p in partitions if p in self.latest and self.latest[p].keys is None
                    and self.latest[p].keys_header is not None]
-        return self.follower.fetch_keys(listing, timeout_s) if self.settings.keyed and listing else {}
+        keyed = self.settings.key_prior_weight is not None
+        return self.follower.fetch_keys(listing, timeout_s) if keyed and listing else {}
 
     def _with_keys(self, record: PartitionRecord, records: dict[str, bytes]) -> PartitionRecord:
         """The record with its keys as the group keeps them: restored from their records, kept (a
         live state this replica released), new, or none (the group keeps no model per key). A
         ConfigError when they do not restore: starting them afresh would lose what they learned."""
-        if not self.settings.keyed:
+        weight = self.settings.key_prior_weight
+        if weight is None:
             return replace(record, keys=None)
         if record.keys is not None:
+            record.keys.prior_weight = weight
             return record
         n_features = record.model.n_features_in_ if record.model.is_fitted else 0
         if record.keys_header is None:
-            return replace(record, keys=PartitionKeys(KeyedCounts(n_features)))
+            return replace(record, keys=PartitionKeys(KeyedCounts(n_features), weight))
         try:
-            return replace(record, keys=restore_keys(records, record.keys_header, n_features))
+            return replace(record, keys=restore_keys(records, record.keys_header, n_features, weight))
         except ValueError as error:
             raise ConfigError(f"state topic {self.follower.topic}: the keys of a partition's state do not restore "
                               f"({str(error)[:300]}). Serve the group with the nbstream version that wrote them, "

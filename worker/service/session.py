@@ -353,7 +353,7 @@ class Session:
 def partition_settings(config: ServeConfig) -> PartitionSettings:
     """What every owned partition is given, of a ServeConfig."""
     return PartitionSettings(classes=config.model.classes or None, labels=config.labels, drift=config.drift,
-                             keyed=config.keys.keyed)
+                             key_prior_weight=config.keys.key_prior_weight if config.keys.keyed else None)
 
 
 def loop_settings(config: ServeConfig) -> LoopSettings:

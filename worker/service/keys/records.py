@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nbstream.stats.keyed_counts import KeyCells, KeyedCounts
-from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, shown
+from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, number, shown
 from nbstream.utils.ndarrays import AnyArray
 
 from ...io.kafka.state_topic import Record
@@ -59,8 +59,8 @@ class PartitionKeys:
     """One partition's keys: their counts, which of them changed since its last commit, and the parts
     of those written in more than one record."""
 
-    def __init__(self, counts: KeyedCounts, parts: dict[str, int] | None = None):
-        self.counts = counts
+    def __init__(self, counts: KeyedCounts, prior_weight: float, parts: dict[str, int] | None = None):
+        self.counts, self.prior_weight = counts, prior_weight
         self.changed: set[str] = set()
         self._parts = dict(parts or {})  # key -> parts, for the keys of more than one
 
@@ -69,9 +69,9 @@ class PartitionKeys:
 
     def header(self) -> dict[str, object]:
         """What the partition's state says of its keys: the labels of their classes, how many keys
-        and examples."""
+        and examples, and the prior weight their models are backed off by."""
         return {"classes": self.counts.classes.labels.tolist(), "n_keys": len(self.counts),
-                "examples": self.counts.total_examples()}
+                "examples": self.counts.total_examples(), "prior_weight": self.prior_weight}
 
     def write(self, state: str, commit: int) -> list[Record]:
         """The records of the keys changed since the last write (``commit`` names this one)."""
@@ -114,9 +114,22 @@ class _Part:
     arrays: dict[str, AnyArray]
 
 
-def restore_keys(records: Mapping[str, bytes], header: object, n_features: int) -> PartitionKeys:
+def restore_keys(records: Mapping[str, bytes], header: object, n_features: int, prior_weight: float
+                 ) -> PartitionKeys:
     """A partition's keys from the values of its key records by name (each key's newest) and what its
-    state says of them (``PartitionKeys.header``): ValueError, one line, unless they read and add up."""
+    state says of them (``PartitionKeys.header``): ValueError, one line, unless they read and add up.
+    prior_weight : what the keys are backed off by from now on."""
+    counts, n_keys, examples, parts = keys_from_records(records, header, n_features)
+    if len(counts) != n_keys or counts.total_examples() != examples:
+        raise ValueError(f"its keys' records hold {len(counts):,} keys and {counts.total_examples():,} examples; "
+                         f"its state says {n_keys:,} and {examples:,}")
+    return PartitionKeys(counts, prior_weight, parts)
+
+
+def keys_from_records(records: Mapping[str, bytes], header: object, n_features: int
+                      ) -> tuple[KeyedCounts, int, int, dict[str, int]]:
+    """The keys some of a partition's key records hold (ValueError, one line, unless they read), with
+    how many keys and examples its state says it has, and the parts of those written in several."""
     if not isinstance(header, dict) or not isinstance(header.get("classes"), list):
         raise ValueError(f"its keys are described by {shown(header)}, not by their classes and counts")
     n_keys = integer(header.get("n_keys"), "n_keys", 0, INT64_MAX)
@@ -133,10 +146,13 @@ def restore_keys(records: Mapping[str, bytes], header: object, n_features: int) 
         by_key.setdefault(part.key, {})[place[2]] = part
     keys, arrays = _joined(by_key, len(classes))
     counts = KeyedCounts.from_arrays(keys, classes, arrays, n_features)
-    if len(counts) != n_keys or counts.total_examples() != examples:
-        raise ValueError(f"its keys' records hold {len(counts):,} keys and {counts.total_examples():,} examples; "
-                         f"its state says {n_keys:,} and {examples:,}")
-    return PartitionKeys(counts, {key: len(parts) for key, parts in by_key.items() if len(parts) > 1})
+    return counts, n_keys, examples, {key: len(parts) for key, parts in by_key.items() if len(parts) > 1}
+
+
+def header_prior_weight(header: object) -> float:
+    """The prior weight a partition's keys were backed off by, as its state says (ValueError otherwise)."""
+    value = header.get("prior_weight") if isinstance(header, dict) else None
+    return number(value, "prior_weight")
 
 
 def _read_part(value: bytes, name: str) -> _Part:

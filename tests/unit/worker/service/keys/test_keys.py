@@ -19,7 +19,7 @@ from worker.service.pending.frame import pack, unpack
 def learned_keys(n: int = 300, n_keys: int = 25, seed: int = 0) -> PartitionKeys:
     rng = np.random.default_rng(seed)
     X = sp.csr_matrix(rng.poisson(0.3, (n, 50)).astype(float))
-    keys = PartitionKeys(KeyedCounts(50))
+    keys = PartitionKeys(KeyedCounts(50), 10.0)
     names = [f"user-{k}" for k in rng.integers(0, n_keys, n)]
     keys.counts.update(X, rng.choice(["ham", "spam"], n), None, names)
     keys.learned(names)
@@ -40,7 +40,7 @@ def test_a_commit_writes_the_keys_that_changed_and_they_restore_exactly():
     keys.learned(["user-3"])
     second = as_topic(keys.write("partition-3", commit=301))
     assert list(second) == [key_record_name("partition-3", "user-3")]
-    restored = restore_keys({**first, **second}, keys.header(), 50)
+    restored = restore_keys({**first, **second}, keys.header(), 50, 10.0)
     assert restored.counts.keys() and sorted(restored.counts.keys()) == sorted(keys.counts.keys())
     mine, theirs = keys.counts.cells_of(keys.counts.keys(), keys.counts.classes.labels), \
         restored.counts.cells_of(keys.counts.keys(), keys.counts.classes.labels)
@@ -53,10 +53,10 @@ def test_a_key_larger_than_a_record_is_written_in_parts(monkeypatch):
     keys = learned_keys(n=60, n_keys=1)
     written = as_topic(keys.write("partition-0", commit=1))
     assert len(written) > 2 and all(keys_of(name)[2] == part for part, name in enumerate(written))
-    restored = restore_keys(written, keys.header(), 50)
+    restored = restore_keys(written, keys.header(), 50, 10.0)
     assert len(restored.counts.arrays()["pair_count"]) == len(keys.counts.arrays()["pair_count"]) > 14
     with pytest.raises(ValueError, match="not all of one commit"):
-        restore_keys(dict(list(written.items())[:-1]), keys.header(), 50)
+        restore_keys(dict(list(written.items())[:-1]), keys.header(), 50, 10.0)
 
 
 def _forged(value: bytes, **changes) -> bytes:
@@ -101,7 +101,7 @@ def test_forged_key_records_are_refused_in_one_line(forgery):
     else:
         topic[name] = _forged(topic[name], **{change: rest[0]})
     with pytest.raises(ValueError, match=message) as caught:
-        restore_keys(topic, header, 50)
+        restore_keys(topic, header, 50, 10.0)
     assert "\n" not in str(caught.value)
 
 
