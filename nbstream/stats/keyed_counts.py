@@ -7,9 +7,10 @@ reads them by label (``cells_of``).
 
 All keys' pairs are held together, column by column, as ``PairCounts`` holds one model's: each
 key has a slot, and a pair is ``(slot * n_features + feature, class)`` with its count, kept
-sorted. New rows are appended to a pending run, sorted and summed when read, and folded into the
-kept pairs once the pending run grows past an eighth of them: learning a batch costs what the
-batch holds, not what the keys hold.
+sorted. Each learned batch becomes a pending run of its own, sorted and summed; reads search every
+run; more than 16 runs are joined into one, and the pending runs are folded into the kept pairs
+once they outnumber an eighth of them: learning a batch costs what the batch holds, not what the
+keys hold.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .sparse_counts import nonzero_cells
 
 Key = str | int  # what names a key: a message field's text, a record key, an integer id
 _PENDING_FLOOR = 1 << 18  # pending pairs are folded in once they outnumber this and an eighth of those kept
+_MOST_PENDING_RUNS = 16  # more pending runs than this are joined into one
 
 
 def grouped(keys: Sequence[Hashable]) -> dict[Hashable, IndexArray]:
@@ -57,13 +59,22 @@ class _Pairs:
 
     @classmethod
     def summed(cls, places: IntArray, classes: IntArray, counts: FloatArray) -> _Pairs:
-        """Pairs given in any order, repeats summed."""
-        order = np.lexsort((classes, places))
+        """Pairs given in any order, repeats summed. One stable sort of one key where place and class
+        fit in 63 bits (timsort: runs already sorted, as runs joined are, cost little), else two."""
+        if not len(places):
+            return cls(places, classes, counts)
+        width = int(classes.max()) + 1
+        if int(places.max()) < (1 << 62) // width:
+            order = np.argsort(places * width + classes, kind="stable")
+        else:
+            order = np.lexsort((classes, places))
         places, classes, counts = places[order], classes[order], counts[order]
         first = np.ones(len(places), dtype=bool)
         first[1:] = (places[1:] != places[:-1]) | (classes[1:] != classes[:-1])
+        if first.all():
+            return cls(places, classes, counts)
         starts = np.flatnonzero(first)
-        return cls(places[starts], classes[starts], np.add.reduceat(counts, starts) if len(starts) else counts)
+        return cls(places[starts], classes[starts], np.add.reduceat(counts, starts))
 
     def of_slots(self, slots: IntArray, n_features: int) -> tuple[IndexArray, IndexArray]:
         """The pairs of the given slots: for each pair found, the slot's place in ``slots``, and its index."""
@@ -85,9 +96,8 @@ class KeyedCounts:
         self._examples = np.zeros(0, dtype=np.int64)
         self._class_count = np.zeros((0, 0))
         self._kept = _Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        self._pending: list[tuple[IntArray, IntArray, FloatArray]] = []
+        self._pending: list[_Pairs] = []  # runs of pairs learned since the last fold, each sorted and summed
         self._pending_size = 0
-        self._pending_summed: _Pairs | None = None  # the pending run sorted and summed, until it changes
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -150,36 +160,19 @@ class KeyedCounts:
             self._append(slots[sample] * self.n_features + columns, rows[sample].astype(np.int64), values)
 
     def _append(self, places: IntArray, classes: IntArray, counts: FloatArray) -> None:
-        self._pending.append((places, classes, counts))
-        self._pending_size += len(places)
-        self._pending_summed = None
+        self._pending.append(_Pairs.summed(places, classes, counts))
+        self._pending_size += len(self._pending[-1].places)
         if self._pending_size > max(_PENDING_FLOOR, len(self._kept.places) // 8):
             self._fold()
-
-    def _pending_pairs(self) -> _Pairs:
-        """The pending run, sorted and summed."""
-        if self._pending_summed is None:
-            parts = self._pending
-            if parts:
-                summed = _Pairs.summed(np.concatenate([part[0] for part in parts]),
-                                       np.concatenate([part[1] for part in parts]),
-                                       np.concatenate([part[2] for part in parts]))
-            else:
-                summed = _Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-            self._pending = [(summed.places, summed.classes, summed.counts)] if parts else []
-            self._pending_summed = summed
-        return self._pending_summed
+        elif len(self._pending) > _MOST_PENDING_RUNS:  # a read searches each run: keep them few
+            self._pending = [_joined_runs(self._pending)]
+            self._pending_size = len(self._pending[0].places)
 
     def _fold(self) -> None:
-        """Fold the pending run into the kept pairs: one merge of sorted runs."""
-        if not self._pending:
-            return
-        new = self._pending_pairs()
-        kept = self._kept
-        self._kept = _Pairs.summed(np.concatenate([kept.places, new.places]),
-                                   np.concatenate([kept.classes, new.classes]),
-                                   np.concatenate([kept.counts, new.counts]))
-        self._pending, self._pending_size, self._pending_summed = [], 0, None
+        """Fold the pending runs into the kept pairs."""
+        if self._pending:
+            self._kept = _joined_runs([self._kept, *self._pending])
+            self._pending, self._pending_size = [], 0
 
     def merge(self, other: KeyedCounts) -> None:
         """Add another's keys (their classes by label)."""
@@ -204,14 +197,14 @@ class KeyedCounts:
         columns = np.array([place.get(label, -1) for label in self.classes.labels.tolist()], dtype=np.intp)
         n_classes = len(labels)
         slots = np.fromiter((self._slots[key] for key in keys), np.int64, len(keys))
-        runs = [run for run in (self._kept, self._pending_pairs()) if len(run.places)]
+        runs = [run for run in (self._kept, *self._pending) if len(run.places)]
         found = [(which, run, at) for run in runs for which, at in [run.of_slots(slots, self.n_features)]]
         which = np.concatenate([which for which, _, _ in found]) if found else np.zeros(0, np.intp)
         features = np.concatenate([run.places[at] % self.n_features for _, run, at in found]) if found \
             else np.zeros(0, np.int64)
         classes = np.concatenate([run.classes[at] for _, run, at in found]) if found else np.zeros(0, np.int64)
         counts = np.concatenate([run.counts[at] for _, run, at in found]) if found else np.zeros(0)
-        if len(found) > 1:  # a pair both kept and pending: one cell of their sum
+        if len(found) > 1:  # a pair in several runs: one cell of their sum
             summed = _Pairs.summed(which * self.n_features + features, classes, counts)
             which, features = np.divmod(summed.places, self.n_features)
             classes, counts = summed.classes, summed.counts
@@ -280,6 +273,12 @@ class KeyedCounts:
         made._class_count = class_count.astype(np.float64)
         made._kept = _Pairs(places, classes.astype(np.int64), pair_count.astype(np.float64))
         return made
+
+
+def _joined_runs(runs: list[_Pairs]) -> _Pairs:
+    """Runs of pairs as one, repeats summed."""
+    return _Pairs.summed(np.concatenate([run.places for run in runs]), np.concatenate([run.classes for run in runs]),
+                         np.concatenate([run.counts for run in runs]))
 
 
 def _require(condition: bool, problem: str) -> None:
