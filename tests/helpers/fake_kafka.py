@@ -141,12 +141,12 @@ class FakeReader(Reader):
         self.topic: FakeTopic | None = None
         self.positions: dict[int, int] = {}
 
-    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+    def assign(self, topic: str, timeout_s: float = 15.0, partitions: list[int] | None = None) -> list[int]:
         self.kafka.journal.append(f"reader.assign {topic}")
         if topic not in self.kafka.topics:
             raise KafkaFailure(f"the topic {topic} has no partitions")
         self.topic = self.kafka.topics[topic]
-        self.positions = dict.fromkeys(range(self.topic.partitions), 0)
+        self.positions = {p: 0 for p in range(self.topic.partitions) if partitions is None or p in partitions}
         return list(self.positions)
 
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list:

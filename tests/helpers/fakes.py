@@ -84,7 +84,7 @@ class FakeStateReader(Reader):
     def put(self, records) -> None:
         self.log += [Record("state", 0, len(self.log) + i, key, value) for i, (key, value) in enumerate(records)]
 
-    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+    def assign(self, topic: str, timeout_s: float = 15.0, partitions: list[int] | None = None) -> list[int]:
         return [0]
 
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list:

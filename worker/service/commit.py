@@ -8,7 +8,8 @@
      state; and the group's choice of its served model after a promotion) becomes records of the
      state topic, flushed; a partition's pending examples, when the service keeps them, are
      written around it (``pending/records.py``): the chunks made since the last commit before
-     it, tombstones for those dropped after it
+     it, tombstones for those dropped after it; its keys that changed (--model-key) go to the
+     keys topic before it (``keys/records.py``)
   3. upstream: under exactly-once, the owned partitions' next offsets join the transaction with
      this member's group metadata (KIP-447: a fenced zombie cannot commit), then predictions,
      dead letters, states and offsets commit together; under at-least-once the consumer
@@ -20,9 +21,11 @@ other, before the group is joined, so no transaction is opened outside these ste
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..checkpoint import Checkpointer, CheckpointPolicy, Output
 from ..io.kafka.client import Consumer, Producer
-from ..io.kafka.state_topic import write_records
+from ..io.kafka.state_topic import Record, write_records
 from ..io.records import Header
 from .follower import BASE, state_name
 from .group_state import GroupState
@@ -31,13 +34,20 @@ from .partition.record import PartitionRecord
 from .pending.records import PendingWrite
 
 
+@dataclass(frozen=True)
+class StateTopics:
+    """Where a group's state goes: its state topic, and its keys topic (None: it keeps no model per key)."""
+    states: str
+    keys: str | None = None
+
+
 class ServeCheckpoint:
     """producer : the session's producer (a TransactionalProducer under exactly-once);
     step_timeout_s : the longest one step may wait for Kafka."""
 
     def __init__(self, policy: CheckpointPolicy, producer: Producer, consumer: Consumer, group: GroupState,
-                 sink: Output, state_topic: str, label_field: str, step_timeout_s: float):
-        self.state = StateWriter(group, producer, state_topic, label_field, step_timeout_s)
+                 sink: Output, topics: StateTopics, label_field: str, step_timeout_s: float):
+        self.state = StateWriter(group, producer, topics.states, label_field, step_timeout_s, topics.keys)
         upstream = TransactionCommit(producer, consumer, group, step_timeout_s) \
             if isinstance(producer, TransactionalProducer) else OffsetCommit(consumer, group)
         self.checkpointer = Checkpointer(policy, outputs=[sink], state=self.state, upstream=upstream)
@@ -66,12 +76,15 @@ class StateWriter:
     as records of the state topic (inside the open transaction, under exactly-once).
 
     label_field : the message field labels come from, recorded with each state.
+    keys_topic : where the partitions' keys go (--model-key), each to its partition's partition
+        there, before its state (None: the group keeps no model per key).
     base : the group's starting model, when it is still to be written (once, before any partition state).
     """
 
     def __init__(self, group: GroupState, producer: Producer, topic: str, label_field: str,
-                 flush_timeout_s: float = 60.0):
+                 flush_timeout_s: float = 60.0, keys_topic: str | None = None):
         self.group, self.producer, self.topic, self.label_field = group, producer, topic, label_field
+        self.keys_topic = keys_topic
         self.flush_timeout_s = flush_timeout_s
         self.base: PartitionRecord | None = None
         self.last_bytes = 0  # compressed state bytes written by the last checkpoint
@@ -91,6 +104,7 @@ class StateWriter:
         if choice is not None:
             self._write_payload(SERVED_MODEL, choice.to_payload())
         for name, partition in changed.items():
+            self._write_keys(partition.number, partition.key_records(name))
             self._write(name, *partition.snapshot(name))
         self.producer.flush(self.flush_timeout_s)
         if self.base is not None:
@@ -104,6 +118,15 @@ class StateWriter:
         """The records of one state: its pending examples' new chunks, its pieces, then tombstones."""
         payload = record.to_payload(record.encoder or self.group.global_model.group_encoder, self.label_field)
         self._write_payload(name, payload, pending)
+
+    def _write_keys(self, partition: int, records: list[Record]) -> None:
+        """A partition's keys that changed, to its partition of the keys topic."""
+        if not records:
+            return
+        assert self.keys_topic is not None, "a partition keeps keys only when the group has a keys topic"
+        for key, value in records:
+            self.producer.send(self.keys_topic, value, key=key, partition=partition)
+            self.last_bytes += len(value or b"")
 
     def _write_payload(self, name: str, payload: bytes, pending: PendingWrite | None = None) -> None:
         pending = pending or PendingWrite()

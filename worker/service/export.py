@@ -12,6 +12,7 @@ the one its states hold first), and the snapshot lists them all with the one it 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from nbstream.naive_bayes.keyed import backed_off_model
 
 from ..config import TrainConfig
 from ..errors import UserError
-from ..io.kafka.client import KafkaClient
+from ..io.kafka.client import KafkaClient, KafkaFailure
 from ..io.kafka.state_topic import state_topic_name
 from ..model_names import DEFAULT_NAME
 from ..setting import setting, setting_like
@@ -31,7 +32,7 @@ from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_sna
 from .config import TopicsConfig
 from .follower import StateFollower, partition_of
 from .global_model import merge_states
-from .keys.records import header_prior_weight, key_digest, keys_from_records, keys_of
+from .keys.records import header_prior_weight, key_digest, keys_from_records, keys_of, keys_topic_name
 from .models.choice import SERVED_MODEL
 from .models.config import ModelsConfig
 from .partition.record import ModelStatistics, PartitionRecord
@@ -83,10 +84,7 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
                             "yet, or it was another --group (or --state-topic).")
     finally:
         admin.close()
-    digest = None if model_key is None else key_digest(model_key)
-    follower = StateFollower(client.reader(read_committed=True), state_topic,
-                             keeps_key=None if digest is None else lambda name: _digest_of(name) == digest)
-    states, encoders, served = _read(follower, timeout_s)
+    states, encoders, served = _read(StateFollower(client.reader(read_committed=True), state_topic), timeout_s)
     fitted = [name for name, state in states.items() if state.model.is_fitted or state.others]
     if not fitted:
         raise UserError(f"the state topic {state_topic} holds no learned state (nothing learned yet, or another "
@@ -102,7 +100,8 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
         raise UserError(f"the model {name} has learned nothing yet.")
     model, features = _merged(learned, encoders)
     if model_key is not None:
-        model = _key_model(model, model_key, states, follower.key_records)
+        model = _key_model(model, model_key, states, _key_records(client, keys_topic_name(state_topic), model_key,
+                                                                 timeout_s))
     offsets = {partition: state.next_offset for state_name, state in states.items()
                if (partition := partition_of(state_name)) is not None and state.next_offset is not None}
     label = next((state.label_field for state in states.values() if state.label_field), None)
@@ -113,9 +112,30 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
     return Exported(model, name, offsets, named)
 
 
-def _digest_of(name: str) -> str | None:
-    place = keys_of(name)
-    return None if place is None else place[1]
+def _key_records(client: KafkaClient, topic: str, key: str, timeout_s: float) -> dict[str, bytes]:
+    """The newest records of ``key`` in the keys topic (every partition's), by name."""
+    digest, found = key_digest(key), dict[str, bytes]()
+    reader = client.reader(read_committed=True)
+    try:
+        try:
+            reader.assign(topic, timeout_s=5)
+        except KafkaFailure:
+            return {}  # no keys topic: the group keeps no model per key
+        deadline = time.monotonic() + timeout_s
+        while not reader.caught_up():
+            if time.monotonic() > deadline:
+                raise UserError(f"the keys topic {topic} could not be read to its end within {timeout_s:.0f}s")
+            for record in reader.poll(0.2):
+                name = None if record.key is None else record.key.decode("utf-8", "replace")
+                place = None if name is None else keys_of(name)
+                if name is not None and place is not None and place[1] == digest:
+                    if record.value is None:
+                        found.pop(name, None)
+                    else:
+                        found[name] = record.value
+    finally:
+        reader.close()
+    return found
 
 
 def _key_model(group: NaiveBayes[Any, Any], key: str, states: dict[str, PartitionRecord],

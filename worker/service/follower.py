@@ -49,7 +49,7 @@ def partition_of(name: str) -> int | None:
     return partition_number(number) if prefix == "partition" and separator else None
 
 
-def is_state_name(name: str) -> bool:  # key records never reach the assembler (``_read``)
+def is_state_name(name: str) -> bool:
     """Whether the service writes states under this name: the base, a partition's, a chunk of a
     partition's pending examples, or the group's choice of its served model."""
     pending = pending_of(name)
@@ -61,16 +61,13 @@ class StateFollower:
 
     reopen() : a new reader of the topic, to read again the chunks of pending examples of the
         partitions being taken over: without it they are kept as read; with it only their sizes
-        are, so that a replica's memory does not grow with the group's pending examples. The
-        records of keys (``keys/records.py``) are passed over as they come and read again at a
-        take-over (``fetch_keys``); keeps_key(name) : which of them to keep as read instead
-        (``key_records``; what worker export --model-key reads)."""
+        are, so that a replica's memory does not grow with the group's pending examples.
+    keys_topic : where the partitions' keys are (--model-key; ``keys/records.py``), read from the
+        partitions being taken over (``fetch_keys``)."""
 
     def __init__(self, reader: Reader, topic: str, reopen: Callable[[], Reader] | None = None,
-                 keeps_key: Callable[[str], bool] | None = None):
-        self.reader, self.topic, self._reopen = reader, topic, reopen
-        self._keeps_key = keeps_key  # which key records to keep as read, by name (None: none)
-        self.key_records: dict[str, bytes] = {}  # those kept: name -> newest value
+                 keys_topic: str | None = None):
+        self.reader, self.topic, self._reopen, self._keys_topic = reader, topic, reopen, keys_topic
         self.assembler = StateAssembler(on_skip=self.skipped, is_name=is_state_name,
                                         holds_bytes=lambda name: reopen is None or pending_of(name) is None)
         self._fetched: StateAssembler | None = None  # pending chunks read again for a take-over
@@ -97,11 +94,6 @@ class StateFollower:
         completed = []
         for record in self.reader.poll(timeout_s):
             self.bytes_read += len(record.value or b"")
-            key_name = _key_record_name(record.key)
-            if key_name is not None:  # read again when its partition is taken over (``fetch_keys``)
-                if self._keeps_key is not None and self._keeps_key(key_name):
-                    _keep(self.key_records, key_name, record.value)
-                continue
             if record.value is None and record.key is not None:  # a state deleted is no longer unreadable
                 self.unreadable_states.pop(record.key.decode("utf-8", "replace"), None)
             name = self.assembler.add(record.key, record.value)
@@ -137,27 +129,26 @@ class StateFollower:
             reader.close()
         self._fetched = fetched
 
-    def fetch_keys(self, states: list[str], timeout_s: float) -> dict[str, dict[str, bytes]]:
-        """The key records of these states (of the partitions being taken over), read again from the
-        topic: state -> {record name: its newest value}."""
-        wanted = set(states)
-        found: dict[str, dict[str, bytes]] = {state: {} for state in states}
-        if not wanted:
+    def fetch_keys(self, partitions: list[int], timeout_s: float) -> dict[str, dict[str, bytes]]:
+        """The records of the keys of these partitions (being taken over), read from their partitions of
+        the keys topic: state name -> {record name: its newest value}."""
+        found: dict[str, dict[str, bytes]] = {state_name(p): {} for p in partitions}
+        if not partitions:
             return found
-        reader = self._reopen() if self._reopen is not None else None
-        if reader is None:
-            raise KafkaFailure("the keys of a partition are read again from a second reader of the state topic")
+        if self._reopen is None or self._keys_topic is None:
+            raise KafkaFailure("the keys of a partition are read from the keys topic by a reader of their own")
+        topic, reader = self._keys_topic, self._reopen()
         try:
-            reader.assign(self.topic)
+            reader.assign(topic, partitions=partitions)
 
             def poll(timeout: float) -> list[str]:
                 for record in reader.poll(timeout):
-                    name = _key_record_name(record.key)
+                    name = None if record.key is None else record.key.decode("utf-8", "replace")
                     place = None if name is None else keys_of(name)
-                    if name is not None and place is not None and place[0] in wanted:
+                    if name is not None and place is not None and place[0] in found:
                         _keep(found[place[0]], name, record.value)
                 return []
-            _read_to_end(reader, poll, self.topic, timeout_s)
+            _read_to_end(reader, poll, topic, timeout_s)
         finally:
             reader.close()
         return found
@@ -233,14 +224,6 @@ class StateFollower:
         log.warning("skipped a state-topic record the service did not write or cannot read",
                     extra={"topic": self.topic, "key": shown, "problem": problem})
         STATE_RECORDS_SKIPPED.inc()
-
-
-def _key_record_name(key: bytes | None) -> str | None:
-    """The name of a key record (``keys/records.py``), else None."""
-    if key is None or b"/keys/" not in key:
-        return None
-    name = key.decode("utf-8", "replace")
-    return name if keys_of(name) is not None else None
 
 
 def _keep(kept: dict[str, bytes], name: str, value: bytes | None) -> None:

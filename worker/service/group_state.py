@@ -245,8 +245,8 @@ class GroupState:
         return record
 
     def _key_records(self, partitions: list[int], timeout_s: float) -> dict[str, dict[str, bytes]]:
-        """The key records of the partitions taken over whose states list keys, read again from the topic."""
-        listing = [state_name(p) for p in partitions if p in self.latest and self.latest[p].keys is None
+        """The key records of the partitions taken over whose states list keys, read from the keys topic."""
+        listing = [p for p in partitions if p in self.latest and self.latest[p].keys is None
                    and self.latest[p].keys_header is not None]
         keyed = self.settings.key_prior_weight is not None
         return self.follower.fetch_keys(listing, timeout_s) if keyed and listing else {}

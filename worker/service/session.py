@@ -29,10 +29,11 @@ from ..io.kafka.state_topic import TOPIC_CONFIG as STATE_TOPIC_CONFIG
 from ..io.records import Polled
 from ..io.registry.client import RegistryAccessError, RegistryUnavailable
 from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta
-from .commit import ServeCheckpoint, TransactionalProducer
+from .commit import ServeCheckpoint, StateTopics, TransactionalProducer
 from .config import ServeConfig
 from .follower import StateFollower
 from .group_state import GroupState, PartitionSettings
+from .keys.records import keys_topic_name
 from .loop import LoopOutputs, LoopSettings, PrequentialLoop
 from .models.lineup import Lineup
 from .models.promotion import PromotionWatch
@@ -108,8 +109,9 @@ class Session:
             self.producer = TransactionalProducer(raw)
         else:
             self.producer = raw
+        keys_topic = keys_topic_name(config.topics.states) if config.keys.keyed else None
         self.follower = StateFollower(client.reader(read_committed=True), config.topics.states,
-                                      reopen=lambda: client.reader(read_committed=True))
+                                      reopen=lambda: client.reader(read_committed=True), keys_topic=keys_topic)
         models = lineup(config)
         watch = PromotionWatch(models.names, config.models.promote_window, config.models.promote_margin) \
             if config.models.promote == "auto" else None
@@ -127,8 +129,9 @@ class Session:
             instance_id=config.consumer.instance_id, session_timeout_s=config.consumer.session_timeout,
             start=config.consumer.start, read_committed=True, labels_topic=config.labels_topic))
         self.checkpoint = ServeCheckpoint(CheckpointPolicy(config.commit.checkpoint_every, config.commit.interval),
-                                          self.producer, self.consumer, self.group, self.sink, config.topics.states,
-                                          config.fields.label, COMMIT_STEP_SECONDS)
+                                          self.producer, self.consumer, self.group, self.sink,
+                                          StateTopics(config.topics.states, keys_topic), config.fields.label,
+                                          COMMIT_STEP_SECONDS)
         self.publisher = ModelPublisher(context.published, self.group, topics.input, config.fields.label) \
             if context.published is not None else None
         base = start.base
@@ -148,7 +151,8 @@ class Session:
                 lag.start()
 
     def _ensure_topics(self, client: KafkaClient) -> dict[str, int]:
-        """Create the output, dead-letter and state topics when missing; each one's record size limit."""
+        """Create the output, dead-letter and state topics (and the keys topic) when missing; each one's
+        record size limit."""
         config = self.config
         admin = client.admin()
         try:
@@ -160,6 +164,8 @@ class Session:
             wanted = {config.topics.output: (partitions, {"max.message.bytes": str(2 << 20)}),
                       config.topics.dlq: (partitions, {"max.message.bytes": str(dead_letter_bytes)}),
                       config.topics.states: (1, STATE_TOPIC_CONFIG)}
+            if config.keys.keyed:  # each partition's keys in the partition of the same number
+                wanted[keys_topic_name(config.topics.states)] = (partitions, STATE_TOPIC_CONFIG)
             if config.labels_topic is not None:
                 _check_labels_topic(admin.topic(config.labels_topic), config.labels_topic, config.topics.input, source)
             limits = {}

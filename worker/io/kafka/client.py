@@ -144,9 +144,10 @@ class Reader(ABC):
     """Reads whole topics from the beginning, outside any group (state topic, exports, tests)."""
 
     @abstractmethod
-    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
-        """Read every partition of ``topic`` from its beginning; returns the partitions. Waits for a
-        topic just created to show them; KafkaFailure when it has none after ``timeout_s``."""
+    def assign(self, topic: str, timeout_s: float = 15.0, partitions: list[int] | None = None) -> list[int]:
+        """Read every partition of ``topic`` (or those of ``partitions`` it has) from its beginning;
+        returns the partitions read. Waits for a topic just created to show them; KafkaFailure when
+        it has none after ``timeout_s``."""
 
     @abstractmethod
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:

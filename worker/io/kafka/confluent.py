@@ -340,16 +340,17 @@ class _Reader(_Reporting, Reader):
         self._at_end: dict[tuple[str, int], bool] = {}
 
     @translated
-    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+    def assign(self, topic: str, timeout_s: float = 15.0, partitions: list[int] | None = None) -> list[int]:
         deadline = time.monotonic() + timeout_s
         while True:
             metadata = self._consumer.list_topics(topic, timeout=10).topics.get(topic)
-            partitions = sorted(metadata.partitions) if metadata is not None and metadata.error is None else []
-            if partitions:
+            found = sorted(metadata.partitions) if metadata is not None and metadata.error is None else []
+            if found:
                 break
             if time.monotonic() > deadline:
                 raise KafkaFailure(f"topic {topic} shows no partitions (does it exist?)")
             time.sleep(0.2)
+        partitions = found if partitions is None else sorted(set(found) & set(partitions))
         self._at_end = {(topic, p): False for p in partitions}
         self._consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
         return partitions

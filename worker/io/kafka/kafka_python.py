@@ -349,18 +349,19 @@ class _Reader(Reader):
         self._was_caught_up = False  # the last answer the broker gave
 
     @translated
-    def assign(self, topic: str, timeout_s: float = 15.0) -> list[int]:
+    def assign(self, topic: str, timeout_s: float = 15.0, partitions: list[int] | None = None) -> list[int]:
         deadline = time.monotonic() + timeout_s
-        while not (partitions := self._consumer.partitions_for_topic(topic)):
+        while not (found := self._consumer.partitions_for_topic(topic)):
             if time.monotonic() > deadline:
                 raise KafkaFailure(f"topic {topic} shows no partitions (does it exist?)")
             self._consumer.topics()  # refresh the metadata
             time.sleep(0.2)
-        self._partitions = [TopicPartition(topic, p) for p in sorted(partitions)]
+        partitions = sorted(found) if partitions is None else sorted(set(found) & set(partitions))
+        self._partitions = [TopicPartition(topic, p) for p in partitions]
         self._consumer.assign(self._partitions)
         if self._partitions:
             self._consumer.seek_to_beginning(*self._partitions)
-        return sorted(partitions)
+        return partitions
 
     @translated
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:

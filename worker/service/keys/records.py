@@ -1,17 +1,21 @@
-"""One partition's keys as records of the state topic: a record per key, written when the key changed.
+"""One partition's keys as records of the keys topic: a record per key, written when the key changed.
 
-A commit writes the keys learned since the last one, each as one record under its own name, in
-the same transaction as the partition's state; a key that did not change is not written again,
-so a commit costs what changed, not how many keys there are. The state topic's compaction keeps
+The keys topic (``keys_topic_name``: the state topic's name and "-keys") is compacted and
+partitioned as the input is: a partition's keys go to its own partition there, so a takeover
+reads only those. A commit writes the keys learned since the last one, each as one record under
+its own name, in the same transaction as the partition's state; a key that did not change is not
+written again, so a commit costs what changed, not how many keys there are. Compaction keeps
 each key's newest record::
 
     partition-3/keys/<32 hex digits>        a key's counts (the digits: of the SHA-256 of the key)
     partition-3/keys/<32 hex digits>/<i>    part i of a key too large for one record (counts only grow)
 
-Each record is a frame of named arrays (``pending/frame.py``): the key's class counts, its pairs
-(feature, class, count), and a header naming the key, its examples, its parts and the partition's
-commit that wrote it. The partition's state lists the labels of the keys' class rows and how many
-keys and examples they hold (``PartitionKeys.header``); a takeover reads the records of its
+Each record is a frame (``nbstream.persistence.framing``, b"NBKY", version 1) whose JSON header names
+the key, its examples, its parts, the partition's commit that wrote it, its classes and pairs, and
+whose body holds the key's class counts (float64), then its pairs' features (int32), classes
+(int32) and counts (float64), with no compression of its own: a commit writes thousands of small
+records. The partition's state lists the labels of the keys' class rows and how many keys and
+examples they hold (``PartitionKeys.header``); a takeover reads the records of its
 partition again (``StateFollower.fetch_keys``) and checks they add up to that.
 """
 
@@ -23,18 +27,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 
+from nbstream.persistence.framing import FrameError, Framing
 from nbstream.stats.keyed_counts import KeyCells, KeyedCounts
 from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, number, shown
 from nbstream.utils.ndarrays import AnyArray
 
 from ...io.kafka.state_topic import Record
-from ..pending.frame import pack, unpack
 
 KEYS = "keys"
 MOST_PART_PAIRS = 1 << 15  # pairs in one record: 16 bytes each, well under the state topic's record limit
 _NAME = re.compile(r"(?P<state>[^/#]+)/keys/(?P<digest>[0-9a-f]{32})(?:/(?P<part>[1-9][0-9]{0,8}))?")
-_WHAT = "a key's record"
+_VERSION = 1
+KEY_RECORD = Framing(b"NBKY", "not a key's record", "key record", versions=(_VERSION,))
+
+
+def keys_topic_name(state_topic: str) -> str:
+    """The keys topic of a group whose state topic is ``state_topic``."""
+    return f"{state_topic}-keys"
 
 
 def key_digest(key: str) -> str:
@@ -98,10 +109,11 @@ class PartitionKeys:
         records: list[Record] = []
         for part in range(parts):
             at = slice(span.start + part * MOST_PART_PAIRS, min(span.stop, span.start + (part + 1) * MOST_PART_PAIRS))
-            meta = {"key": key, "examples": examples, "parts": parts, "part": part, "commit": commit}
-            arrays = {"class_count": cells.class_count[slot], "pair_feature": cells.features[at].astype(np.int32),
-                      "pair_class": cells.classes[at].astype(np.int32), "pair_count": cells.counts[at]}
-            records.append((key_record_name(state, key, part).encode(), pack(meta, arrays)))
+            header = orjson.dumps({"key": key, "examples": examples, "parts": parts, "part": part, "commit": commit,
+                                   "classes": len(cells.class_count[slot]), "pairs": at.stop - at.start})
+            body = (cells.class_count[slot].astype("<f8").tobytes(), cells.features[at].astype("<i4").tobytes(),
+                    cells.classes[at].astype("<i4").tobytes(), cells.counts[at].astype("<f8").tobytes())
+            records.append((key_record_name(state, key, part).encode(), KEY_RECORD.seal(header, body, _VERSION)))
         return records
 
 
@@ -156,14 +168,27 @@ def header_prior_weight(header: object) -> float:
 
 
 def _read_part(value: bytes, name: str) -> _Part:
-    meta, arrays = unpack(value, f"{_WHAT} ({name})")
+    """One record's part of a key (ValueError, one line, unless it is what ``_records_of`` writes)."""
+    try:
+        opened = KEY_RECORD.open(value, name)
+    except FrameError as error:
+        raise ValueError(str(error)) from None
+    meta, body = opened.header, opened.body
     key = meta.get("key")
     if not isinstance(key, str):
         raise ValueError(f"{name}: a key record names no key")
     parts = integer(meta.get("parts"), "parts", 1, INT32_MAX)
     integer(meta.get("part"), "part", 0, parts - 1)
-    if set(arrays) != {"class_count", "pair_feature", "pair_class", "pair_count"}:
-        raise ValueError(f"{name}: a key record holds the arrays {sorted(arrays)}")
+    n_classes = integer(meta.get("classes"), "classes", 0, INT32_MAX)
+    n_pairs = integer(meta.get("pairs"), "pairs", 0, INT32_MAX)
+    if len(body) != 8 * n_classes + 16 * n_pairs:
+        raise ValueError(f"{name}: a key record of {n_classes:,} classes and {n_pairs:,} pairs holds {len(body):,} "
+                         "bytes")
+    ends = np.cumsum([8 * n_classes, 4 * n_pairs, 4 * n_pairs, 8 * n_pairs])
+    arrays = {"class_count": np.frombuffer(body[:ends[0]], "<f8"),
+              "pair_feature": np.frombuffer(body[ends[0]:ends[1]], "<i4"),
+              "pair_class": np.frombuffer(body[ends[1]:ends[2]], "<i4"),
+              "pair_count": np.frombuffer(body[ends[2]:ends[3]], "<f8")}
     return _Part(key, integer(meta.get("examples"), "examples", 0, INT64_MAX), parts,
                  integer(meta.get("commit"), "commit", 0, INT64_MAX), arrays)
 

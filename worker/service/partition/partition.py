@@ -38,6 +38,7 @@ from nbstream.metrics.quality import PredictionQuality
 from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
+from ...io.kafka.state_topic import Record
 from ..keys.records import PartitionKeys
 from ..pending.join import LabelsConfig, widened
 from ..pending.records import PendingRecords, PendingWrite
@@ -266,22 +267,24 @@ class Partition:
 
     # ---- its state record ---------------------------------------------------------------------
     def snapshot(self, name: str) -> tuple[PartitionRecord, PendingWrite]:
-        """Its state record as it stands, and the records of its pending examples and of its keys
-        changed since the last snapshot to write with it (before it; tombstones after; none when it
-        keeps none); ``name`` is its state's name in the state topic. Clears ``changed``."""
+        """Its state record as it stands, and the records of its pending examples to write with it
+        (those made since the last snapshot first, tombstones after; none when it keeps none);
+        ``name`` is its state's name in the state topic. Clears ``changed``: its keys' records are
+        to be taken first (``key_records``)."""
         records, write = self._pending_records, PendingWrite()
         if self._pending is not None and records is None:
             records = PendingRecords()
         if records is not None:
             write = records.write(name, self._pending)
-        if self._keys is not None:
-            keyed = self._keys.write(name, self._next_offset or 0)
-            write.before += keyed
-            write.payload_bytes += sum(len(value or b"") for _, value in keyed)
         self._pending_records = records if self._pending is not None else None  # tombstoned: nothing left
         self._changed = False
         self._pending_changes = self._pending.changes if self._pending is not None else 0
         return self.record(), write
+
+    def key_records(self, name: str) -> list[Record]:
+        """The records of its keys changed since they were last taken, for the keys topic (none when it
+        keeps no key); ``name`` is its state's name."""
+        return [] if self._keys is None else self._keys.write(name, self._next_offset or 0)
 
     def record(self) -> PartitionRecord:
         """Its state record as it stands (the same objects: it goes on learning into them)."""

@@ -11,9 +11,8 @@ from nbstream.stats.keyed_counts import KeyedCounts
 from tests.helpers.serve_config import serve_config
 from worker.errors import ConfigError
 from worker.service.keys import records as key_records
-from worker.service.keys.records import PartitionKeys, key_record_name, keys_of, restore_keys
+from worker.service.keys.records import KEY_RECORD, PartitionKeys, key_record_name, keys_of, restore_keys
 from worker.service.keys.serving import record_keys
-from worker.service.pending.frame import pack, unpack
 
 
 def learned_keys(n: int = 300, n_keys: int = 25, seed: int = 0) -> PartitionKeys:
@@ -60,13 +59,23 @@ def test_a_key_larger_than_a_record_is_written_in_parts(monkeypatch):
 
 
 def _forged(value: bytes, **changes) -> bytes:
-    meta, arrays = unpack(value, "test")
+    """A key record with header fields or arrays replaced (arrays of the same length)."""
+    opened = KEY_RECORD.open(value)
+    header, body = dict(opened.header), bytearray(opened.body)
+    n_classes, n_pairs = header["classes"], header["pairs"]
+    places = {"pair_feature": (8 * n_classes, "<i4"), "pair_count": (8 * n_classes + 8 * n_pairs, "<f8")}
     for name, change in changes.items():
-        if name in arrays:
-            arrays[name] = change
+        if name in places:
+            start, dtype = places[name]
+            data = np.asarray(change, dtype=dtype).tobytes()
+            body[start:start + len(data)] = data
         else:
-            meta[name] = change
-    return pack(meta, arrays)
+            header[name] = change
+    return KEY_RECORD.seal(header, [bytes(body)], 1)
+
+
+def _arrays(value: bytes) -> dict:
+    return key_records._read_part(value, "test").arrays
 
 
 FORGERIES = {
@@ -75,7 +84,8 @@ FORGERIES = {
     "a key under another key's name": ("key", "someone-else", "named otherwise"),
     "a negative count": ("pair_count", None, ">= 0"),
     "a feature beyond the features": ("pair_feature", None, "inside"),
-    "a record that is not a frame": ("bytes", b"junk", "frame"),
+    "a record that is not a frame": ("bytes", b"junk", "not a key's record"),
+    "more pairs than its bytes": ("pairs", 10**6, "holds"),
     "no key": ("key", 5, "names no key"),
     "classes that are not listed": (lambda topic, header: header.update(classes="ham"), "classes"),
 }
@@ -93,11 +103,9 @@ def test_forged_key_records_are_refused_in_one_line(forgery):
     elif change == "bytes":
         topic[name] = rest[0]
     elif change == "pair_count":
-        _, arrays = unpack(topic[name], "test")
-        topic[name] = _forged(topic[name], pair_count=-arrays["pair_count"])
+        topic[name] = _forged(topic[name], pair_count=-_arrays(topic[name])["pair_count"])
     elif change == "pair_feature":
-        _, arrays = unpack(topic[name], "test")
-        topic[name] = _forged(topic[name], pair_feature=arrays["pair_feature"] + 1_000)
+        topic[name] = _forged(topic[name], pair_feature=_arrays(topic[name])["pair_feature"] + 1_000)
     else:
         topic[name] = _forged(topic[name], **{change: rest[0]})
     with pytest.raises(ValueError, match=message) as caught:

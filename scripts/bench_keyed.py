@@ -1,0 +1,174 @@
+"""A model per key on a real broker: `worker serve --model-key key` beside the same service without
+keys, on SMS texts keyed by users with a few messages each.
+
+    python scripts/bench_keyed.py [--bootstrap HOST:PORT] [--keys 100000] [--per-key 3]
+
+Prints, in one run:
+
+- throughput: predictions/s of the keyed service and of the unkeyed one on the same messages
+  (one replica, exactly-once, the default client), and their ratio;
+- scale: the keys grow phase by phase (each phase's messages are of new keys); after each phase,
+  the keys held, the mean commit time (nbstream_commit_seconds, over that phase's commits), the
+  records a commit wrote, and the replica's resident memory per key beyond a service of no key;
+- takeover: the replica killed (-9) once it holds every key, and started again: seconds from its
+  start to the prediction of a message sent then (its partition's keys read again from the state
+  topic on the way).
+
+Without --bootstrap a broker is started from the Kafka jars (scripts/kafka_broker.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+from confluent_kafka import Producer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_kafka import Predictions, broker, create_topic, start_serve, stop, table  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SMS = ["--text-features", "--model", "multinomial"]
+KEYED = [*SMS, "--model-key", "key", "--key-prior-weight", "10"]
+
+
+def sms_rows() -> list[dict]:
+    return pq.read_table(REPO / "scripts" / "data" / "sms_spam" / "train.parquet").to_pylist()
+
+
+def send_keyed(bootstrap: str, topic: str, rows: list[dict], first: int, n: int, keys: int, key_offset: int) -> None:
+    """Messages first..first+n of the SMS texts (cycled), message i keyed by user (i % keys) + key_offset."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
+    for i in range(first, first + n):
+        row = rows[i % len(rows)]
+        value = orjson.dumps({"id": i, "text": row["text"], "label": row["label"]})
+        key = f"user-{key_offset + (i - first) % keys}".encode()
+        while True:
+            try:
+                producer.produce(topic, value, key)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 2000 == 0:
+            producer.poll(0)
+    producer.flush(300)
+
+
+def metrics(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def rate(predictions: Predictions, expected: int) -> float:
+    predictions.wait(expected)
+    stamps = sorted(stamp for stamp, _ in predictions.seen.values())
+    first = stamps[0]
+    done = sum(1 for stamp in stamps if stamp == first)
+    return (expected - done) / (stamps[-1] - first)
+
+
+def throughput(bootstrap: str, rows: list[dict], n: int, per_key: int, folder: Path) -> None:
+    topic = create_topic(bootstrap, "keyed-throughput")
+    send_keyed(bootstrap, topic, rows, 0, n, n // per_key, 0)
+    results = []
+    for name, extra in (("unkeyed", SMS), ("--model-key key", KEYED)):
+        run = f"{topic}-{uuid.uuid4().hex[:6]}"
+        predictions = Predictions(bootstrap, f"{run}.out")
+        process = start_serve(bootstrap, topic, run, None, extra, folder, run)
+        try:
+            results.append((name, rate(predictions, n)))
+        finally:
+            stop([process])
+    base = results[0][1]
+    table(["service", "predictions/s", "of unkeyed"], [[name, f"{value:,.0f}", f"{value / base:.2f}x"]
+                                                       for name, value in results])
+
+
+def scale(bootstrap: str, rows: list[dict], phases: list[int], per_key: int, folder: Path) -> None:
+    topic = create_topic(bootstrap, "keyed-scale")
+    run = f"{topic}-{uuid.uuid4().hex[:6]}"
+    port = free_port()
+    extra = [*KEYED, "--metrics-port", str(port)]
+    predictions = Predictions(bootstrap, f"{run}.out")
+    process = start_serve(bootstrap, topic, run, None, extra, folder, run)
+    time.sleep(8)
+    baseline = rss_bytes(process.pid)
+    sent, keys, lines = 0, 0, []
+    try:
+        for target in phases:
+            new = target - keys
+            before = metrics(port)
+            send_keyed(bootstrap, topic, rows, sent, new * per_key, new, keys)
+            sent, keys = sent + new * per_key, target
+            while len(predictions.seen) < sent:
+                time.sleep(0.5)
+            time.sleep(2)  # the last commit of the phase
+            after = metrics(port)
+            commits = after["nbstream_commit_seconds_count"] - before.get("nbstream_commit_seconds_count", 0)
+            seconds = after["nbstream_commit_seconds_sum"] - before.get("nbstream_commit_seconds_sum", 0)
+            memory = rss_bytes(process.pid) - baseline
+            lines.append([f"{target:,}", f"{int(commits):,}", f"{1000 * seconds / max(commits, 1):.1f}",
+                          f"{memory / (1 << 20):,.0f}", f"{memory / target:,.0f}"])
+        process.kill()
+        process.wait()
+        started = time.monotonic()
+        process = start_serve(bootstrap, topic, run, None, extra, folder, run)
+        send_keyed(bootstrap, topic, rows, sent, 1, 1, 0)
+        while len(predictions.seen) < sent + 1:
+            time.sleep(0.05)
+        takeover = time.monotonic() - started
+    finally:
+        predictions.stop = True
+        stop([process])
+    table(["keys", "commits", "commit ms (mean)", "memory MiB beyond no key", "bytes per key"], lines)
+    print(f"\ntakeover: {takeover:.1f} s from a start to the first prediction, with {phases[-1]:,} keys to read again")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--messages", type=int, default=200_000, help="for the throughput table")
+    parser.add_argument("--per-key", type=int, default=3)
+    parser.add_argument("--keys", type=int, default=100_000, help="the most keys of the scale table")
+    parser.add_argument("--only", choices=("throughput", "scale"))
+    args = parser.parse_args()
+    rows = sms_rows()
+    phases = [k for k in (1_000, 10_000, 100_000, 1_000_000) if k <= args.keys]
+    with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory() as folder:
+        os.environ.setdefault("NBSTREAM_LOG_LEVEL", "warning")
+        if args.only in (None, "throughput"):
+            throughput(bootstrap, rows, args.messages, args.per_key, Path(folder))
+        if args.only in (None, "scale"):
+            scale(bootstrap, rows, phases, args.per_key, Path(folder))
+
+
+if __name__ == "__main__":
+    main()
