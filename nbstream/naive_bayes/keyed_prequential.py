@@ -52,9 +52,9 @@ def predict_then_learn_keys(group: FeatureCountsNB[Any], backoff: Backoff | None
     for r in range(int(round_of.max()) + 1 if len(keys) else 0):
         members = np.flatnonzero(round_of == r)
         round_keys = [keys[i] for i in members.tolist()]
-        examples[members] = [store.examples(key) for key in round_keys]
+        examples[members] = store.examples_of(round_keys)
         if scores is not None and backoff is not None:
-            _score_round(group, backoff, store, X, members, round_keys, scores)
+            _score_round(group, backoff, store, X, members, round_keys, examples[members] > 0, scores)
         taught = members[learned[members]]
         if len(taught):
             store.update(X[taught], labels[taught], None, [keys[i] for i in taught.tolist()])
@@ -62,9 +62,9 @@ def predict_then_learn_keys(group: FeatureCountsNB[Any], backoff: Backoff | None
 
 
 def _score_round(group: FeatureCountsNB[Any], backoff: Backoff, store: KeyedCounts, X: Features, members: IntArray,
-                 round_keys: list[Key], scores: FloatArray) -> None:
-    """Score one round's rows (``members``, of distinct keys) into ``scores``."""
-    known = np.array([key in store for key in round_keys], dtype=bool)
+                 round_keys: list[Key], known: BoolArray, scores: FloatArray) -> None:
+    """Score one round's rows (``members``, of distinct keys; ``known``: those whose key learned
+    before) into ``scores``."""
     if (~known).any():
         scores[members[~known]] = group._joint_log_likelihood(X[members[~known]])
     if known.any():

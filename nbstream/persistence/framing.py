@@ -32,6 +32,7 @@ from typing import IO, Any
 CHECKSUM_BYTES = 32
 CODECS = ("zstd", "zlib")  # zlib: what the oldest state-topic writer used
 _PIECE = 1 << 20  # bytes decompressed at a time
+_LENGTHS = {4: struct.Struct("<I"), 8: struct.Struct("<Q")}  # a header's length, by its width
 Buffer = bytes | bytearray | memoryview
 
 
@@ -83,7 +84,7 @@ class Framing:
 
     @property
     def _length(self) -> struct.Struct:
-        return struct.Struct("<Q" if self.length_bytes == 8 else "<I")
+        return _LENGTHS[self.length_bytes]
 
     @property
     def _prefix_bytes(self) -> int:
@@ -109,9 +110,12 @@ class Framing:
     def seal(self, header: dict[str, Any] | bytes, body: Iterable[Buffer] = (), version: int | None = None) -> bytes:
         """The frame of ``header`` (a JSON object, or its UTF-8 bytes) and the body's parts, as bytes."""
         text = header if isinstance(header, bytes) else json.dumps(header, allow_nan=False).encode()
-        out = io.BytesIO()
-        self.write(out, text, body, version)
-        return out.getvalue()
+        if self.checksum:
+            out = io.BytesIO()
+            self.write(out, text, body, version)
+            return out.getvalue()
+        start = self.magic + (bytes([self._version(version)]) if self.versions is not None else b"")
+        return b"".join((start, self._length.pack(len(text)), text, *body))  # as ``write`` writes it
 
     def open(self, data: Buffer, source: str = "") -> Opened:
         """The version, header and body of a frame ``seal`` or ``write`` made; FrameError (one line,

@@ -6,11 +6,10 @@ pair, to the counts of a model learned from every key's examples; a model of oth
 reads them by label (``cells_of``).
 
 All keys' pairs are held together, column by column, as ``PairCounts`` holds one model's: each
-key has a slot, and a pair is ``(slot * n_features + feature, class)`` with its count, kept
-sorted. Each learned batch becomes a pending run of its own, sorted and summed; reads search every
-run; more than 16 runs are joined into one, and the pending runs are folded into the kept pairs
-once they outnumber an eighth of them: learning a batch costs what the batch holds, not what the
-keys hold.
+key has a slot, and a pair is ``(slot * n_features + feature, class)`` with its count. Each learned
+batch becomes a run of its own, sorted and summed, and runs are joined as a log-structured merge
+does (``_append``): learning a batch costs what the batch holds (times the logarithm of all pairs,
+spread over time), not what the keys hold; a read searches each of the few runs.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArra
 from .sparse_counts import nonzero_cells
 
 Key = str | int  # what names a key: a message field's text, a record key, an integer id
-_PENDING_FLOOR = 1 << 18  # pending pairs are folded in once they outnumber this and an eighth of those kept
-_MOST_PENDING_RUNS = 16  # more pending runs than this are joined into one
 
 
 def grouped(keys: Sequence[Hashable]) -> dict[Hashable, IndexArray]:
@@ -95,9 +92,7 @@ class KeyedCounts:
         self._slots: dict[Key, int] = {}
         self._examples = np.zeros(0, dtype=np.int64)
         self._class_count = np.zeros((0, 0))
-        self._kept = _Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        self._pending: list[_Pairs] = []  # runs of pairs learned since the last fold, each sorted and summed
-        self._pending_size = 0
+        self._runs: list[_Pairs] = []  # sorted and summed, each more than twice the size of the next
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -118,13 +113,22 @@ class KeyedCounts:
         slot = self._slots.get(key)
         return 0 if slot is None else int(self._examples[slot])
 
+    def examples_of(self, keys: Sequence[Key]) -> IntArray:
+        """Examples each key learned (0 for a key never seen), shape (n_keys,)."""
+        slots = self._slots
+        at = np.fromiter((slots.get(key, -1) for key in keys), np.int64, len(keys))
+        known = at >= 0
+        found = np.zeros(len(keys), dtype=np.int64)
+        found[known] = self._examples[at[known]]
+        return found
+
     def total_examples(self) -> int:
         """Examples all keys learned."""
         return int(self._examples.sum())
 
     def n_pairs(self) -> int:
         """Pairs held (a pair in the pending run and among those kept counts twice)."""
-        return len(self._kept.places) + self._pending_size
+        return sum(len(run.places) for run in self._runs)
 
     # ---- learning -------------------------------------------------------------------------
     def _slots_of(self, keys: Sequence[Key]) -> IntArray:
@@ -160,19 +164,20 @@ class KeyedCounts:
             self._append(slots[sample] * self.n_features + columns, rows[sample].astype(np.int64), values)
 
     def _append(self, places: IntArray, classes: IntArray, counts: FloatArray) -> None:
-        self._pending.append(_Pairs.summed(places, classes, counts))
-        self._pending_size += len(self._pending[-1].places)
-        if self._pending_size > max(_PENDING_FLOOR, len(self._kept.places) // 8):
-            self._fold()
-        elif len(self._pending) > _MOST_PENDING_RUNS:  # a read searches each run: keep them few
-            self._pending = [_joined_runs(self._pending)]
-            self._pending_size = len(self._pending[0].places)
+        """A batch's pairs become a run; a run no more than twice the size of the one after it is
+        joined with it, so that there are at most log2 of the pairs runs, and a pair is joined
+        again only as often."""
+        runs = self._runs
+        runs.append(_Pairs.summed(places, classes, counts))
+        while len(runs) > 1 and len(runs[-2].places) <= 2 * len(runs[-1].places):
+            last = runs.pop()
+            runs[-1] = _joined_runs([runs[-1], last])
 
-    def _fold(self) -> None:
-        """Fold the pending runs into the kept pairs."""
-        if self._pending:
-            self._kept = _joined_runs([self._kept, *self._pending])
-            self._pending, self._pending_size = [], 0
+    def _kept(self) -> _Pairs:
+        """Every pair in one run."""
+        if len(self._runs) > 1:
+            self._runs = [_joined_runs(self._runs)]
+        return self._runs[0] if self._runs else _Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
 
     def merge(self, other: KeyedCounts) -> None:
         """Add another's keys (their classes by label)."""
@@ -182,8 +187,7 @@ class KeyedCounts:
         self._grow(len(self.classes))
         self._examples[slots] += other._examples
         self._class_count[np.ix_(slots, rows)] += other._class_count[:, :len(rows)]
-        other._fold()
-        pairs = other._kept
+        pairs = other._kept()
         their_slots, features = np.divmod(pairs.places, other.n_features)
         self._append(slots[their_slots] * self.n_features + features, rows[pairs.classes].astype(np.int64),
                      pairs.counts.copy())
@@ -197,7 +201,7 @@ class KeyedCounts:
         columns = np.array([place.get(label, -1) for label in self.classes.labels.tolist()], dtype=np.intp)
         n_classes = len(labels)
         slots = np.fromiter((self._slots[key] for key in keys), np.int64, len(keys))
-        runs = [run for run in (self._kept, *self._pending) if len(run.places)]
+        runs = [run for run in self._runs if len(run.places)]
         found = [(which, run, at) for run in runs for which, at in [run.of_slots(slots, self.n_features)]]
         which = np.concatenate([which for which, _, _ in found]) if found else np.zeros(0, np.intp)
         features = np.concatenate([run.places[at] % self.n_features for _, run, at in found]) if found \
@@ -228,8 +232,7 @@ class KeyedCounts:
         n_classes), pair_end (n_keys,) int64 where each key's pairs end, and pair_feature, pair_class
         (int32) and pair_count of all pairs, each key's sorted by feature then class. The keys
         themselves are the caller's to store."""
-        self._fold()
-        kept = self._kept
+        kept = self._kept()
         slots, features = np.divmod(kept.places, self.n_features)
         return {"examples": self._examples, "class_count": self._class_count,
                 "pair_end": np.searchsorted(slots, np.arange(len(self)), side="right").astype(np.int64),
@@ -271,7 +274,7 @@ class KeyedCounts:
         made._slots = {key: slot for slot, key in enumerate(keys)}
         made._examples = examples.astype(np.int64)
         made._class_count = class_count.astype(np.float64)
-        made._kept = _Pairs(places, classes.astype(np.int64), pair_count.astype(np.float64))
+        made._runs = [_Pairs(places, classes.astype(np.int64), pair_count.astype(np.float64))]
         return made
 
 

@@ -7,7 +7,7 @@ its own name, in the same transaction as the partition's state; a key that did n
 written again, so a commit costs what changed, not how many keys there are. Compaction keeps
 each key's newest record::
 
-    partition-3/keys/<32 hex digits>        a key's counts (the digits: of the SHA-256 of the key)
+    partition-3/keys/<32 hex digits>        a key's counts (the digits: of the BLAKE2b digest of the key)
     partition-3/keys/<32 hex digits>/<i>    part i of a key too large for one record (counts only grow)
 
 Each record is a frame (``nbstream.persistence.framing``, b"NBKY", version 1) whose JSON header names
@@ -49,7 +49,8 @@ def keys_topic_name(state_topic: str) -> str:
 
 
 def key_digest(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    """32 hex digits of the key's BLAKE2b digest: what names its record."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def key_record_name(state: str, key: str, part: int = 0) -> str:
@@ -90,31 +91,43 @@ class PartitionKeys:
         self.changed.clear()
         if not changed:
             return []
-        cells = self.counts.cells_of(changed, self.counts.classes.labels)
-        ends = np.searchsorted(cells.slot, np.arange(len(changed)), side="right")
+        cells = _Laid(self.counts.cells_of(changed, self.counts.classes.labels))
+        ends = np.searchsorted(cells.slot, np.arange(len(changed)), side="right").tolist()
         records: list[Record] = []
         start = 0
         for slot, key in enumerate(changed):
-            end = int(ends[slot])
-            records += self._records_of(state, key, self.counts.examples(key), cells, slot, slice(start, end), commit)
-            start = end
+            records += self._records_of(state, key, self.counts.examples(key), cells, slot, start, ends[slot], commit)
+            start = ends[slot]
         return records
 
-    def _records_of(self, state: str, key: str, examples: int, cells: KeyCells, slot: int, span: slice,
+    def _records_of(self, state: str, key: str, examples: int, cells: _Laid, slot: int, start: int, end: int,
                     commit: int) -> list[Record]:
-        n_pairs = span.stop - span.start
-        parts = max(1, -(-n_pairs // MOST_PART_PAIRS))
+        parts = max(1, -(-(end - start) // MOST_PART_PAIRS))
         if parts > 1:
             self._parts[key] = parts
         records: list[Record] = []
         for part in range(parts):
-            at = slice(span.start + part * MOST_PART_PAIRS, min(span.stop, span.start + (part + 1) * MOST_PART_PAIRS))
+            first, last = start + part * MOST_PART_PAIRS, min(end, start + (part + 1) * MOST_PART_PAIRS)
             header = orjson.dumps({"key": key, "examples": examples, "parts": parts, "part": part, "commit": commit,
-                                   "classes": len(cells.class_count[slot]), "pairs": at.stop - at.start})
-            body = (cells.class_count[slot].astype("<f8").tobytes(), cells.features[at].astype("<i4").tobytes(),
-                    cells.classes[at].astype("<i4").tobytes(), cells.counts[at].astype("<f8").tobytes())
+                                   "classes": cells.n_classes, "pairs": last - first})
+            body = (cells.class_count[8 * cells.n_classes * slot:8 * cells.n_classes * (slot + 1)],
+                    cells.features[4 * first:4 * last], cells.classes[4 * first:4 * last],
+                    cells.counts[8 * first:8 * last])
             records.append((key_record_name(state, key, part).encode(), KEY_RECORD.seal(header, body, _VERSION)))
         return records
+
+
+class _Laid:
+    """Cells of keys as the bytes their records hold (little-endian), to slice by key: slot (n_cells,),
+    and the bytes of class_count (float64, n_keys x n_classes), features, classes (int32) and counts
+    (float64)."""
+
+    def __init__(self, cells: KeyCells):
+        self.slot, self.n_classes = cells.slot, cells.class_count.shape[1]
+        self.class_count = memoryview(np.ascontiguousarray(cells.class_count, "<f8").tobytes())
+        self.features = memoryview(cells.features.astype("<i4").tobytes())
+        self.classes = memoryview(cells.classes.astype("<i4").tobytes())
+        self.counts = memoryview(cells.counts.astype("<f8").tobytes())
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from sklearn import naive_bayes as sk
 
 import nbstream
 from nbstream import BernoulliNB, ComplementNB, KeyedNB, MultinomialNB
-from nbstream.stats import keyed_counts
 from tests.unit.nbstream.persistence.test_snapshot_hostile import seal, split
 
 FAMILIES = {"bernoulli": (BernoulliNB, sk.BernoulliNB), "multinomial": (MultinomialNB, sk.MultinomialNB),
@@ -142,13 +141,14 @@ def test_merged_halves_are_the_model_of_the_whole():
         first.merge(KeyedNB(BernoulliNB(), prior_weight=3).partial_fit(X[:5], y[:5], keys[:5]))
 
 
-def test_folding_the_pending_pairs_changes_no_number(monkeypatch):
+def test_how_the_pairs_are_cut_into_runs_changes_no_number():
     X, y, keys, X_test, test_keys = stream(6)
-    kept = learned(KeyedNB(MultinomialNB(), prior_weight=1), X, y, keys, batch=50)
-    monkeypatch.setattr(keyed_counts, "_PENDING_FLOOR", 10)
-    folded = learned(KeyedNB(MultinomialNB(), prior_weight=1), X, y, keys, batch=50)
-    np.testing.assert_allclose(folded.predict_joint_log_proba(X_test, keys=test_keys),
-                               kept.predict_joint_log_proba(X_test, keys=test_keys), rtol=1e-13)
+    many_runs = learned(KeyedNB(MultinomialNB(), prior_weight=1), X, y, keys, batch=7)
+    one_run = learned(KeyedNB(MultinomialNB(), prior_weight=1), X, y, keys, batch=600)
+    np.testing.assert_allclose(many_runs.predict_joint_log_proba(X_test, keys=test_keys),
+                               one_run.predict_joint_log_proba(X_test, keys=test_keys), rtol=1e-13)
+    state = many_runs.export_state().statistics
+    assert state["pair_count"].tolist() == one_run.export_state().statistics["pair_count"].tolist()
 
 
 def test_a_key_holds_only_the_pairs_it_saw():
