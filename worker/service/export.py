@@ -112,9 +112,9 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
     return Exported(model, name, offsets, named)
 
 
-def _key_records(client: KafkaClient, topic: str, key: str, timeout_s: float) -> dict[str, bytes]:
-    """The newest records of ``key`` in the keys topic (every partition's), by name."""
-    digest, found = key_digest(key), dict[str, bytes]()
+def _key_records(client: KafkaClient, topic: str, key: str, timeout_s: float) -> dict[bytes, bytes]:
+    """The newest records of ``key`` in the keys topic (every partition's), by record key."""
+    digest, found = key_digest(key), dict[bytes, bytes]()
     reader = client.reader(read_committed=True)
     try:
         try:
@@ -128,22 +128,23 @@ def _key_records(client: KafkaClient, topic: str, key: str, timeout_s: float) ->
             for record in reader.poll(0.2):
                 name = None if record.key is None else record.key.decode("utf-8", "replace")
                 place = None if name is None else keys_of(name)
-                if name is not None and place is not None and place[1] == digest:
+                if record.key is not None and place is not None and place[1] == digest:
                     if record.value is None:
-                        found.pop(name, None)
+                        found.pop(record.key, None)
                     else:
-                        found[name] = record.value
+                        found[record.key] = record.value
     finally:
         reader.close()
     return found
 
 
 def _key_model(group: NaiveBayes[Any, Any], key: str, states: dict[str, PartitionRecord],
-               records: dict[str, bytes]) -> NaiveBayes[Any, Any]:
+               records: dict[bytes, bytes]) -> NaiveBayes[Any, Any]:
     """The model of ``key``, its counts (in ``records``, of the state that holds them) backed off to
     the group's model as that state's keys are."""
     for state_name, state in states.items():
-        mine = {name: value for name, value in records.items() if (keys_of(name) or ("",))[0] == state_name}
+        mine = {name: value for name, value in records.items()
+                if (keys_of(name.decode("utf-8", "replace")) or ("",))[0] == state_name}
         if not mine or state.keys_header is None:
             continue
         try:

@@ -29,7 +29,6 @@ from nbstream.naive_bayes import NaiveBayes
 
 from ..io.kafka.client import KafkaFailure, Reader
 from ..io.kafka.state_topic import ForeignRecord, NewerStateFormat, StateAssembler
-from .keys.records import keys_of
 from .models.choice import SERVED_MODEL, ServedChoice
 from .partition.record import PartitionRecord, UnreadableState, partition_number
 from .pending.records import pending_name, pending_of
@@ -129,12 +128,13 @@ class StateFollower:
             reader.close()
         self._fetched = fetched
 
-    def fetch_keys(self, partitions: list[int], timeout_s: float) -> dict[str, dict[str, bytes]]:
+    def fetch_keys(self, partitions: list[int], timeout_s: float) -> dict[str, dict[bytes, bytes]]:
         """The records of the keys of these partitions (being taken over), read from their partitions of
-        the keys topic: state name -> {record name: its newest value}."""
-        found: dict[str, dict[str, bytes]] = {state_name(p): {} for p in partitions}
+        the keys topic: state name -> {record key: its newest value} (the names are read when the
+        keys are restored: a partition of the keys topic holds its input partition's keys only)."""
+        by_partition: dict[int, dict[bytes, bytes]] = {p: {} for p in partitions}
         if not partitions:
-            return found
+            return {}
         if self._reopen is None or self._keys_topic is None:
             raise KafkaFailure("the keys of a partition are read from the keys topic by a reader of their own")
         topic, reader = self._keys_topic, self._reopen()
@@ -143,15 +143,18 @@ class StateFollower:
 
             def poll(timeout: float) -> list[str]:
                 for record in reader.poll(timeout):
-                    name = None if record.key is None else record.key.decode("utf-8", "replace")
-                    place = None if name is None else keys_of(name)
-                    if name is not None and place is not None and place[0] in found:
-                        _keep(found[place[0]], name, record.value)
+                    kept, key = by_partition.get(record.partition), record.key
+                    if kept is None or key is None:
+                        continue
+                    if record.value is None:
+                        kept.pop(key, None)
+                    else:
+                        kept[key] = record.value
                 return []
             _read_to_end(reader, poll, topic, timeout_s)
         finally:
             reader.close()
-        return found
+        return {state_name(p): found for p, found in by_partition.items()}
 
     def forget_fetched(self) -> None:
         self._fetched = None
@@ -224,14 +227,6 @@ class StateFollower:
         log.warning("skipped a state-topic record the service did not write or cannot read",
                     extra={"topic": self.topic, "key": shown, "problem": problem})
         STATE_RECORDS_SKIPPED.inc()
-
-
-def _keep(kept: dict[str, bytes], name: str, value: bytes | None) -> None:
-    """A record's newest value by name (a tombstone deletes it)."""
-    if value is None:
-        kept.pop(name, None)
-    else:
-        kept[name] = value
 
 
 def unreadable(reason: str) -> str:

@@ -244,14 +244,14 @@ class GroupState:
             assert record is not None, "a new state has no pending records to fail to restore"
         return record
 
-    def _key_records(self, partitions: list[int], timeout_s: float) -> dict[str, dict[str, bytes]]:
+    def _key_records(self, partitions: list[int], timeout_s: float) -> dict[str, dict[bytes, bytes]]:
         """The key records of the partitions taken over whose states list keys, read from the keys topic."""
         listing = [p for p in partitions if p in self.latest and self.latest[p].keys is None
                    and self.latest[p].keys_header is not None]
         keyed = self.settings.key_prior_weight is not None
         return self.follower.fetch_keys(listing, timeout_s) if keyed and listing else {}
 
-    def _with_keys(self, record: PartitionRecord, records: dict[str, bytes]) -> PartitionRecord:
+    def _with_keys(self, record: PartitionRecord, records: dict[bytes, bytes]) -> PartitionRecord:
         """The record with its keys as the group keeps them: restored from their records, kept (a
         live state this replica released), new, or none (the group keeps no model per key). A
         ConfigError when they do not restore: starting them afresh would lose what they learned."""

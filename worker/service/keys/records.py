@@ -139,10 +139,10 @@ class _Part:
     arrays: dict[str, AnyArray]
 
 
-def restore_keys(records: Mapping[str, bytes], header: object, n_features: int, prior_weight: float
+def restore_keys(records: Mapping[bytes, bytes], header: object, n_features: int, prior_weight: float
                  ) -> PartitionKeys:
-    """A partition's keys from the values of its key records by name (each key's newest) and what its
-    state says of them (``PartitionKeys.header``): ValueError, one line, unless they read and add up.
+    """A partition's keys from the values of its key records by record key (each key's newest) and
+    what its state says of them (``PartitionKeys.header``): ValueError, one line, unless they read and add up.
     prior_weight : what the keys are backed off by from now on."""
     counts, n_keys, examples, parts = keys_from_records(records, header, n_features)
     if len(counts) != n_keys or counts.total_examples() != examples:
@@ -151,7 +151,7 @@ def restore_keys(records: Mapping[str, bytes], header: object, n_features: int, 
     return PartitionKeys(counts, prior_weight, parts)
 
 
-def keys_from_records(records: Mapping[str, bytes], header: object, n_features: int
+def keys_from_records(records: Mapping[bytes, bytes], header: object, n_features: int
                       ) -> tuple[KeyedCounts, int, int, dict[str, int]]:
     """The keys some of a partition's key records hold (ValueError, one line, unless they read), with
     how many keys and examples its state says it has, and the parts of those written in several."""
@@ -161,10 +161,11 @@ def keys_from_records(records: Mapping[str, bytes], header: object, n_features: 
     examples = integer(header.get("examples"), "examples", 0, INT64_MAX)
     classes = np.array(header["classes"]) if header["classes"] else np.array([])
     by_key: dict[str, dict[int, _Part]] = {}
-    for name, value in records.items():
+    for record_key, value in records.items():
+        name = record_key.decode("utf-8", "replace")
         place = keys_of(name)
         if place is None:
-            continue
+            raise ValueError(f"a record of the keys topic is named {shown(name)}, which names no key")
         part = _read_part(value, name)
         if key_digest(part.key) != place[1] or part.arrays["pair_count"].ndim != 1:
             raise ValueError(f"{name} holds the key {shown(part.key)}, whose record is named otherwise")
