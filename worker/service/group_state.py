@@ -244,6 +244,10 @@ class GroupState:
             assert record is not None, "a new state has no pending records to fail to restore"
         return record
 
+    def keys_held(self) -> int:
+        """Keys whose counts the owned partitions hold (--model-key)."""
+        return sum(len(partition.keys.counts) for partition in self.owned.values() if partition.keys is not None)
+
     def _key_records(self, partitions: list[int], timeout_s: float) -> dict[str, dict[bytes, bytes]]:
         """The key records of the partitions taken over whose states list keys, read from the keys topic."""
         listing = [p for p in partitions if p in self.latest and self.latest[p].keys is None

@@ -137,6 +137,8 @@ class PrequentialLoop:
             self._join(labels)
         if self.settings.labels is not None:
             self.metrics.pending.set(self.group.pending_examples())
+        if self.keyed is not None:
+            self.metrics.keys.labels("in_memory").set(self.group.keys_held())
         if self.promotion is not None:
             self._promote(self.promotion)
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
