@@ -242,6 +242,14 @@ class KeyedNB:
         checked = checked_keys(keys, len(keys))  # type: ignore[arg-type]
         return np.array([self._keys.examples(key) for key in checked], dtype=np.int64)
 
+    def drop_keys(self, keys: npt.ArrayLike | Sequence[Key]) -> Self:
+        """Forget these keys' own counts (those it holds): each is answered by the group's model
+        again. The group's model keeps what they taught it."""
+        self._group()
+        self._keys.drop(checked_keys(keys, len(keys)))  # type: ignore[arg-type]
+        self._learned()
+        return self
+
     def key_model(self, key: Key) -> NaiveBayes[Any, Any]:
         """The key's model backed off to the group's, as a model of the family (dense counts); the
         group's model for a key never seen. The same object until anything learns: do not change it."""

@@ -32,7 +32,7 @@ def occurrences(keys: Sequence[Key]) -> IntArray:
 
 
 def predict_then_learn_keys(group: FeatureCountsNB[Any], backoff: Backoff | None, store: KeyedCounts, X: Features,
-                            keys: Sequence[Key], learned: BoolArray, labels: AnyArray
+                            keys: Sequence[Key], learned: BoolArray, labels: AnyArray, stamps: IntArray | None = None
                             ) -> tuple[FloatArray | None, IntArray]:
     """Each row of X (n, n_features) scored by its key's model, then the ``learned`` rows (n,) learned
     into the keys' counts ``store`` (labels (n,), checked, read where learned).
@@ -41,7 +41,7 @@ def predict_then_learn_keys(group: FeatureCountsNB[Any], backoff: Backoff | None
     learned, backed off to ``group`` (``backoff``: its shared tables). Returns log P(x, c) of each
     row (n, n_classes of group), a class the group does not know yet left out, or None while the
     group knows no class (``backoff`` None: the rows are only learned); and how many examples each
-    row's key had learned before it (n,)."""
+    row's key had learned before it (n,). stamps (n,) : when each row came, for ``seen_before``."""
     if group.is_fitted:
         X = group._prepared_for_prediction(X)
     else:
@@ -57,7 +57,8 @@ def predict_then_learn_keys(group: FeatureCountsNB[Any], backoff: Backoff | None
             _score_round(group, backoff, store, X, members, round_keys, examples[members] > 0, scores)
         taught = members[learned[members]]
         if len(taught):
-            store.update(X[taught], labels[taught], None, [keys[i] for i in taught.tolist()])
+            store.update(X[taught], labels[taught], None, [keys[i] for i in taught.tolist()],
+                         None if stamps is None else stamps[taught])
     return scores, examples
 
 

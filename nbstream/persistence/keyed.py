@@ -6,7 +6,7 @@ The snapshot is its group model's, so ``load`` reads the group's model from it; 
                      the keys' class rows (as the header's "classes")}
     keyed.key_text (uint8) and keyed.key_end (K,) int64: string keys, UTF-8, end to end
     keyed.key_int (K,) int64: integer keys
-    keyed.examples, keyed.class_count, keyed.pair_end, keyed.pair_feature, keyed.pair_class,
+    keyed.examples, keyed.class_count, keyed.seen, keyed.pair_end, keyed.pair_feature, keyed.pair_class,
     keyed.pair_count: the keys' counts (``KeyedCounts.arrays``)
 """
 
@@ -24,7 +24,7 @@ from ..utils.ndarrays import AnyArray
 
 KEYED_PREFIX = "keyed."
 ValueCodec = Callable[..., Any]  # the snapshot's own encoding of a header value (arrays go beside it)
-_COUNTS = ("examples", "class_count", "pair_end", "pair_feature", "pair_class", "pair_count")
+_COUNTS = ("examples", "class_count", "seen", "pair_end", "pair_feature", "pair_class", "pair_count")
 _INT64 = np.iinfo(np.int64)
 
 

@@ -89,9 +89,10 @@ class KeyedCounts:
     def __init__(self, n_features: int, classes: ClassSet | None = None) -> None:
         self.n_features = n_features  # 0: taken from the first batch
         self.classes = ClassSet.open() if classes is None else classes  # the labels of the class rows
-        self._slots: dict[Key, int] = {}
+        self._slots: dict[Key, int] = {}  # a key's slot: its row below; a dropped key's slot is not given again
         self._examples = np.zeros(0, dtype=np.int64)
         self._class_count = np.zeros((0, 0))
+        self._seen = np.zeros(0, dtype=np.int64)  # when each key last learned (the caller's clock; 0: never said)
         self._runs: list[_Pairs] = []  # sorted and summed, each more than twice the size of the next
 
     def __len__(self) -> int:
@@ -122,9 +123,37 @@ class KeyedCounts:
         found[known] = self._examples[at[known]]
         return found
 
+    def seen_of(self, keys: Sequence[Key]) -> IntArray:
+        """When each key (each one held) last learned, shape (n_keys,)."""
+        return self._seen[np.fromiter((self._slots[key] for key in keys), np.int64, len(keys))]
+
     def total_examples(self) -> int:
         """Examples all keys learned."""
-        return int(self._examples.sum())
+        return int(self._examples[self._live_slots()].sum())
+
+    def _live_slots(self) -> IntArray:
+        """The slots of the keys held, in ``keys()`` order."""
+        return np.fromiter(self._slots.values(), np.int64, len(self._slots))
+
+    def seen_before(self, stamp: int) -> list[Key]:
+        """The keys that last learned before ``stamp`` (of the clock ``update`` was given)."""
+        slots = self._live_slots()
+        old = np.flatnonzero(self._seen[slots] < stamp)
+        if not len(old):
+            return []
+        keys = self.keys()
+        return [keys[i] for i in old.tolist()]
+
+    def drop(self, keys: Sequence[Key]) -> None:
+        """Forget these keys (those held) and all they learned."""
+        slots = [self._slots.pop(key) for key in keys if key in self._slots]
+        if not slots:
+            return
+        gone = np.zeros(len(self._examples), dtype=bool)
+        gone[slots] = True
+        self._examples[gone], self._class_count[gone] = 0, 0.0
+        self._runs = [_Pairs(run.places[keep], run.classes[keep], run.counts[keep]) for run in self._runs
+                      for keep in [~gone[run.places // max(self.n_features, 1)]]]
 
     def n_pairs(self) -> int:
         """Pairs held (a pair in the pending run and among those kept counts twice)."""
@@ -133,21 +162,25 @@ class KeyedCounts:
     # ---- learning -------------------------------------------------------------------------
     def _slots_of(self, keys: Sequence[Key]) -> IntArray:
         """Each key's slot, (n_keys,), new keys given new slots."""
-        slots = self._slots
-        at = np.fromiter((slots.setdefault(key, len(slots)) for key in keys), np.int64, len(keys))
-        grown = len(slots) - len(self._examples)
+        slots, before = self._slots, len(self._slots)
+        given = len(self._examples)  # the next new slot
+        at = np.fromiter((slots.setdefault(key, given + len(slots) - before) for key in keys), np.int64, len(keys))
+        grown = len(slots) - before
         if grown:
             self._examples = np.concatenate([self._examples, np.zeros(grown, np.int64)])
             self._class_count = np.vstack([self._class_count, np.zeros((grown, self._class_count.shape[1]))])
+            self._seen = np.concatenate([self._seen, np.zeros(grown, np.int64)])
         return at
 
     def _grow(self, n_classes: int) -> None:
         if self._class_count.shape[1] < n_classes:
             self._class_count = np.pad(self._class_count, ((0, 0), (0, n_classes - self._class_count.shape[1])))
 
-    def update(self, X: Features, labels: AnyArray, weights: FloatArray | None, keys: Sequence[Key]) -> None:
+    def update(self, X: Features, labels: AnyArray, weights: FloatArray | None, keys: Sequence[Key],
+               stamps: IntArray | None = None) -> None:
         """Add a batch: X (n_samples, n_features) dense or CSR, prepared as the model learns it;
-        labels (n_samples,), checked; weights (n_samples,) or None; keys (n_samples,) each sample's key."""
+        labels (n_samples,), checked; weights (n_samples,) or None; keys (n_samples,) each sample's key;
+        stamps (n_samples,) when each sample came, by the caller's clock (``seen_before``), or None."""
         if not self.n_features:  # made before the features' width was known
             self.n_features = X.shape[1]
         elif X.shape[1] != self.n_features:
@@ -156,6 +189,8 @@ class KeyedCounts:
         slots = self._slots_of(keys)
         self._grow(len(self.classes))
         np.add.at(self._examples, slots, 1)
+        if stamps is not None:
+            np.maximum.at(self._seen, slots, stamps)
         np.add.at(self._class_count, (slots, rows), 1.0 if weights is None else weights)
         for first, cell_rows, columns, values in nonzero_cells(X):
             sample = cell_rows + first if first else cell_rows
@@ -182,14 +217,17 @@ class KeyedCounts:
     def merge(self, other: KeyedCounts) -> None:
         """Add another's keys (their classes by label)."""
         rows = self.classes.rows_for(other.classes.labels)
-        theirs = other.keys()
-        slots = self._slots_of(theirs)
+        theirs = other._live_slots()
+        slots = self._slots_of(other.keys())
         self._grow(len(self.classes))
-        self._examples[slots] += other._examples
-        self._class_count[np.ix_(slots, rows)] += other._class_count[:, :len(rows)]
+        self._examples[slots] += other._examples[theirs]
+        self._class_count[np.ix_(slots, rows)] += other._class_count[theirs][:, :len(rows)]
+        self._seen[slots] = np.maximum(self._seen[slots], other._seen[theirs])
+        ours = np.full(len(other._examples), -1, dtype=np.int64)
+        ours[theirs] = slots
         pairs = other._kept()
         their_slots, features = np.divmod(pairs.places, other.n_features)
-        self._append(slots[their_slots] * self.n_features + features, rows[pairs.classes].astype(np.int64),
+        self._append(ours[their_slots] * self.n_features + features, rows[pairs.classes].astype(np.int64),
                      pairs.counts.copy())
 
     # ---- reading ----------------------------------------------------------------------------
@@ -229,13 +267,17 @@ class KeyedCounts:
     # ---- as named arrays ----------------------------------------------------------------------
     def arrays(self) -> dict[str, AnyArray]:
         """The keys' counts, in ``keys()`` order: examples (n_keys,) int64, class_count (n_keys,
-        n_classes), pair_end (n_keys,) int64 where each key's pairs end, and pair_feature, pair_class
-        (int32) and pair_count of all pairs, each key's sorted by feature then class. The keys
-        themselves are the caller's to store."""
+        n_classes), seen (n_keys,) int64 when each last learned, pair_end (n_keys,) int64 where each
+        key's pairs end, and pair_feature, pair_class (int32) and pair_count of all pairs, each key's
+        sorted by feature then class. The keys themselves are the caller's to store."""
         kept = self._kept()
-        slots, features = np.divmod(kept.places, self.n_features)
-        return {"examples": self._examples, "class_count": self._class_count,
-                "pair_end": np.searchsorted(slots, np.arange(len(self)), side="right").astype(np.int64),
+        live = self._live_slots()
+        rank = np.full(len(self._examples), -1, dtype=np.int64)
+        rank[live] = np.arange(len(live))  # a key's place in keys() order
+        slots, features = np.divmod(kept.places, max(self.n_features, 1))
+        ranks = rank[slots]  # rising with the slots: keys() lists the keys in the order their slots were given
+        return {"examples": self._examples[live], "class_count": self._class_count[live], "seen": self._seen[live],
+                "pair_end": np.searchsorted(ranks, np.arange(len(live)), side="right").astype(np.int64),
                 "pair_feature": features.astype(np.int32), "pair_class": kept.classes.astype(np.int32),
                 "pair_count": kept.counts}
 
@@ -274,6 +316,9 @@ class KeyedCounts:
         made._slots = {key: slot for slot, key in enumerate(keys)}
         made._examples = examples.astype(np.int64)
         made._class_count = class_count.astype(np.float64)
+        seen = arrays.get("seen")
+        made._seen = np.zeros(n_keys, np.int64) if seen is None else np.asarray(seen, dtype=np.int64)
+        _require(made._seen.shape == (n_keys,), f"seen must be {n_keys} times")
         made._runs = [_Pairs(places, classes.astype(np.int64), pair_count.astype(np.float64))]
         return made
 

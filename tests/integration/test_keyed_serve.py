@@ -18,7 +18,7 @@ from nbstream.arrow import FeatureSpec
 from tests.helpers.cli import run_worker
 from tests.helpers.kafka import TopicWatcher, json_message, new_topic, read_all
 from tests.helpers.paths import SMS
-from tests.helpers.service import Service
+from tests.helpers.service import Service, free_port, metric_values, wait_for
 
 KEYED = ("--text-features", "--model", "multinomial", "--model-key", "key", "--key-prior-weight", "0",
          "--max-poll-records", "300")
@@ -160,3 +160,28 @@ def test_keys_move_with_their_partitions_through_replicas_with_churn(kafka_boots
     offsets = {(r.partition, r.offset): position[json.loads(r.value)["id"]] for r in inputs}
     assert sorted((p["partition"], p["offset"]) for p in predictions) == sorted(offsets)  # each once
     assert offline_check(predictions, rows, X, labels, users, offsets) > 2_500
+
+
+def test_a_key_unseen_past_the_ttl_is_dropped_and_starts_again_from_the_group(kafka_bootstrap, tmp_path):
+    topic = new_topic(kafka_bootstrap, "keyed-ttl")
+    port = free_port()
+    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED, "--key-ttl", "60s", "--metrics-port", port).start()
+    now = int(time.time() * 1000)
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    sent = [("old", "win cash now", "spam", now - 600_000), ("old", "win a prize", "spam", now - 590_000),
+            ("fresh", "lunch at noon", "ham", now - 10_000), ("old", "win big", "spam", now)]
+    for i, (key, text, label, stamp) in enumerate(sent):
+        producer.send(topic, value=json_message(text=text, label=label, id=i), key=key.encode(), timestamp_ms=stamp)
+        producer.flush()
+        time.sleep(1.5)  # a poll each: the clock moves with each message
+    producer.close()
+    out = TopicWatcher(kafka_bootstrap, service.output)
+    assert out.wait_until(lambda records: len(records) >= 4, timeout=90), service.log_tail()
+    assert wait_for(lambda: metric_values(port).get('nbstream_keys{state="dropped"}') == 1.0, timeout=30), \
+        service.log_tail()
+    assert service.terminate() == 0
+    by_id = {p["id"]: p for p in (json.loads(r.value) for r in out.records)}
+    assert [by_id[i]["key_examples"] for i in range(4)] == [0, 1, 0, 0]  # "old" was dropped before its last message
+    keys_topic = read_all(kafka_bootstrap, f"{topic}.{service.group}.nbstream-state-keys", committed_only=True)
+    assert any(r.value is None for r in keys_topic), "a dropped key's record gets a tombstone"
+    out.close()

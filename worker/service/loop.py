@@ -63,7 +63,8 @@ class LoopSettings:
     output_challengers : every prediction carries the challengers' too (shadow mode);
     explain : each prediction carries the features that weigh most in it, this many (None: none);
     key_prior_weight : every message is predicted and learned by its key's model, backed off to the
-        group's by this weight (--model-key; None: the group's model predicts every message)."""
+        group's by this weight (--model-key; None: the group's model predicts every message);
+    key_ttl_ms : a key unseen this long is dropped (--key-ttl; None: kept)."""
     learn: bool = True
     max_classes: int = 1_000
     fields: MessageFields = field(default_factory=MessageFields)
@@ -71,6 +72,7 @@ class LoopSettings:
     output_challengers: bool = False
     explain: int | None = None
     key_prior_weight: float | None = None
+    key_ttl_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ class PrequentialLoop:
         self.settings = settings or LoopSettings()
         self.promotion = promotion
         weight = self.settings.key_prior_weight
-        self.keyed = None if weight is None else KeyedServing(weight)
+        self.keyed = None if weight is None else KeyedServing(weight, self.settings.key_ttl_ms)
         classes = group.global_model.classes
         self.classes = ClassSet.fixed_from(classes) if classes is not None and len(classes) else None
 
@@ -139,6 +141,7 @@ class PrequentialLoop:
             self.metrics.pending.set(self.group.pending_examples())
         if self.keyed is not None:
             self.metrics.keys.labels("in_memory").set(self.group.keys_held())
+            self.metrics.keys.labels("dropped").set(self.keyed.dropped)
         if self.promotion is not None:
             self._promote(self.promotion)
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
@@ -183,7 +186,7 @@ class PrequentialLoop:
             else:
                 good_keys = [keys[i] for i in np.flatnonzero(good).tolist()]
                 predictions = {models.served: self._keyed(problems.select_good(X), y[good], learn[good],
-                                                          rows.partitions[good], good_keys)}
+                                                          rows.partitions[good], good_keys, rows.timestamps[good])}
             served_rows = ServedRows(rows, decoded, X, y, labeled, good, predictions, models.served)
             switches = self._promote_within(polled, served_rows, learn) if learning and self.promotion else []
             self._emit(polled, served_rows, switches)
@@ -204,8 +207,8 @@ class PrequentialLoop:
             problems.flag(missing, "key", np.array(key_problems, dtype=object))
         return keys
 
-    def _keyed(self, X: object, y: AnyArray, learned: BoolArray, partitions: AnyArray, keys: list[str]
-               ) -> Predictions:
+    def _keyed(self, X: object, y: AnyArray, learned: BoolArray, partitions: AnyArray, keys: list[str],
+               stamps: AnyArray) -> Predictions:
         """Each good row predicted by its key's model, the keys learning as they go (``keys/serving.py``)."""
         assert self.keyed is not None
         served = self.group.models.served_model
@@ -213,7 +216,7 @@ class PrequentialLoop:
         for partition, rows in self._partitions(partitions):
             assert partition.keys is not None, "a keyed group's partitions keep their keys"
             owned.append((partition.keys, rows))
-        return self.keyed.predict_then_learn(served.model, served.version, X, y, learned, keys, owned)
+        return self.keyed.predict_then_learn(served.model, served.version, X, y, learned, keys, owned, stamps)
 
     def _explaining(self, decoded: Decoded, good: BoolArray) -> Explaining | None:
         """What --explain asks of the good rows (None: nothing)."""

@@ -367,7 +367,8 @@ def loop_settings(config: ServeConfig) -> LoopSettings:
     return LoopSettings(learn=config.model.learn, max_classes=config.model.max_classes, fields=config.fields,
                         labels=config.labels, output_challengers=config.models.output_challengers,
                         explain=config.output.explain,
-                        key_prior_weight=config.keys.key_prior_weight if config.keys.keyed else None)
+                        key_prior_weight=config.keys.key_prior_weight if config.keys.keyed else None,
+                        key_ttl_ms=None if config.keys.key_ttl is None else int(config.keys.key_ttl * 1000))
 
 
 def lineup(config: ServeConfig) -> Lineup:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import ConfigError
-from ...setting import Checked, setting
+from ...setting import Checked, parse_duration, setting
+from ..pending.store import LONGEST_TTL_SECONDS
 
 RECORD_KEY = "key"  # --model-key's value that names the Kafka record key
 
@@ -32,6 +33,11 @@ class KeysConfig(Checked):
                                     help="key: one model per Kafka record key (a user, a tenant, an author), each "
                                          "backed off to the group's model; predictions name the key and its "
                                          "examples (\"key\", \"key_examples\").")
+    key_ttl: float | None = setting(None, "--key-ttl", low=0, high=LONGEST_TTL_SECONDS,
+                                    parse=lambda text: parse_duration(text, "--key-ttl"),
+                                    help="Drop a key unseen this long (90s, 15m, 36h, 7d), by its partition's "
+                                         "clock (the newest message time): its counts leave memory and the keys "
+                                         "topic; counted and logged (default: keys are kept).")
     key_prior_weight: float = setting(10.0, "--key-prior-weight", low=0,
                                       help="m: a key's model is its own counts plus m pseudo-examples drawn from the "
                                            "group's model (0: the key's own model; a key never seen gets the "

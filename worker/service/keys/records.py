@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ from nbstream.utils.ndarrays import AnyArray
 from ...io.kafka.state_topic import Record
 
 KEYS = "keys"
+CLOCK_AHEAD_MS = 3_600_000  # how far past the wall clock a message's time moves a partition's key clock
 MOST_PART_PAIRS = 1 << 15  # pairs in one record: 16 bytes each, well under the state topic's record limit
 _NAME = re.compile(r"(?P<state>[^/#]+)/keys/(?P<digest>[0-9a-f]{32})(?:/(?P<part>[1-9][0-9]{0,8}))?")
 _VERSION = 1
@@ -74,10 +76,24 @@ class PartitionKeys:
     def __init__(self, counts: KeyedCounts, prior_weight: float, parts: dict[str, int] | None = None):
         self.counts, self.prior_weight = counts, prior_weight
         self.changed: set[str] = set()
+        self.dropped: set[str] = set()  # keys dropped since the last write: their records get tombstones
+        self.clock = 0  # the newest message time it saw (ms), at most CLOCK_AHEAD_MS past the wall clock
         self._parts = dict(parts or {})  # key -> parts, for the keys of more than one
 
     def learned(self, keys: list[str]) -> None:
         self.changed.update(keys)
+
+    def expire(self, newest_ms: int, ttl_ms: int) -> int:
+        """Move the clock to ``newest_ms`` (clamped) and drop the keys that last learned longer than
+        ``ttl_ms`` before it; how many were dropped."""
+        self.clock = max(self.clock, min(newest_ms, int(time.time() * 1000) + CLOCK_AHEAD_MS))
+        old = [str(key) for key in self.counts.seen_before(self.clock - ttl_ms)]  # the record keys are text
+        if not old:
+            return 0
+        self.counts.drop(old)
+        self.changed.difference_update(old)
+        self.dropped.update(old)
+        return len(old)
 
     def header(self) -> dict[str, object]:
         """What the partition's state says of its keys: the labels of their classes, how many keys
@@ -87,29 +103,35 @@ class PartitionKeys:
 
     def write(self, state: str, commit: int) -> list[Record]:
         """The records of the keys changed since the last write (``commit`` names this one)."""
-        changed = sorted(self.changed)
+        changed, dropped = sorted(self.changed), sorted(self.dropped)
         self.changed.clear()
+        self.dropped.clear()
+        records: list[Record] = [(key_record_name(state, key, part).encode(), None)
+                                 for key in dropped for part in range(self._parts.pop(key, 1))]
         if not changed:
-            return []
+            return records
         cells = _Laid(self.counts.cells_of(changed, self.counts.classes.labels))
+        seen = self.counts.seen_of(changed).tolist()
         ends = np.searchsorted(cells.slot, np.arange(len(changed)), side="right").tolist()
-        records: list[Record] = []
         start = 0
         for slot, key in enumerate(changed):
-            records += self._records_of(state, key, self.counts.examples(key), cells, slot, start, ends[slot], commit)
+            records += self._records_of(state, key, (self.counts.examples(key), seen[slot]), cells, slot, start,
+                                        ends[slot], commit)
             start = ends[slot]
         return records
 
-    def _records_of(self, state: str, key: str, examples: int, cells: _Laid, slot: int, start: int, end: int,
-                    commit: int) -> list[Record]:
+    def _records_of(self, state: str, key: str, learned: tuple[int, int], cells: _Laid, slot: int, start: int,
+                    end: int, commit: int) -> list[Record]:
+        """The records of one key: learned (its examples, when it last learned), its cells' slot and span."""
+        examples, seen = learned
         parts = max(1, -(-(end - start) // MOST_PART_PAIRS))
         if parts > 1:
             self._parts[key] = parts
         records: list[Record] = []
         for part in range(parts):
             first, last = start + part * MOST_PART_PAIRS, min(end, start + (part + 1) * MOST_PART_PAIRS)
-            header = orjson.dumps({"key": key, "examples": examples, "parts": parts, "part": part, "commit": commit,
-                                   "classes": cells.n_classes, "pairs": last - first})
+            header = orjson.dumps({"key": key, "examples": examples, "seen": seen, "parts": parts, "part": part,
+                                   "commit": commit, "classes": cells.n_classes, "pairs": last - first})
             body = (cells.class_count[8 * cells.n_classes * slot:8 * cells.n_classes * (slot + 1)],
                     cells.features[4 * first:4 * last], cells.classes[4 * first:4 * last],
                     cells.counts[8 * first:8 * last])
@@ -134,6 +156,7 @@ class _Laid:
 class _Part:
     key: str
     examples: int
+    seen: int
     parts: int
     commit: int
     arrays: dict[str, AnyArray]
@@ -203,14 +226,15 @@ def _read_part(value: bytes, name: str) -> _Part:
               "pair_feature": np.frombuffer(body[ends[0]:ends[1]], "<i4"),
               "pair_class": np.frombuffer(body[ends[1]:ends[2]], "<i4"),
               "pair_count": np.frombuffer(body[ends[2]:ends[3]], "<f8")}
-    return _Part(key, integer(meta.get("examples"), "examples", 0, INT64_MAX), parts,
+    return _Part(key, integer(meta.get("examples"), "examples", 0, INT64_MAX),
+                 integer(meta.get("seen", 0), "seen", -INT64_MAX, INT64_MAX), parts,
                  integer(meta.get("commit"), "commit", 0, INT64_MAX), arrays)
 
 
 def _joined(by_key: dict[str, dict[int, _Part]], n_classes: int) -> tuple[list[str], dict[str, AnyArray]]:
     """The keys and their counts end to end, as ``KeyedCounts.from_arrays`` takes them, each key's
     class counts widened to n_classes (a key written before a class came has fewer)."""
-    keys, class_counts, examples, ends = [], [], [], []
+    keys, class_counts, examples, seen, ends = [], [], [], [], []
     pairs: dict[str, list[AnyArray]] = {"pair_feature": [], "pair_class": [], "pair_count": []}
     total = 0
     for key, parts in by_key.items():
@@ -225,12 +249,13 @@ def _joined(by_key: dict[str, dict[int, _Part]], n_classes: int) -> tuple[list[s
                              f"{n_classes}")
         class_counts.append(np.pad(counts.astype(np.float64), (0, n_classes - len(counts))))
         examples.append(first.examples)
+        seen.append(first.seen)
         for index in range(first.parts):
             for name in pairs:
                 pairs[name].append(parts[index].arrays[name])
             total += len(parts[index].arrays["pair_count"])
         ends.append(total)
-    return keys, {"examples": np.array(examples, dtype=np.int64),
+    return keys, {"examples": np.array(examples, dtype=np.int64), "seen": np.array(seen, dtype=np.int64),
                   "class_count": np.vstack(class_counts) if class_counts else np.zeros((0, n_classes)),
                   "pair_end": np.array(ends, dtype=np.int64),
                   **{name: np.concatenate(parts) if parts else np.zeros(0, np.int32 if name != "pair_count" else float)

@@ -182,7 +182,7 @@ class Partition:
     def changed(self) -> bool:
         """Whether a step (or its pending store, or a key) changed its state record since the last ``snapshot()``."""
         return self._changed or (self._pending is not None and self._pending.changes != self._pending_changes) \
-            or (self._keys is not None and bool(self._keys.changed))
+            or (self._keys is not None and bool(self._keys.changed or self._keys.dropped))
 
     # ---- the steps of a poll ----------------------------------------------------------------
     def move_clock(self, newest_ms: int) -> Expired | None:

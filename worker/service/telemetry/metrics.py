@@ -248,8 +248,9 @@ class ServiceMetrics:
         self.quality = PrequentialQuality(registry)
         self.pending = Gauge("nbstream_pending_examples", "Messages of the owned partitions waiting for their label "
                              "(--labels-topic)", registry=registry)
-        self.keys = Gauge("nbstream_keys", "Keys of the owned partitions (--model-key), by state: in_memory, those "
-                          "whose counts this replica holds", ["state"], registry=registry)
+        self.keys = Gauge("nbstream_keys", "Keys (--model-key), by state: in_memory, those whose counts the owned "
+                          "partitions hold; dropped, those this replica dropped for --key-ttl since it started",
+                          ["state"], registry=registry)
         self.delayed_labels = {outcome: Counter(name, documentation, registry=registry)
                                for outcome, (name, documentation) in LABEL_OUTCOMES.items()}
         self.label_delay = BatchHistogram("nbstream_label_delay_seconds", "From a message's timestamp to its label's, "

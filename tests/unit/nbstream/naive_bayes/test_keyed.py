@@ -294,3 +294,16 @@ def test_test_then_train_sees_each_keys_earlier_rows_and_the_group_before_the_ba
     whole = learned(KeyedNB(ours(), prior_weight=3), X, y, keys, batch=100, classes=CLASSES)
     np.testing.assert_allclose(keyed.predict_joint_log_proba(X[:50], keys=keys[:50]),
                                whole.predict_joint_log_proba(X[:50], keys=keys[:50]), rtol=1e-12)
+
+
+def test_a_dropped_key_is_answered_by_the_group_and_the_others_keep_their_counts():
+    X, y, keys, X_test, _ = stream(10)
+    keyed = learned(KeyedNB(MultinomialNB(), prior_weight=2), X, y, keys)
+    before = keyed.predict_joint_log_proba(X_test[:5], keys=[1] * 5)
+    keyed.drop_keys([0])
+    assert 0 not in keyed.keys() and keyed.n_keys_ == 6
+    np.testing.assert_allclose(keyed.predict_joint_log_proba(X_test[:5], keys=[0] * 5),
+                               keyed.group_model_.predict_joint_log_proba(X_test[:5]), rtol=1e-12)
+    np.testing.assert_allclose(keyed.predict_joint_log_proba(X_test[:5], keys=[1] * 5), before, rtol=1e-12)
+    state = keyed.export_state().statistics
+    assert len(state["examples"]) == 6 and state["pair_end"][-1] == len(state["pair_count"])

@@ -3,6 +3,8 @@ changed, restored exactly, and anything forged refused in one line."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -139,3 +141,23 @@ def test_a_message_field_as_the_key_is_refused_with_the_recipe():
     assert serve_config(model_key="key", key_prior_weight=0.0).keys.keyed
     with pytest.raises(ConfigError, match="--key-prior-weight must be at least 0"):
         serve_config(model_key="key", key_prior_weight=-1.0)
+
+
+def test_keys_unseen_past_the_ttl_are_dropped_tombstoned_and_the_rest_restore():
+    keys = PartitionKeys(KeyedCounts(50), 10.0)
+    X = sp.csr_matrix(np.eye(3, 50))
+    keys.counts.update(X, np.array(["ham", "spam", "ham"]), None, ["old", "fresh", "old"],
+                       np.array([1_000, 9_000, 2_000]))
+    keys.learned(["old", "fresh"])
+    first = as_topic(keys.write("partition-0", commit=3))
+    assert keys.expire(10_000, ttl_ms=5_000) == 1  # "old" last learned at 2,000 < 10,000 - 5,000
+    assert keys.counts.keys() == ["fresh"] and keys.counts.total_examples() == 1
+    second = keys.write("partition-0", commit=4)
+    assert second == [(key_record_name("partition-0", "old").encode(), None)]
+    topic = {name: value for name, value in {**first, **dict(second)}.items() if value is not None}
+    restored = restore_keys(topic, keys.header(), 50, 10.0)
+    assert restored.counts.keys() == ["fresh"] and restored.counts.seen_of(["fresh"]).tolist() == [9_000]
+    keys.counts.update(X[:1], np.array(["ham"]), None, ["old"], np.array([11_000]))  # back: a key of its own again
+    assert keys.counts.examples("old") == 1 and keys.counts.total_examples() == 2
+    keys.expire(10**15, ttl_ms=5_000)  # a message stamped far ahead moves the clock an hour past now at most
+    assert keys.clock <= int(time.time() * 1000) + 3_600_000
