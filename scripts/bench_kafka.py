@@ -126,7 +126,10 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> str:
     return topic
 
 
-def send(bootstrap: str, topic: str, values: list[bytes], rate: float = 0.0, partitions: int = 1) -> None:
+def send(bootstrap: str, topic: str, values: list[bytes], rate: float = 0.0, partitions: int = 1,
+         keys: list[bytes] | None = None) -> None:
+    """values[i] keyed by its number, to partition i % partitions; or keyed by keys[i], to the
+    partition the key gives."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000,
                          "message.max.bytes": 16 << 20})
     started = time.monotonic()
@@ -135,9 +138,10 @@ def send(bootstrap: str, topic: str, values: list[bytes], rate: float = 0.0, par
             delay = started + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+        where = {"partition": i % partitions} if keys is None else {}
         while True:
             try:
-                producer.produce(topic, value, str(i).encode(), partition=i % partitions)
+                producer.produce(topic, value, str(i).encode() if keys is None else keys[i], **where)
                 break
             except BufferError:
                 producer.poll(0.1)

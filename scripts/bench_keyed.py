@@ -30,10 +30,9 @@ from pathlib import Path
 
 import orjson
 import pyarrow.parquet as pq
-from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_kafka import Predictions, broker, create_topic, start_serve, stop, table  # noqa: E402
+from bench_kafka import Predictions, broker, create_topic, send, start_serve, stop, table  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SMS = ["--text-features", "--model", "multinomial"]
@@ -46,20 +45,9 @@ def sms_rows() -> list[dict]:
 
 def send_keyed(bootstrap: str, topic: str, rows: list[dict], first: int, n: int, keys: int, key_offset: int) -> None:
     """Messages first..first+n of the SMS texts (cycled), message i keyed by user (i % keys) + key_offset."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
-    for i in range(first, first + n):
-        row = rows[i % len(rows)]
-        value = orjson.dumps({"id": i, "text": row["text"], "label": row["label"]})
-        key = f"user-{key_offset + (i - first) % keys}".encode()
-        while True:
-            try:
-                producer.produce(topic, value, key)
-                break
-            except BufferError:
-                producer.poll(0.1)
-        if i % 2000 == 0:
-            producer.poll(0)
-    producer.flush(300)
+    values = [orjson.dumps({"id": i, "text": rows[i % len(rows)]["text"], "label": rows[i % len(rows)]["label"]})
+              for i in range(first, first + n)]
+    send(bootstrap, topic, values, keys=[f"user-{key_offset + i % keys}".encode() for i in range(n)])
 
 
 def metrics(port: int) -> dict[str, float]:

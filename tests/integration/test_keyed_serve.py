@@ -168,15 +168,14 @@ def test_a_key_unseen_past_the_ttl_is_dropped_and_starts_again_from_the_group(ka
     service = Service(kafka_bootstrap, topic, tmp_path, *KEYED, "--key-ttl", "60s", "--metrics-port", port).start()
     now = int(time.time() * 1000)
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    out = TopicWatcher(kafka_bootstrap, service.output)
     sent = [("old", "win cash now", "spam", now - 600_000), ("old", "win a prize", "spam", now - 590_000),
             ("fresh", "lunch at noon", "ham", now - 10_000), ("old", "win big", "spam", now)]
-    for i, (key, text, label, stamp) in enumerate(sent):
+    for i, (key, text, label, stamp) in enumerate(sent):  # one at a time: the clock moves with each poll
         producer.send(topic, value=json_message(text=text, label=label, id=i), key=key.encode(), timestamp_ms=stamp)
         producer.flush()
-        time.sleep(1.5)  # a poll each: the clock moves with each message
+        assert out.wait_until(lambda records, n=i + 1: len(records) >= n, timeout=90), service.log_tail()
     producer.close()
-    out = TopicWatcher(kafka_bootstrap, service.output)
-    assert out.wait_until(lambda records: len(records) >= 4, timeout=90), service.log_tail()
     assert wait_for(lambda: metric_values(port).get('nbstream_keys{state="dropped"}') == 1.0, timeout=30), \
         service.log_tail()
     assert service.terminate() == 0
@@ -185,3 +184,23 @@ def test_a_key_unseen_past_the_ttl_is_dropped_and_starts_again_from_the_group(ka
     keys_topic = read_all(kafka_bootstrap, f"{topic}.{service.group}.nbstream-state-keys", committed_only=True)
     assert any(r.value is None for r in keys_topic), "a dropped key's record gets a tombstone"
     out.close()
+
+
+def test_a_forged_record_in_the_keys_topic_is_refused_in_one_line_not_started_afresh(kafka_bootstrap, tmp_path):
+    topic = new_topic(kafka_bootstrap, "keyed-forged")
+    send_keyed(kafka_bootstrap, topic, [json_message(text="win cash", label="spam", id=1),
+                                        json_message(text="see you", label="ham", id=2)], [b"ann", b"bob"])
+    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED).start()
+    out = TopicWatcher(kafka_bootstrap, service.output, committed_only=True)
+    assert out.wait_until(lambda records: len(records) >= 2, timeout=90), service.log_tail()
+    assert service.terminate() == 0
+    out.close()
+    keys_topic = f"{topic}.{service.group}.nbstream-state-keys"
+    name = next(r.key for r in read_all(kafka_bootstrap, keys_topic, committed_only=True) if r.value is not None)
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    producer.send(keys_topic, key=name, value=b"NBKY\x01junk", partition=0).get(timeout=30)
+    producer.close()
+    service.start()
+    assert service.process.wait(timeout=120) == 2
+    log = service.log.read_text()
+    assert "the keys of a partition's state do not restore" in log and "Traceback" not in log, log[-3000:]
