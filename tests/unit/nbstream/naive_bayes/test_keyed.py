@@ -275,10 +275,13 @@ def test_asking_before_learning_is_not_fitted():
         KeyedNB().predict([[1]], keys=["a"])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_test_then_train_sees_each_keys_earlier_rows_and_the_group_before_the_batch(family):
+@pytest.mark.parametrize(("family", "n_keys", "sparse"), [(family, n_keys, sparse) for family in FAMILIES
+                                                           for n_keys in (200, 5, 1) for sparse in (False, True)])
+def test_test_then_train_sees_each_keys_earlier_rows_and_the_group_before_the_batch(family, n_keys, sparse):
     ours, _ = FAMILIES[family]
-    X, y, keys, _, _ = stream(9, n=400, n_keys=5)
+    X, y, keys, _, _ = stream(9, n=400, n_keys=n_keys)  # 200 keys: few rounds; 5 and 1: a multinomial in bulk
+    if sparse:
+        X = sp.csr_matrix(X)
     keyed = KeyedNB(ours(), prior_weight=3).partial_fit(X[:100], y[:100], keys=keys[:100], classes=CLASSES)
     reference = KeyedNB(ours(), prior_weight=3).partial_fit(X[:100], y[:100], keys=keys[:100], classes=CLASSES)
     group_before = KeyedNB(ours(), prior_weight=3).partial_fit(X[:100], y[:100], keys=keys[:100], classes=CLASSES)
@@ -287,8 +290,8 @@ def test_test_then_train_sees_each_keys_earlier_rows_and_the_group_before_the_ba
     for i in range(100, 400):  # row by row: the key's counts grow, the group stays as before the batch
         expected = reference.predict_proba(X[i:i + 1], keys=keys[i:i + 1])
         np.testing.assert_allclose(proba[i - 100], expected[0], rtol=1e-9)
-        reference._keys.update(X[i:i + 1] > 0 if family == "bernoulli" else X[i:i + 1], y[i:i + 1],
-                               None, [int(keys[i])])
+        row = X[i:i + 1]
+        reference._keys.update(row > 0 if family == "bernoulli" else row, y[i:i + 1], None, [int(keys[i])])
         reference._learned()
         reference._tables = group_before._backoff()
     whole = learned(KeyedNB(ours(), prior_weight=3), X, y, keys, batch=100, classes=CLASSES)
