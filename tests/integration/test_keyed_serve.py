@@ -120,7 +120,7 @@ def test_a_message_without_a_usable_key_alone_is_a_dead_letter(kafka_bootstrap, 
 
 
 def test_keys_move_with_their_partitions_through_replicas_with_churn(kafka_bootstrap, kafka_client, tmp_path):
-    rows, X, labels, users = sms_by_user(3_000)
+    rows, X, labels, users = sms_by_user(2_000)
     topic = new_topic(kafka_bootstrap, "keyed-churn", partitions=4)
     values = [json_message(text=r["text"], label=r["label"], id=r["id"]) for r in rows]
 
@@ -134,32 +134,32 @@ def test_keys_move_with_their_partitions_through_replicas_with_churn(kafka_boots
     a, b = replica("a").start(), replica("b").start()
     replicas = [a, b]
     try:
-        burst(slice(0, 800))
+        burst(slice(0, 500))
         b.kill()  # a crash: its partitions, and their keys, move once the session timeout passes
-        burst(slice(800, 1_600))
+        burst(slice(500, 1_000))
         c = replica("c").start()  # a scale-up takes partitions, and their keys, over
         replicas.append(c)
-        burst(slice(1_600, 2_400))
+        burst(slice(1_000, 1_500))
         b.start()  # the crashed replica comes back under its id
-        burst(slice(2_400, 3_000))
+        burst(slice(1_500, 2_000))
         watcher = TopicWatcher(kafka_bootstrap, a.output, committed_only=True)
-        assert watcher.wait_until(lambda records: len(records) >= 3_000, timeout=180), \
+        assert watcher.wait_until(lambda records: len(records) >= 2_000, timeout=300), \
             "\n".join(r.log_tail(2000) for r in replicas)
         time.sleep(2)
         watcher.wait_until(lambda records: False, timeout=1)
         watcher.close()
         for r in replicas:
-            assert r.terminate() == 0, r.log_tail()
+            assert r.terminate() == 0, f"replica {r.instance}: " + r.log_tail()
     finally:
         for r in replicas:
             if r.running():
                 r.kill()
     predictions = [json.loads(r.value) for r in watcher.records]
-    inputs = read_all(kafka_bootstrap, topic, expected=3_000)
+    inputs = read_all(kafka_bootstrap, topic, expected=2_000)
     position = {row["id"]: i for i, row in enumerate(rows)}
     offsets = {(r.partition, r.offset): position[json.loads(r.value)["id"]] for r in inputs}
     assert sorted((p["partition"], p["offset"]) for p in predictions) == sorted(offsets)  # each once
-    assert offline_check(predictions, rows, X, labels, users, offsets) > 2_500
+    assert offline_check(predictions, rows, X, labels, users, offsets) > 1_600
 
 
 def test_a_key_unseen_past_the_ttl_is_dropped_and_starts_again_from_the_group(kafka_bootstrap, tmp_path):
