@@ -38,7 +38,6 @@ from nbstream.metrics.quality import PredictionQuality
 from nbstream.naive_bayes import NaiveBayes
 from nbstream.utils.ndarrays import AnyArray, BoolArray, FloatArray, IndexArray, IntArray
 
-from ...io.kafka.state_topic import Record
 from ..keys.records import PartitionKeys
 from ..pending.join import LabelsConfig, widened
 from ..pending.records import PendingRecords, PendingWrite
@@ -281,7 +280,7 @@ class Partition:
         self._pending_changes = self._pending.changes if self._pending is not None else 0
         return self.record(), write
 
-    def key_records(self, name: str) -> list[Record]:
+    def key_records(self, name: str) -> list[tuple[bytes, bytes | None]]:
         """The records of its keys changed since they were last taken, for the keys topic (none when it
         keeps no key); ``name`` is its state's name."""
         return [] if self._keys is None else self._keys.write(name, self._next_offset or 0)
