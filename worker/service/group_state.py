@@ -211,7 +211,7 @@ class GroupState:
         starts: dict[int, Start] = {}
         for partition in partitions:
             record = self._with_keys(self._taken_over(partition, committed.get(partition), partition in behind),
-                                     key_records.get(state_name(partition), {}))
+                                     key_records.get(state_name(partition), {}), strict)
             self.owned[partition] = owned = Partition(partition, self.lineup.aligned(record, self.fresh), self.models,
                                                       drift=self.settings.drift, labels=self.settings.labels,
                                                       referee=self._referee)
@@ -255,10 +255,11 @@ class GroupState:
         keyed = self.settings.key_prior_weight is not None
         return self.follower.fetch_keys(listing, timeout_s) if keyed and listing else {}
 
-    def _with_keys(self, record: PartitionRecord, records: dict[bytes, bytes]) -> PartitionRecord:
+    def _with_keys(self, record: PartitionRecord, records: dict[bytes, bytes], strict: bool) -> PartitionRecord:
         """The record with its keys as the group keeps them: restored from their records, kept (a
         live state this replica released), new, or none (the group keeps no model per key). A
-        ConfigError when they do not restore: starting them afresh would lose what they learned."""
+        ConfigError when they do not restore: starting them afresh would lose what they learned.
+        strict : keys that do not add up to the state are refused (exactly-once), else taken."""
         weight = self.settings.key_prior_weight
         if weight is None:
             return replace(record, keys=None)
@@ -269,7 +270,7 @@ class GroupState:
         if record.keys_header is None:
             return replace(record, keys=PartitionKeys(KeyedCounts(n_features), weight))
         try:
-            return replace(record, keys=restore_keys(records, record.keys_header, n_features, weight))
+            return replace(record, keys=restore_keys(records, record.keys_header, n_features, weight, strict))
         except ValueError as error:
             raise ConfigError(f"state topic {self.follower.topic}: the keys of a partition's state do not restore "
                               f"({str(error)[:300]}). Serve the group with the nbstream version that wrote them, "

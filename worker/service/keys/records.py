@@ -22,6 +22,7 @@ partition again (``StateFollower.fetch_keys``) and checks they add up to that.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import time
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ from nbstream.utils.ndarrays import AnyArray
 
 from ...io.kafka.state_topic import Record
 
+log = logging.getLogger(__name__)
 KEYS = "keys"
 CLOCK_AHEAD_MS = 3_600_000  # how far past the wall clock a message's time moves a partition's key clock
 MOST_PART_PAIRS = 1 << 15  # pairs in one record: 16 bytes each, well under the state topic's record limit
@@ -162,15 +164,23 @@ class _Part:
     arrays: dict[str, AnyArray]
 
 
-def restore_keys(records: Mapping[bytes, bytes], header: object, n_features: int, prior_weight: float
-                 ) -> PartitionKeys:
+def restore_keys(records: Mapping[bytes, bytes], header: object, n_features: int, prior_weight: float,
+                 strict: bool = True) -> PartitionKeys:
     """A partition's keys from the values of its key records by record key (each key's newest) and
-    what its state says of them (``PartitionKeys.header``): ValueError, one line, unless they read and add up.
+    what its state says of them (``PartitionKeys.header``): ValueError, one line, unless they read and,
+    when ``strict`` (exactly-once: the records commit with the state), add up to it. Otherwise keys
+    written by a commit whose state never came (a replica stopped between the two, at least once) are
+    taken as they are, with a warning: the messages after the state are learned again.
     prior_weight : what the keys are backed off by from now on."""
     counts, n_keys, examples, parts = keys_from_records(records, header, n_features)
     if len(counts) != n_keys or counts.total_examples() != examples:
-        raise ValueError(f"its keys' records hold {len(counts):,} keys and {counts.total_examples():,} examples; "
-                         f"its state says {n_keys:,} and {examples:,}")
+        problem = (f"its keys' records hold {len(counts):,} keys and {counts.total_examples():,} examples; "
+                   f"its state says {n_keys:,} and {examples:,}")
+        if strict:
+            raise ValueError(problem)
+        log.warning("a partition's keys are ahead of its state (at least once: a commit stopped between them); "
+                    "continuing with the keys as written, so some of their examples may count twice",
+                    extra={"problem": problem})
     return PartitionKeys(counts, prior_weight, parts)
 
 

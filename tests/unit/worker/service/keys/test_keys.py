@@ -161,3 +161,13 @@ def test_keys_unseen_past_the_ttl_are_dropped_tombstoned_and_the_rest_restore():
     assert keys.counts.examples("old") == 1 and keys.counts.total_examples() == 2
     keys.expire(10**15, ttl_ms=5_000)  # a message stamped far ahead moves the clock an hour past now at most
     assert keys.clock <= int(time.time() * 1000) + 3_600_000
+
+
+def test_at_least_once_keys_ahead_of_their_state_are_taken_with_a_warning(caplog):
+    keys = learned_keys(n_keys=3)
+    topic, header = as_topic(keys.write("partition-0", commit=1)), keys.header()
+    header["examples"] -= 1  # a commit wrote the keys, and stopped before the state
+    with pytest.raises(ValueError, match="its state says"):
+        restore_keys(topic, header, 50, 10.0)
+    taken = restore_keys(topic, header, 50, 10.0, strict=False)
+    assert len(taken.counts) == 3 and "ahead of its state" in caplog.text
