@@ -25,6 +25,20 @@ KEYED = ("--text-features", "--model", "multinomial", "--model-key", "key", "--k
 USERS = 40
 
 
+@pytest.fixture
+def started():
+    """Starts a Service and kills it at the test's end if it still runs (a failed assertion leaves none)."""
+    running: list[Service] = []
+
+    def start(*args, **kwargs) -> Service:
+        running.append(Service(*args, **kwargs).start())
+        return running[-1]
+    yield start
+    for service in running:
+        if service.running():
+            service.kill()
+
+
 def sms_by_user(n: int):
     table = pq.read_table(SMS / "train.parquet").slice(0, n)
     rows = table.to_pylist()
@@ -61,12 +75,12 @@ def offline_check(predictions: list[dict], rows, X, labels, users, offsets: dict
     return checked
 
 
-def test_each_user_is_predicted_by_its_own_model_through_a_kill_9(kafka_bootstrap, kafka_client, tmp_path):
+def test_each_user_is_predicted_by_its_own_model_through_a_kill_9(kafka_bootstrap, kafka_client, tmp_path, started):
     rows, X, labels, users = sms_by_user(1_200)
     topic = new_topic(kafka_bootstrap, "keyed-sms", partitions=2)
     values = [json_message(text=r["text"], label=r["label"], id=r["id"]) for r in rows]
     send_keyed(kafka_bootstrap, topic, values[:600], [u.encode() for u in users[:600]])
-    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED, client=kafka_client).start()
+    service = started(kafka_bootstrap, topic, tmp_path, *KEYED, client=kafka_client)
     watcher = TopicWatcher(kafka_bootstrap, service.output, committed_only=True)
     assert watcher.wait_until(lambda records: len(records) >= 600, timeout=120), service.log_tail()
     service.kill()
@@ -102,11 +116,11 @@ def test_each_user_is_predicted_by_its_own_model_through_a_kill_9(kafka_bootstra
 
 @pytest.mark.parametrize(("key", "problem"), [(None, "no record key"), (b"", "no record key"),
                                               (b"\xff\xfe", "not UTF-8"), (b"k" * 2_000, "at most 1,024")])
-def test_a_message_without_a_usable_key_alone_is_a_dead_letter(kafka_bootstrap, tmp_path, key, problem):
+def test_a_message_without_a_usable_key_alone_is_a_dead_letter(kafka_bootstrap, tmp_path, key, problem, started):
     topic = new_topic(kafka_bootstrap, "keyed-bad")
     send_keyed(kafka_bootstrap, topic, [json_message(text="win a prize", label="spam", id=1),
                                         json_message(text="lunch at noon", label="ham", id=2)], [key, b"bob"])
-    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED, "--dlq", f"{topic}.dlq").start()
+    service = started(kafka_bootstrap, topic, tmp_path, *KEYED, "--dlq", f"{topic}.dlq")
     dead = TopicWatcher(kafka_bootstrap, f"{topic}.dlq")
     assert dead.wait_until(lambda records: len(records) >= 1, timeout=90), service.log_tail()
     out = TopicWatcher(kafka_bootstrap, service.output)
@@ -162,10 +176,10 @@ def test_keys_move_with_their_partitions_through_replicas_with_churn(kafka_boots
     assert offline_check(predictions, rows, X, labels, users, offsets) > 1_600
 
 
-def test_a_key_unseen_past_the_ttl_is_dropped_and_starts_again_from_the_group(kafka_bootstrap, tmp_path):
+def test_a_key_unseen_past_the_ttl_is_dropped_and_starts_again_from_the_group(kafka_bootstrap, tmp_path, started):
     topic = new_topic(kafka_bootstrap, "keyed-ttl")
     port = free_port()
-    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED, "--key-ttl", "60s", "--metrics-port", port).start()
+    service = started(kafka_bootstrap, topic, tmp_path, *KEYED, "--key-ttl", "60s", "--metrics-port", port)
     now = int(time.time() * 1000)
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
     out = TopicWatcher(kafka_bootstrap, service.output)
@@ -186,11 +200,12 @@ def test_a_key_unseen_past_the_ttl_is_dropped_and_starts_again_from_the_group(ka
     out.close()
 
 
-def test_a_forged_record_in_the_keys_topic_is_refused_in_one_line_not_started_afresh(kafka_bootstrap, tmp_path):
+def test_a_forged_record_in_the_keys_topic_is_refused_in_one_line_not_started_afresh(kafka_bootstrap, tmp_path,
+                                                                                      started):
     topic = new_topic(kafka_bootstrap, "keyed-forged")
     send_keyed(kafka_bootstrap, topic, [json_message(text="win cash", label="spam", id=1),
                                         json_message(text="see you", label="ham", id=2)], [b"ann", b"bob"])
-    service = Service(kafka_bootstrap, topic, tmp_path, *KEYED).start()
+    service = started(kafka_bootstrap, topic, tmp_path, *KEYED)
     out = TopicWatcher(kafka_bootstrap, service.output, committed_only=True)
     assert out.wait_until(lambda records: len(records) >= 2, timeout=90), service.log_tail()
     assert service.terminate() == 0
