@@ -20,9 +20,9 @@ import numpy as np
 from ..stats.keyed_counts import Key, KeyCells, KeyedCounts
 from ..utils.ndarrays import AnyArray, BoolArray, Features, FloatArray, IntArray
 from ..utils.segment_sums import segment_sums_before
-from ..utils.validation import check_X, is_sparse
+from ..utils.validation import check_X
 from .discrete import FeatureCountsNB
-from .keyed_scores import Backoff, keyed_joint_log_likelihood
+from .keyed_scores import Backoff, keyed_joint_log_likelihood, row_nonzeros
 
 _MOST_ROUNDS = 4  # a MultinomialNB batch of a key this often or more is scored in bulk
 
@@ -97,7 +97,7 @@ def _multinomial_in_bulk(group: FeatureCountsNB[Any], backoff: Backoff, store: K
     examples = before.examples + _stored(store.examples_of(distinct), row_slot)
     class_count = before.class_count + _stored(stored.class_count, place[row_slot], n_classes)
     class_totals = before.class_totals + _stored(stored.class_totals, place[row_slot], n_classes)
-    rows, features, values = _nonzeros(X)
+    rows, features, values = row_nonzeros(X)
     query_rows, query_classes = np.repeat(rows, n_classes), np.tile(np.arange(n_classes), len(rows))
     query_features = np.repeat(features, n_classes)
     counts = _stored_counts(stored, place[row_slot][query_rows], query_classes, query_features, n_classes, n_features)
@@ -153,17 +153,6 @@ def _stored(values: AnyArray, at: IntArray, width: int | None = None) -> AnyArra
 
 def _row_totals(X: Features) -> FloatArray:
     return np.asarray(X.sum(axis=1, dtype=np.float64)).reshape(-1)
-
-
-def _nonzeros(X: Features) -> tuple[IntArray, IntArray, FloatArray]:
-    """(rows, columns, values as float64) of X's nonzero cells, rows rising."""
-    if is_sparse(X):
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        values = X.data.astype(np.float64)
-        keep = values != 0
-        return rows[keep], X.indices.astype(np.int64)[keep], values[keep]
-    rows, columns = np.nonzero(X)
-    return rows, columns.astype(np.int64), np.asarray(X[rows, columns], dtype=np.float64)
 
 
 def _stored_counts(stored: KeyCells, query_place: IntArray, classes: IntArray, features: IntArray, n_classes: int,

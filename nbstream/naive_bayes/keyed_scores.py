@@ -24,7 +24,7 @@ import numpy as np
 from ..stats.keyed_counts import KeyCells
 from ..stats.sparse_counts import PairCounts
 from ..utils.blocked import linear_scores
-from ..utils.ndarrays import Features, FloatArray, IndexArray
+from ..utils.ndarrays import Features, FloatArray, IndexArray, IntArray
 from ..utils.validation import is_sparse
 from .backoff import PseudoCounts, feature_totals, pseudo_counts, pseudo_examples
 from .complement import ComplementNB
@@ -143,17 +143,23 @@ def _priors(group: FeatureCountsNB[Any], tables: Backoff, cells: KeyCells) -> Fl
     return group._class_log_priors(counts, np.full(len(counts), n_classes))
 
 
+def row_nonzeros(X: Features) -> tuple[IntArray, IntArray, FloatArray]:
+    """(rows, columns, values as float64) of X's nonzero cells, rows rising."""
+    if is_sparse(X):
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        values = X.data.astype(np.float64)
+        keep = values != 0
+        return rows[keep], X.indices.astype(np.int64)[keep], values[keep]
+    rows, columns = np.nonzero(X)
+    return rows, columns.astype(np.int64), np.asarray(X[rows, columns], dtype=np.float64)
+
+
 def _row_cells(X: Features, row_slot: IndexArray, cells: KeyCells, n_features: int,
                cell_ids: IndexArray) -> tuple[IndexArray, IndexArray, FloatArray]:
     """The (row, key cell) pairs where the row has the cell's feature: (rows, cells (indices into
     ``cell_ids``' order), x values), each (n_matches,). cell_ids (n_cells,): slot * n_features + feature
     of each cell, sorted."""
-    if is_sparse(X):
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        columns, values = X.indices.astype(np.intp), X.data.astype(np.float64)
-    else:
-        rows, columns = np.nonzero(X)
-        values = np.asarray(X[rows, columns], dtype=np.float64)
+    rows, columns, values = row_nonzeros(X)
     wanted = row_slot[rows] * n_features + columns
     begin = np.searchsorted(cell_ids, wanted, side="left")
     end = np.searchsorted(cell_ids, wanted, side="right")

@@ -12,7 +12,6 @@ the one its states hold first), and the snapshot lists them all with the one it 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from ..model_names import DEFAULT_NAME
 from ..setting import setting, setting_like
 from ..snapshot_meta import KafkaOffsets, ModelsListing, SnapshotMeta, write_snapshot
 from .config import TopicsConfig
-from .follower import StateFollower, partition_of
+from .follower import StateFollower, newest_records, partition_of
 from .global_model import merge_states
 from .keys.records import header_prior_weight, key_digest, keys_from_records, keys_of, keys_topic_name
 from .models.choice import SERVED_MODEL
@@ -114,28 +113,22 @@ def export(client: KafkaClient, input_topic: str, state_topic: str, out: Path, m
 
 def _key_records(client: KafkaClient, topic: str, key: str, timeout_s: float) -> dict[bytes, bytes]:
     """The newest records of ``key`` in the keys topic (every partition's), by record key."""
-    digest, found = key_digest(key), dict[bytes, bytes]()
-    reader = client.reader(read_committed=True)
+    digest = key_digest(key)
+    admin = client.admin()
     try:
-        try:
-            reader.assign(topic, timeout_s=5)
-        except KafkaFailure:
+        if admin.topic(topic) is None:
             return {}  # no keys topic: the group keeps no model per key
-        deadline = time.monotonic() + timeout_s
-        while not reader.caught_up():
-            if time.monotonic() > deadline:
-                raise UserError(f"the keys topic {topic} could not be read to its end within {timeout_s:.0f}s")
-            for record in reader.poll(0.2):
-                name = None if record.key is None else record.key.decode("utf-8", "replace")
-                place = None if name is None else keys_of(name)
-                if record.key is not None and place is not None and place[1] == digest:
-                    if record.value is None:
-                        found.pop(record.key, None)
-                    else:
-                        found[record.key] = record.value
     finally:
-        reader.close()
-    return found
+        admin.close()
+
+    def of_key(record_key: bytes) -> bool:
+        place = keys_of(record_key.decode("utf-8", "replace"))
+        return place is not None and place[1] == digest
+    try:
+        found = newest_records(client.reader(read_committed=True), topic, timeout_s, wanted=of_key)
+    except KafkaFailure as failure:
+        raise UserError(f"the keys topic {topic}: {failure}") from None
+    return {name: value for records in found.values() for name, value in records.items()}
 
 
 def _key_model(group: NaiveBayes[Any, Any], key: str, states: dict[str, PartitionRecord],

@@ -132,29 +132,12 @@ class StateFollower:
         """The records of the keys of these partitions (being taken over), read from their partitions of
         the keys topic: state name -> {record key: its newest value} (the names are read when the
         keys are restored: a partition of the keys topic holds its input partition's keys only)."""
-        by_partition: dict[int, dict[bytes, bytes]] = {p: {} for p in partitions}
         if not partitions:
             return {}
         if self._reopen is None or self._keys_topic is None:
             raise KafkaFailure("the keys of a partition are read from the keys topic by a reader of their own")
-        topic, reader = self._keys_topic, self._reopen()
-        try:
-            reader.assign(topic, partitions=partitions)
-
-            def poll(timeout: float) -> list[str]:
-                for record in reader.poll(timeout):
-                    kept, key = by_partition.get(record.partition), record.key
-                    if kept is None or key is None:
-                        continue
-                    if record.value is None:
-                        kept.pop(key, None)
-                    else:
-                        kept[key] = record.value
-                return []
-            _read_to_end(reader, poll, topic, timeout_s)
-        finally:
-            reader.close()
-        return {state_name(p): found for p, found in by_partition.items()}
+        found = newest_records(self._reopen(), self._keys_topic, timeout_s, partitions)
+        return {state_name(p): found.get(p, {}) for p in partitions}
 
     def forget_fetched(self) -> None:
         self._fetched = None
@@ -227,6 +210,32 @@ class StateFollower:
         log.warning("skipped a state-topic record the service did not write or cannot read",
                     extra={"topic": self.topic, "key": shown, "problem": problem})
         STATE_RECORDS_SKIPPED.inc()
+
+
+def newest_records(reader: Reader, topic: str, timeout_s: float, partitions: list[int] | None = None,
+                   wanted: Callable[[bytes], bool] | None = None) -> dict[int, dict[bytes, bytes]]:
+    """The newest value of each record key of ``topic`` (of those ``partitions``, default all; of the
+    keys ``wanted`` takes, default all) read to its end by ``reader``, which is closed after:
+    partition -> {record key: value}; a tombstone deletes its key."""
+    found: dict[int, dict[bytes, bytes]] = {}
+    try:
+        reader.assign(topic, partitions=partitions)
+
+        def poll(timeout: float) -> list[str]:
+            for record in reader.poll(timeout):
+                key = record.key
+                if key is None or (wanted is not None and not wanted(key)):
+                    continue
+                kept = found.setdefault(record.partition, {})
+                if record.value is None:
+                    kept.pop(key, None)
+                else:
+                    kept[key] = record.value
+            return []
+        _read_to_end(reader, poll, topic, timeout_s)
+    finally:
+        reader.close()
+    return found
 
 
 def unreadable(reason: str) -> str:
