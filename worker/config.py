@@ -173,6 +173,14 @@ class TrainConfig(Checked):
                                     "sparse counts (hashed text) a class costs 16 bytes per (class, feature) pair its "
                                     "examples bring, and about 20 bytes in every prediction (each carries every "
                                     "class's probability); with dense counts 8 to 24 bytes per feature.")
+    model_key: str | None = setting(None, "--model-key",
+                                    help="Column naming each row's key (a user, a tenant, an author; strings or "
+                                         "integers): one model per key, each backed off to the group's model. The "
+                                         "snapshot holds the group's model with every key's counts beside it.")
+    key_prior_weight: float | None = setting(None, "--key-prior-weight", low=0,
+                                             help="m: a key's model is its own counts plus m pseudo-examples drawn "
+                                                  "from the group's model (0: the key's own model; a key never seen "
+                                                  "gets the group's). Default 10; a resumed model keeps its own.")
 
     @property
     def rejects_dir(self) -> Path:

@@ -28,7 +28,8 @@ from typing import Any
 import nbstream
 from nbstream.arrow import FeatureEncoder, Pipeline, feature_encoder_of, files_source
 from nbstream.naive_bayes import NaiveBayes
-from nbstream.persistence.snapshot import load_with_header
+from nbstream.naive_bayes.keyed import KeyedNB
+from nbstream.persistence.snapshot import load_with_header, load_with_keys
 
 from .io.parquet.source import Position
 
@@ -192,6 +193,17 @@ def read_snapshot(path: str | os.PathLike[str]) -> tuple[NaiveBayes[Any, Any], S
     return model, SnapshotMeta.from_json(header["meta"], path)
 
 
-def write_snapshot(model: NaiveBayes[Any, Any], path: str | os.PathLike[str], meta: SnapshotMeta) -> Path:
-    """Write the model and its metadata atomically, as ``Pipeline.save`` does."""
+def read_snapshot_with_keys(path: str | os.PathLike[str]) -> tuple[NaiveBayes[Any, Any], SnapshotMeta,
+                                                                    KeyedNB | None]:
+    """``read_snapshot``, and the model per key of a snapshot that holds one (``worker train
+    --model-key``; its group model is the model), from one read."""
+    model, header, keyed = load_with_keys(path)
+    return model, SnapshotMeta.from_json(header["meta"], path), keyed
+
+
+def write_snapshot(model: NaiveBayes[Any, Any] | KeyedNB, path: str | os.PathLike[str], meta: SnapshotMeta) -> Path:
+    """Write the model (a keyed one: its group's, with the keys' counts beside it) and its
+    metadata atomically, as ``Pipeline.save`` does."""
+    if isinstance(model, KeyedNB):
+        return nbstream.save(model, path, meta=meta.to_json(), tables=False)
     return Pipeline(model, meta.features, label=meta.label, meta=meta.to_json()).save(path)

@@ -11,7 +11,7 @@ Needs pyarrow (``pip install nbstream[arrow]``); the estimators themselves do no
 
 from .categorical import UNSEEN_CATEGORY, CategoricalEncoder
 from .labels import extract_labels, flag_classes_beyond, label_values
-from .learning import PipelineLearner, UnusableRow
+from .learning import KeyedPipelineLearner, PipelineLearner, UnusableRow
 from .numeric import NumericColumnsEncoder, VectorEncoder
 from .pipeline import Pipeline, PipelineExplanations, feature_encoder_of, files_source, load_pipeline
 from .problems import FeatureError, RowProblems
@@ -19,6 +19,7 @@ from .spec import LONGEST_NGRAMS, FeatureEncoder, FeatureSpec
 from .text import TextEncoder
 
 __all__ = ["LONGEST_NGRAMS", "CategoricalEncoder", "FeatureEncoder", "FeatureError", "FeatureSpec",
-           "NumericColumnsEncoder", "Pipeline", "PipelineExplanations", "PipelineLearner", "RowProblems", "TextEncoder",
+           "KeyedPipelineLearner", "NumericColumnsEncoder", "Pipeline", "PipelineExplanations", "PipelineLearner",
+           "RowProblems", "TextEncoder",
            "UNSEEN_CATEGORY", "UnusableRow", "VectorEncoder", "extract_labels", "feature_encoder_of",
            "files_source", "flag_classes_beyond", "label_values", "load_pipeline"]

@@ -1,8 +1,9 @@
 """Learning a pipeline from Arrow record batches, by the rules every engine shares.
 
 ``worker train`` (Parquet files, one process), ``nbstream.spark.fit`` (one learner per Spark
-task) and anything else that learns labeled rows go through ``PipelineLearner``, so a row is
-learned, set aside or refused in the same way everywhere:
+task) and anything else that learns labeled rows go through ``PipelineLearner`` (or, for a model
+per key, ``KeyedPipelineLearner``), so a row is learned, set aside or refused in the same way
+everywhere:
 
 - a row whose features the encoder cannot use, or whose label is missing, NaN, infinite or
   fractional, is a bad row;
@@ -16,6 +17,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ..naive_bayes.keyed import KeyedNB
+from ..stats.keyed_counts import Key
+from ..utils.ndarrays import AnyArray, Features
+from .keys import check_key_type, extract_keys
 from .labels import extract_labels, flag_classes_beyond
 from .pipeline import Pipeline
 from .problems import FeatureError, RowProblems
@@ -71,12 +76,50 @@ class PipelineLearner:
         model = self.pipeline.model
         X, problems = self.pipeline.features.encode(batch, learn=True, counts_only=model.requires_non_negative)
         y = extract_labels(batch, self.label, problems)
+        keys = self._keys(batch, problems)
         flag_classes_beyond(y, model.classes_ if model.is_fitted else None, self.max_classes, self.label, problems,
                             f"label would add a class beyond --max-classes {self.max_classes}")
         if problems.any():
             if not self.skip_invalid:
                 raise UnusableRow.first_of(problems)
             X, y = problems.select_good(X), problems.select_good(y)
+            keys = None if keys is None else [key for key, good in zip(keys, problems.good.tolist(), strict=True)
+                                              if good]
         if len(y):
-            model.partial_fit(X, y)
+            self._fit(X, y, keys)
         return problems
+
+    def _keys(self, batch: pa.RecordBatch, problems: RowProblems) -> list[Key] | None:
+        """Each row's key (a keyed learner's); None: the model keeps no model per key."""
+        return None
+
+    def _fit(self, X: Features, y: AnyArray, keys: list[Key] | None) -> None:
+        self.pipeline.model.partial_fit(X, y)
+
+
+class KeyedPipelineLearner(PipelineLearner):
+    """Learns ``keyed`` (a model per key) from record batches that also hold the key column
+    ``key``; the pipeline's model is the keyed model's group model once it has learned (before, a
+    template of its family that tells the encoder what input it takes). A null or empty key is a
+    bad row."""
+
+    def __init__(self, pipeline: Pipeline, keyed: KeyedNB, key: str, *, max_classes: int = DEFAULT_MAX_CLASSES,
+                 skip_invalid: bool = False):
+        super().__init__(pipeline, max_classes=max_classes, skip_invalid=skip_invalid)
+        self.keyed, self.key = keyed, key
+
+    @property
+    def columns(self) -> list[str]:
+        return list(dict.fromkeys([*super().columns, self.key]))
+
+    def check_schema(self, schema: pa.Schema, source: str) -> None:
+        super().check_schema(schema, source)
+        check_key_type(schema, self.key, source)
+
+    def _keys(self, batch: pa.RecordBatch, problems: RowProblems) -> list[Key]:
+        return extract_keys(batch, self.key, problems)
+
+    def _fit(self, X: Features, y: AnyArray, keys: list[Key] | None) -> None:
+        assert keys is not None
+        self.keyed.partial_fit(X, y, keys=keys)
+        self.pipeline.model = self.keyed.group_model_

@@ -35,6 +35,7 @@ from .state import ModelState
 
 KEYED_KINDS = ("bernoulli", "multinomial", "complement")
 _KEY_MODELS_KEPT = 64  # the models of the keys last asked, kept until anything learns
+DEFAULT_PRIOR_WEIGHT = 10.0  # m: a key's model leans on the group's as on ten of its own examples
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class KeyedNB:
     group_model_: FeatureCountsNB[Any]
     _keys: KeyedCounts
 
-    def __init__(self, model: NaiveBayes[Any, Any] | None = None, *, prior_weight: float = 10.0):
+    def __init__(self, model: NaiveBayes[Any, Any] | None = None, *, prior_weight: float = DEFAULT_PRIOR_WEIGHT):
         self.model = model
         self.prior_weight = prior_weight
         self._learned()
@@ -254,6 +255,7 @@ class KeyedNB:
         """The key's model backed off to the group's, as a model of the family (dense counts); the
         group's model for a key never seen. The same object until anything learns: do not change it."""
         group = self._group()
+        _check_key_type(self._keys.key_type(), _plain_key(key))
         if key not in self._keys:
             return group
         model = self._models.get(key)
@@ -272,6 +274,7 @@ class KeyedNB:
         group = self._group()
         X = group._prepared_for_prediction(X)
         checked = checked_keys(keys, X.shape[0])
+        _check_key_type(self._keys.key_type(), checked[0] if checked else None)
         scores = np.empty((X.shape[0], len(group.classes_)))
         by_key = grouped(checked)
         known = [key for key in by_key if key in self._keys]
@@ -317,6 +320,7 @@ class KeyedNB:
         group = self._group()
         X = check_X(X, n_features=group.n_features_in_, accept_sparse=True, model=type(self).__name__)
         checked = checked_keys(keys, X.shape[0])
+        _check_key_type(self._keys.key_type(), checked[0] if checked else None)
         parts = [(rows, self.key_model(key).explain(X[rows], top))  # type: ignore[arg-type]
                  for key, rows in grouped(checked).items()]
         return _stitched(group.classes_, X.shape[0], parts)

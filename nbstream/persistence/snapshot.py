@@ -224,6 +224,16 @@ def load_keyed(path: str | os.PathLike[str]) -> KeyedNB:
         return _keyed_from(header, payload, path)
 
 
+def load_with_keys(path: str | os.PathLike[str]) -> tuple[NaiveBayes[Any, Any], Header, KeyedNB | None]:
+    """The model, the verified header and, when the snapshot holds a model per key, that
+    ``KeyedNB`` (whose group model the model is; None else), from one read."""
+    with _opened(Path(path)) as (header, payload):
+        if isinstance(header, dict) and "keyed" in header:
+            keyed = _keyed_from(header, payload, path)
+            return keyed.group_model_, _checked_header(header, payload, path), keyed
+        return (*_model_from(header, payload, path), None)
+
+
 def loads_keyed(data: bytes, source: str = "snapshot") -> KeyedNB:
     """The ``KeyedNB`` of a snapshot held in memory (see ``dumps``)."""
     return _keyed_from(*_verified(data, source), source)

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
+import urllib.request
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from kafka import KafkaProducer
@@ -221,3 +224,91 @@ def test_a_forged_record_in_the_keys_topic_is_refused_in_one_line_not_started_af
     assert service.process.wait(timeout=120) == 2
     log = service.log.read_text()
     assert "the keys of a partition's state do not restore" in log and "Traceback" not in log, log[-3000:]
+
+
+def _ask_key(port: int, texts: list[str], **parameters) -> tuple[int, dict]:
+    body = {"inputs": [{"name": "text", "datatype": "BYTES", "shape": [len(texts)], "data": texts}],
+            "parameters": {"timeout_ms": 20_000, **parameters}}
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/main/infer", json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _settled(port: int, messages: int) -> bool:
+    try:
+        status, answer = _ask_key(port, ["hi"])
+    except OSError:
+        return False
+    return status == 200 and sum(answer["parameters"]["position"].values()) == messages
+
+
+def test_the_inference_api_answers_a_key_by_its_committed_model_on_the_replica_that_owns_it(
+        kafka_bootstrap, kafka_client, tmp_path, started):
+    rows, X, labels, users = sms_by_user(600)
+    topic = new_topic(kafka_bootstrap, "keyed-asked", partitions=2)
+    values = [json_message(text=r["text"], label=r["label"], id=r["id"]) for r in rows]
+    send_keyed(kafka_bootstrap, topic, values, [u.encode() for u in users])
+    ports = [free_port(), free_port()]
+    replicas = [started(kafka_bootstrap, topic, tmp_path, *KEYED, "--http-port", port, client=kafka_client,
+                        instance=f"asked-{i}", name=f"asked-{i}") for i, port in enumerate(ports)]
+    assert wait_for(lambda: all(_settled(port, 600) for port in ports), timeout=180), replicas[0].log_tail()
+    asked = ["free prize call now to claim", "see you at lunch"]
+    encoded = FeatureSpec.text("text").encoder().encode(pa.record_batch({"text": asked}), learn=False)[0]
+
+    def alone(user: str) -> tuple[np.ndarray, list[str]]:
+        mine = [i for i, u in enumerate(users) if u == user]
+        fitted = MultinomialNB().fit(X[mine], labels[mine])
+        return fitted.predict_proba(encoded), fitted.classes_.tolist()
+
+    def split(user: str) -> list[tuple[int, dict]]:
+        answers = [_ask_key(port, asked, key=user) for port in ports]
+        statuses = sorted(status for status, _ in answers)
+        assert statuses in ([200, 404], [200, 200]), answers  # (both, while one replica still owns both)
+        assert all(answer["parameters"]["key_examples"] == users.count(user) for status, answer in answers
+                   if status == 200), answers  # never a key's model taken for one never seen
+        return answers
+
+    assert wait_for(lambda: sorted(status for status, _ in split("user-3")) == [200, 404], timeout=120)
+    for user in ("user-3", "user-8"):
+        answers = split(user)
+        assert sorted(status for status, _ in answers) == [200, 404], answers  # one replica owns its partition
+        answer = next(a for status, a in answers if status == 200)
+        assert answer["parameters"]["key"] == user
+        assert answer["parameters"]["key_examples"] == users.count(user)
+        expected, classes = alone(user)
+        served = next(o for o in answer["outputs"] if o["name"] == "probabilities")
+        order = [served["parameters"]["classes"].index(c) for c in classes]
+        np.testing.assert_allclose(np.reshape(served["data"], (2, -1))[:, order], expected, rtol=1e-9)
+        refused = next(a for status, a in answers if status == 404)
+        assert "in none of the partitions this replica owns" in refused["error"]
+    for key, words in ((7, "its keys are record keys, strings"), ("", "an empty key")):
+        status, answer = _ask_key(ports[0], asked, key=key)
+        assert status == 400 and words in answer["error"], answer
+
+    # one replica left owns every partition: it reads the other's keys back and knows an unseen key
+    assert replicas[1].terminate() == 0
+    seen: list[tuple[str, int, object]] = []  # every answer while the partition moves: never a wrong one
+
+    def answered_by_both() -> bool:
+        answers = {user: _ask_key(ports[0], asked, key=user) for user in ("user-3", "user-8")}
+        seen.extend((user, status, answer.get("parameters", {}).get("key_examples", answer.get("error")))
+                    for user, (status, answer) in answers.items())
+        return all(status == 200 for status, _ in answers.values())
+
+    assert wait_for(answered_by_both, timeout=120), replicas[0].log_tail()
+    assert all(status == 404 or examples == users.count(user) for user, status, examples in seen), seen
+    for user in ("user-3", "user-8"):
+        status, answer = _ask_key(ports[0], asked, key=user)
+        served = next(o for o in answer["outputs"] if o["name"] == "probabilities")
+        expected, classes = alone(user)
+        order = [served["parameters"]["classes"].index(c) for c in classes]
+        np.testing.assert_allclose(np.reshape(served["data"], (2, -1))[:, order], expected, rtol=1e-9,
+                                   err_msg=f"{answer['parameters']} {replicas[0].log_tail()}")
+    status, unseen = _ask_key(ports[0], asked, key="nobody")
+    status_group, group = _ask_key(ports[0], asked)
+    assert status == status_group == 200 and unseen["parameters"]["key_examples"] == 0
+    assert unseen["outputs"][1]["data"] == pytest.approx(group["outputs"][1]["data"], rel=1e-12)

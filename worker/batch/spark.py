@@ -169,7 +169,9 @@ def train(config: TrainConfig, engine: EngineOptions) -> TrainSummary:
             ("--half-life", config.model.half_life is not None, f"forgetting weighs rows by their order; {unordered}"),
             ("--window", config.model.window is not None, f"a window keeps the last rows learned; {unordered}"),
             ("--checkpoint-every", config.checkpoint_every is not None, one_run),
-            ("--resume", config.resume is not None, one_run)):
+            ("--resume", config.resume is not None, one_run),
+            ("--model-key", config.model_key is not None, "a model per key is learned by one process (drop "
+                                                           "--engine spark).")):
         if given:
             raise ConfigError(f"{option} cannot be used with --engine spark: {reason}")
     engine.check_sources(config.paths)

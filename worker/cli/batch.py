@@ -56,6 +56,8 @@ def train(
     rejects: Path | None = setting_option(TrainConfig, "rejects"),
     skip_invalid: bool = setting_option(TrainConfig, "skip_invalid"),
     batch_size: int = setting_option(TrainConfig, "batch_size"),
+    model_key: str | None = setting_option(TrainConfig, "model_key"),
+    key_prior_weight: float | None = setting_option(TrainConfig, "key_prior_weight"),
     progress: bool | None = setting_option(CommandFlags, "progress"),
     *,
     model_parameters: dict[str, Any],
@@ -83,7 +85,8 @@ def train(
             model=ModelOptions(kind=model, **model_parameters),
             features=FeatureOptions(columns=names(features), text=text, hash_bits=hash_bits, ngrams=ngrams),
             batch_size=batch_size, checkpoint_every=checkpoint_every, resume=resume, fresh=fresh,
-            skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes)
+            skip_invalid=skip_invalid, rejects=rejects, max_classes=max_classes, model_key=model_key,
+            key_prior_weight=key_prior_weight)
         summary = spark.train(config, where) if where.spark else run_train(config, progress=progress)
         logged = _log_run(lambda: tracking.log_training(tracking_uri, config, summary, logging_to.register,
                                                         logging_to.timeout)) if tracking_uri else None
@@ -93,6 +96,8 @@ def train(
     typer.echo(f"learned {summary.rows_learned:,} rows ({summary.rows_rejected:,} rejected in all) in "
                f"{summary.seconds:.1f}s, {rate:,.0f} rows/s")
     typer.echo(f"classes: {', '.join(str(c) for c in summary.model.classes_.tolist())}")
+    if summary.keys is not None:
+        typer.echo(f"keys: {summary.keys:,}")
     typer.echo(f"snapshot: {summary.snapshot}")
     if summary.rows_rejected:
         typer.echo(f"rejected rows: {config.rejects_dir}")

@@ -7,21 +7,29 @@ BYTES [-1]; a list column as FP64 [-1, F] (any numeric datatype is taken); numer
 outputs are ``label`` (BYTES [N]), ``probabilities`` (FP64 [N, C], the classes in its parameters)
 and, when the request's parameters ask ``explain: k``, ``explanation`` (BYTES [N], a JSON object per
 row: see ``nbstream.naive_bayes.explanations``).
+
+A model per key (a snapshot of ``worker train --model-key``, or ``worker serve --model-key key``)
+answers by the model of the key the parameter ``key`` names, backed off to the group's (a key never
+seen: the group's model), and its answer's parameters say which key answered and how many
+examples that key had learned (``"key": K, "key_examples": N``); without the parameter the group's
+model answers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import orjson
 import pyarrow as pa
 
 from nbstream.arrow import CategoricalEncoder, FeatureError, Pipeline, TextEncoder, VectorEncoder
+from nbstream.naive_bayes import NaiveBayes
+from nbstream.naive_bayes.keyed import KeyedNB
 
 from .errors import NotReady, RequestError
-from .parameters import explain_of
+from .parameters import explain_of, key_of
 from .tensors import BYTES, InferRequest, Tensor
 
 PLATFORM = "nbstream"
@@ -41,17 +49,47 @@ class InputSpec:
         return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape)}
 
 
+class KeyModels(Protocol):
+    """The models of the keys of a model per key, at the state of the model that holds them."""
+
+    def described(self) -> dict[str, Any]:
+        """What the model's metadata says of its keys: {"keys": how many, "prior_weight": m}."""
+
+    def model_of(self, key: str | int) -> tuple[NaiveBayes[Any, Any], int] | None:
+        """The key's model backed off to the group's, and the examples the key learned (the group's
+        model and 0 for a key never seen); None when this state cannot tell yet (the source is to
+        be asked: ``ModelSource.ask_key``). RequestError or NotFound for a key it cannot answer."""
+
+
+class SnapshotKeys:
+    """The keys of a snapshot's model per key: every key answered."""
+
+    def __init__(self, keyed: KeyedNB):
+        self.keyed = keyed
+
+    def described(self) -> dict[str, Any]:
+        return {"keys": self.keyed.n_keys_, "prior_weight": self.keyed.prior_weight}
+
+    def model_of(self, key: str | int) -> tuple[NaiveBayes[Any, Any], int]:
+        try:
+            return self.keyed.key_model(key), int(self.keyed.key_examples([key])[0])
+        except ValueError as error:  # a key of another type than the model's
+            raise RequestError(f"the parameter \"key\" names no key of this model: {error}") from None
+
+
 @dataclass(frozen=True)
 class AnsweringModel:
     """One named model at one state. pipeline is never changed after it is made: a newer state
     is a new AnsweringModel.
 
     version : what names the state (the examples learned, or a snapshot's digest)
-    position : "TOPIC:PARTITION" -> the next offset the state includes (empty: not from a stream)"""
+    position : "TOPIC:PARTITION" -> the next offset the state includes (empty: not from a stream)
+    keys : the models of its keys, whose group model is the pipeline's (None: no model per key)"""
     name: str
     pipeline: Pipeline
     version: str
     position: dict[str, int] = field(default_factory=dict)
+    keys: KeyModels | None = None
 
     @property
     def ready(self) -> bool:
@@ -70,6 +108,7 @@ class AnsweringModel:
     def metadata(self) -> dict[str, Any]:
         """The model's metadata as the protocol gives it (GET /v2/models/{name})."""
         classes = self._classes()
+        keyed = {"keyed": self.keys.described()} if self.keys is not None else {}
         return {
             "name": self.name, "versions": [self.version], "platform": PLATFORM,
             "inputs": [spec.metadata() for spec in self.inputs()],
@@ -77,7 +116,7 @@ class AnsweringModel:
                         {"name": "probabilities", "datatype": "FP64", "shape": [-1, len(classes)]},
                         {"name": "explanation", "datatype": BYTES, "shape": [-1]}],
             "parameters": {"kind": self.pipeline.model.kind, "classes": classes, "position": self.position,
-                           "model_version": self.version}}
+                           "model_version": self.version, **keyed}}
 
     def _classes(self) -> list[Any]:
         return _plain(self.pipeline.classes_) if self.ready else []
@@ -91,6 +130,8 @@ class AnsweringModel:
         if unknown:
             raise RequestError(f"unknown output {unknown[0]!r}; this model gives {list(OUTPUTS)}.")
         explain = explain_of(request.parameters.get("explain"))
+        key = key_of(request.parameters.get("key"), self.name, self.keys is not None)
+        pipeline, key_examples = self._pipeline_of(key)
         if explain is not None and "explanation" not in asked:
             asked = (*asked, "explanation")
         elif explain is None and "explanation" in asked:
@@ -100,11 +141,10 @@ class AnsweringModel:
             raise RequestError(f"{batch.num_rows} rows explained by {explain} features each is over "
                                f"{MOST_EXPLAINED:,} features a request; ask for fewer rows or features.", 413)
         try:
-            X = self.pipeline.transform(batch)
+            X = pipeline.transform(batch)
             rows = batch.num_rows
-            proba = self.pipeline.model.predict_proba(X) if rows else np.zeros((0, len(self.pipeline.classes_)))
-            explained = None if explain is None else \
-                self.pipeline.explanations_of(batch, X, explain).rows if rows else []
+            proba = pipeline.model.predict_proba(X) if rows else np.zeros((0, len(pipeline.classes_)))
+            explained = None if explain is None else pipeline.explanations_of(batch, X, explain).rows if rows else []
         except FeatureError as error:
             raise RequestError(str(error)) from None
         except ValueError as error:  # values the model refuses (its checks name them)
@@ -121,9 +161,21 @@ class AnsweringModel:
         if explained is not None:
             outputs.append({"name": "explanation", "datatype": BYTES, "shape": [len(explained)],
                             "data": [orjson.dumps(row).decode() for row in explained]})
+        answered_by = {} if key is None else {"key": key, "key_examples": key_examples}
         return {"model_name": self.name, "model_version": self.version, "outputs": outputs,
                 **({"id": request.id} if request.id is not None else {}),
-                "parameters": {"position": self.position, "model_version": self.version}}
+                "parameters": {"position": self.position, "model_version": self.version, **answered_by}}
+
+    def _pipeline_of(self, key: str | int | None) -> tuple[Pipeline, int]:
+        """The pipeline that answers: the key's model with this encoder (and the key's examples), or
+        this one's (the group's) when no key is asked."""
+        if key is None or self.keys is None:
+            return self.pipeline, 0
+        answer = self.keys.model_of(key)
+        if answer is None:
+            raise NotReady(f"the key {str(key)[:80]!r} of model {self.name!r} has not been looked up yet.")
+        model, examples = answer
+        return Pipeline(model, self.pipeline.features, label=self.pipeline.label), examples
 
     def _batch(self, tensors: dict[str, Tensor]) -> pa.RecordBatch:
         """The rows of the request as the encoder reads them (RequestError naming what does not fit)."""

@@ -12,8 +12,9 @@ Every error is ``{"error": "one line"}`` with a status that says whose it is (4x
 the two health checks wants ``Authorization: Bearer TOKEN`` (compared in constant time; never logged).
 A request body is read within ``Limits.body_seconds`` and up to ``Limits.max_bytes``.
 
-An infer request's parameters may hold ``explain`` (k features per row), ``min_position`` (answer
-once the model's committed state includes these offsets) and ``timeout_ms`` (how long to wait for it).
+An infer request's parameters may hold ``explain`` (k features per row), ``key`` (answer by that
+key's model, of a model per key), ``min_position`` (answer once the model's committed state
+includes these offsets) and ``timeout_ms`` (how long to wait for it, or for the key's lookup).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ import nbstream
 from .answering import AnsweringModel
 from .budget import CpuBudget
 from .errors import NotFound, RequestError
-from .parameters import min_position_of, wait_ms_of
-from .sources import ModelSource, model_at, model_named
+from .parameters import key_of, min_position_of, wait_ms_of
+from .sources import ModelSource, model_at, model_knowing, model_named
 from .tensors import read_request
 
 log = logging.getLogger(__name__)
@@ -115,8 +116,11 @@ class InferenceEndpoints:
                                  self.limits.max_rows)
             del body
         topics = {key.rpartition(":")[0] for key in named.position} or None
+        wait_ms = wait_ms_of(asked.parameters.get("timeout_ms"))
+        key = key_of(asked.parameters.get("key"), named.name, named.keys is not None)
         model = await model_at(self.source, named.name, min_position_of(asked.parameters.get("min_position"), topics),
-                               wait_ms_of(asked.parameters.get("timeout_ms")))
+                               wait_ms)
+        model = await model_knowing(self.source, model, key, wait_ms)
         self._check_version(request, model)
         return _json(model.infer(asked))
 

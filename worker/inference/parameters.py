@@ -1,9 +1,10 @@
-"""The parameters of an infer request the server reads, checked: explain, min_position, timeout_ms."""
+"""The parameters of an infer request the server reads, checked: explain, key, min_position, timeout_ms."""
 
 from __future__ import annotations
 
 import re
 
+from ..key_names import key_problem
 from .errors import RequestError
 
 MOST_EXPLAINED_FEATURES = 1000  # the largest k of "explain": k
@@ -19,6 +20,21 @@ def explain_of(value: object) -> int | None:
     if type(value) is not int or not 1 <= value <= MOST_EXPLAINED_FEATURES:
         raise RequestError(f"the parameter \"explain\" must be an integer from 1 to {MOST_EXPLAINED_FEATURES} "
                            f"(features per row); got {str(value)[:40]}.")
+    return value
+
+
+def key_of(value: object, model: str, keyed: bool) -> str | int | None:
+    """The key of "key": K, whose model is to answer (None: the model's own, the group's); keyed :
+    whether the model ``model`` keeps a model per key."""
+    if value is None:
+        return None
+    if not keyed:
+        raise RequestError(f"model {model!r} keeps no model per key (it was not trained or served with "
+                           f"--model-key); drop the parameter \"key\".")
+    problem = key_problem(value)
+    if problem is not None or not isinstance(value, str | int) or isinstance(value, bool):
+        raise RequestError(f"the parameter \"key\" must name a key: {problem or 'a string or an integer'}; got "
+                           f"{str(value)[:40]!r}.")
     return value
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from nbstream import SnapshotError
 from nbstream.arrow import Pipeline
 
-from ..snapshot_meta import KafkaOffsets, read_snapshot
-from .answering import AnsweringModel
+from ..snapshot_meta import KafkaOffsets, read_snapshot_with_keys
+from .answering import AnsweringModel, SnapshotKeys
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def load_answering(path: Path, name: str) -> AnsweringModel:
     """The model of a snapshot written by a worker command (SnapshotLoadError, one line, else)."""
     path = newest_copy(path)
     try:
-        model, meta = read_snapshot(path)
+        model, meta, keyed = read_snapshot_with_keys(path)
         version = _checksum(path)
     except SnapshotError as error:
         raise SnapshotLoadError(str(error)) from None
@@ -50,7 +50,7 @@ def load_answering(path: Path, name: str) -> AnsweringModel:
     position = {f"{meta.source.topic}:{partition}": offset for partition, offset in meta.source.offsets.items()} \
         if isinstance(meta.source, KafkaOffsets) else {}
     pipeline = Pipeline(model, meta.features, label=meta.label)
-    return AnsweringModel(name, pipeline, version, position)
+    return AnsweringModel(name, pipeline, version, position, None if keyed is None else SnapshotKeys(keyed))
 
 
 def _checksum(path: Path) -> str:
@@ -106,6 +106,9 @@ class SnapshotModel:
         never reloaded never changes)."""
         await asyncio.sleep(min(timeout_s, RELOAD_POLL_SECONDS) if self.reload else timeout_s)
 
+    def ask_key(self, key: str | int) -> None:
+        """(A snapshot's model per key answers every key at once.)"""
+
     def _look(self) -> None:
         identity = _identity(self.path)
         if identity == self._identity or identity is None:
@@ -134,6 +137,9 @@ def _mismatch(served: AnsweringModel, replacement: AnsweringModel) -> str | None
     kind, new_kind = served.pipeline.model.kind, replacement.pipeline.model.kind
     if new_kind != kind:
         return f"it holds a {new_kind} model, not a {kind} one"
+    if (replacement.keys is None) != (served.keys is None):
+        return "it holds a model per key where the served snapshot did not" if replacement.keys is not None else \
+            "it holds no model per key where the served snapshot did (requests naming a key would fail)"
     if replacement.inputs() != served.inputs():
         described = [[spec.metadata() for spec in model.inputs()] for model in (replacement, served)]
         return f"its inputs {described[0]} are not {described[1]}"

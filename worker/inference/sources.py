@@ -17,6 +17,8 @@ from typing import Protocol
 from .answering import AnsweringModel
 from .errors import NotFound, NotReady
 
+MOST_KEYS_ASKED = 10_000  # keys waiting to be looked up at once
+
 
 class ModelSource(Protocol):
     """The models a server answers with, by name."""
@@ -33,16 +35,21 @@ class ModelSource(Protocol):
     async def changed(self, timeout_s: float) -> None:
         """Return once the models may have changed, or after timeout_s."""
 
+    def ask_key(self, key: str | int) -> None:
+        """Have the next models look up ``key`` (a model per key whose state cannot tell at once)."""
+
 
 class PublishedModels:
     """The latest published state of each of ``names``; ``publish`` replaces them all at once, so
-    a request reads one consistent set (the same commit for every model)."""
+    a request reads one consistent set (the same commit for every model). Keys asked of a model
+    per key (``ask_key``) are looked up by the next publication (``take_keys``)."""
 
     def __init__(self, names: list[str]) -> None:
         self._names = list(names)
         self._models: Mapping[str, AnsweringModel] = {}
         self._served: str | None = None
         self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._keys_asked: set[str | int] = set()
         self._lock = threading.Lock()
 
     def publish(self, models: Mapping[str, AnsweringModel], served: str) -> None:
@@ -56,6 +63,18 @@ class PublishedModels:
 
     def models(self) -> Mapping[str, AnsweringModel]:
         return self._models
+
+    def ask_key(self, key: str | int) -> None:
+        with self._lock:
+            if len(self._keys_asked) >= MOST_KEYS_ASKED:
+                raise NotReady(f"over {MOST_KEYS_ASKED:,} keys are being looked up; ask again shortly.")
+            self._keys_asked.add(key)
+
+    def take_keys(self) -> set[str | int]:
+        """The keys asked since the last publication, for the next one to look up (Kafka loop's thread)."""
+        with self._lock:
+            asked, self._keys_asked = self._keys_asked, set()
+        return asked
 
     def names(self) -> list[str]:
         return sorted(set(self._names) | set(self._models))
@@ -96,6 +115,22 @@ def model_named(source: ModelSource, name: str) -> AnsweringModel:
         raise NotReady(f"model {name!r} has no committed state yet: the service has not committed since it "
                        f"started.")
     raise NotFound(f"no model is named {name[:80]!r}; the models are {source.names()}.")
+
+
+async def model_knowing(source: ModelSource, model: AnsweringModel, key: str | int | None,
+                        wait_ms: int) -> AnsweringModel:
+    """``model``, or when it cannot tell ``key``'s model yet, the first model published after it that
+    can, waiting at most wait_ms for it (NotReady beyond). A later model includes ``model``'s position."""
+    deadline = time.monotonic() + wait_ms / 1000
+    while key is not None and model.ready and model.keys is not None and model.keys.model_of(key) is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise NotReady(f"the key {str(key)[:80]!r} of model {model.name!r} was not looked up within {wait_ms} ms "
+                           f"(it is, at the service's next commit).")
+        source.ask_key(key)
+        await source.changed(left)
+        model = model_named(source, model.name)
+    return model
 
 
 async def model_at(source: ModelSource, name: str, min_position: dict[str, int] | None,

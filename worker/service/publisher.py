@@ -19,6 +19,7 @@ from nbstream.arrow import Pipeline
 from ..inference.answering import AnsweringModel
 from ..inference.sources import PublishedModels
 from .group_state import GroupState
+from .keys.answers import CommittedKeys, looked_up
 
 
 class ModelPublisher:
@@ -38,14 +39,15 @@ class ModelPublisher:
     def publish(self) -> None:
         """Hand over the models, now that nothing learned is uncommitted. A model is copied only when
         it learned or merged something since the last copy; else the last copy goes on with the
-        new position."""
+        new position. The keys asked since the last publication (a model per key) are looked up."""
         models = self.group.models
         position = self.position()
         published = self.board.models()
+        asked = self.board.take_keys()
         learned = (self.group.version(), tuple(models[name].version for name in models))
         if learned == self._learned:
             if all(model.position == position for model in published.values()):
-                if self._served == models.served:
+                if self._served == models.served and not asked:
                     return
             else:
                 published = {name: replace(model, position=position) for name, model in published.items()}
@@ -55,5 +57,19 @@ class ModelPublisher:
             published = {name: AnsweringModel(name, Pipeline(copy.deepcopy(models[name].model),
                                                              copy.deepcopy(models[name].encoder), label=self.label),
                                               str(models[name].version), position) for name in models}
+            published = {name: self._with_keys(model, None) for name, model in published.items()}
+        if asked:
+            published = {name: self._with_keys(model, asked) for name, model in published.items()}
         self.board.publish(published, models.served)
         self._learned, self._served = learned, models.served
+
+    def _with_keys(self, model: AnsweringModel, asked: set[str | int] | None) -> AnsweringModel:
+        """The model with its keys (a group keeping a model per key): ``asked`` looked up now, beside
+        those looked up before at this state (None: a new state, none looked up yet)."""
+        weight = self.group.settings.key_prior_weight
+        if weight is None:
+            return model
+        lookups = looked_up(self.group, asked, model.pipeline.classes_) if asked and model.ready else {}
+        if asked is not None and isinstance(model.keys, CommittedKeys):
+            return replace(model, keys=model.keys.answering(lookups))
+        return replace(model, keys=CommittedKeys(model.pipeline.model, weight, self.group.keys_held(), lookups))

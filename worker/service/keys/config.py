@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nbstream.naive_bayes.keyed import DEFAULT_PRIOR_WEIGHT
+
+from ...config import TrainConfig
 from ...errors import ConfigError
-from ...setting import Checked, parse_duration, setting
+from ...setting import Checked, parse_duration, setting, setting_like
 from ..pending.store import LONGEST_TTL_SECONDS
 
 RECORD_KEY = "key"  # --model-key's value that names the Kafka record key
@@ -38,10 +41,10 @@ class KeysConfig(Checked):
                                     help="Drop a key unseen this long (90s, 15m, 36h, 7d), by its partition's "
                                          "clock (the newest message time): its counts leave memory and the keys "
                                          "topic; counted and logged (default: keys are kept).")
-    key_prior_weight: float = setting(10.0, "--key-prior-weight", low=0,
-                                      help="m: a key's model is its own counts plus m pseudo-examples drawn from the "
-                                           "group's model (0: the key's own model; a key never seen gets the "
-                                           "group's).")
+    key_prior_weight: float = setting_like(TrainConfig, "key_prior_weight", DEFAULT_PRIOR_WEIGHT,
+                                           help="m: a key's model is its own counts plus m pseudo-examples drawn "
+                                                "from the group's model (0: the key's own model; a key never seen "
+                                                "gets the group's).")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -24,11 +24,11 @@ from nbstream.utils.blocked import normalized_exp
 from nbstream.utils.ndarrays import AnyArray, BoolArray, Features, IntArray
 
 from ...io.json_predictions import KeyAnswers
+from ...key_names import MOST_KEY_BYTES
 from ..global_model import Predictions
 from .records import PartitionKeys
 
 log = logging.getLogger(__name__)
-MOST_KEY_BYTES = 1_024  # a record key longer than this names no key: a dead letter
 
 
 def record_keys(keys: Sequence[bytes | None]) -> tuple[list[str], list[str | None]]:

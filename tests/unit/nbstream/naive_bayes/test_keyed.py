@@ -254,6 +254,13 @@ def test_bad_keys_alone_are_refused_and_change_nothing(case):
         keyed.partial_fit([[1, 0]], ["a"], keys=[7])
 
 
+@pytest.mark.parametrize("ask", ["predict_proba", "predict", "explain", "key_model"])
+def test_a_key_of_another_type_is_refused_when_asked_not_taken_for_a_key_never_seen(ask):
+    keyed = KeyedNB().partial_fit([[1, 2]], ["a"], keys=["7"])
+    with pytest.raises(ValueError, match="this model's keys are strs; got the int key 7"):
+        keyed.key_model(7) if ask == "key_model" else getattr(keyed, ask)([[1, 0]], keys=[7])
+
+
 @pytest.mark.parametrize(("keyed", "message"), [
     (KeyedNB(nbstream.GaussianNB()), "one of"),
     (KeyedNB(nbstream.CategoricalNB()), "one of"),
