@@ -89,7 +89,7 @@ class KeyedCounts:
     def __init__(self, n_features: int, classes: ClassSet | None = None) -> None:
         self.n_features = n_features  # 0: taken from the first batch
         self.classes = ClassSet.open() if classes is None else classes  # the labels of the class rows
-        self._slots: dict[Key, int] = {}  # a key's slot: its row below; a dropped key's slot is not given again
+        self._slots: dict[Key, int] = {}  # a key's slot: its row below, ascending (renumbered after many drops)
         self._examples = np.zeros(0, dtype=np.int64)
         self._class_count = np.zeros((0, 0))
         self._seen = np.zeros(0, dtype=np.int64)  # when each key last learned (the caller's clock; 0: never said)
@@ -154,6 +154,20 @@ class KeyedCounts:
         self._examples[gone], self._class_count[gone] = 0, 0.0
         self._runs = [_Pairs(run.places[keep], run.classes[keep], run.counts[keep]) for run in self._runs
                       for keep in [~gone[run.places // max(self.n_features, 1)]]]
+        if len(self._examples) > 2 * len(self._slots) + 1024:
+            self._renumber()
+
+    def _renumber(self) -> None:
+        """Give the keys held the slots 0, 1, ... in their order (the slots of keys dropped are not
+        given again, so keys that come and go would grow the rows without end)."""
+        live = self._live_slots()  # ascending: a key's slot is larger than any given before it
+        new = np.full(len(self._examples), -1, dtype=np.int64)
+        new[live] = np.arange(len(live))
+        width = max(self.n_features, 1)
+        self._runs = [_Pairs(new[slot] * width + feature, run.classes, run.counts) for run in self._runs
+                      for slot, feature in [np.divmod(run.places, width)]]  # (order kept: the map is increasing)
+        self._examples, self._class_count, self._seen = self._examples[live], self._class_count[live], self._seen[live]
+        self._slots = dict(zip(self._slots, range(len(live)), strict=True))
 
     def n_pairs(self) -> int:
         """Pairs held (a pair in the pending run and among those kept counts twice)."""

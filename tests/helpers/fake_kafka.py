@@ -73,9 +73,11 @@ class FakeKafka(KafkaClient):
         return self.topics[name]
 
     def append(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int = 0,
-               headers: list | None = None, timestamp_ms: int | None = None) -> None:
+               headers: list | None = None, timestamp_ms: int | None = None, delivered=None) -> None:
         log = self.topics[topic].log[partition]
         log.append(Record(topic, partition, len(log), key, value, headers or [], timestamp_ms or 0))
+        if delivered is not None:
+            delivered(len(log) - 1)
 
     def ask(self) -> None:
         """A request to the broker."""
@@ -92,7 +94,7 @@ class FakeKafka(KafkaClient):
 
     def producer(self, *, transactional_id=None, transaction_timeout_s=60.0, linger_ms=20,
                  max_request_bytes=16 << 20, batch_bytes=1 << 20, delivery_timeout_s=120.0,
-                 compression=None) -> FakeProducer:
+                 compression=None, report_offsets=False) -> FakeProducer:
         self.producers.append(FakeProducer(self, transactional_id))
         self.producers[-1].batch_bytes = batch_bytes
         return self.producers[-1]
@@ -148,6 +150,11 @@ class FakeReader(Reader):
         self.topic = self.kafka.topics[topic]
         self.positions = {p: 0 for p in range(self.topic.partitions) if partitions is None or p in partitions}
         return list(self.positions)
+
+    def assign_at(self, topic: str, starts: dict[int, int]) -> None:
+        self.kafka.journal.append(f"reader.assign_at {topic} {starts}")
+        self.topic = self.kafka.topics[topic]
+        self.positions = dict(starts)
 
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
         room, read = min(max_records, self.kafka.reader_batch), []
@@ -290,13 +297,13 @@ class FakeProducer(Producer):
     def _log(self, entry: str) -> None:
         self.kafka.journal.append(f"producer.{entry}")
 
-    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None) -> None:
+    def send(self, topic, value, key=None, headers=None, partition=None, timestamp_ms=None, delivered=None) -> None:
         self._log(f"send {topic}")
         if self.transactional_id is None:
-            self.kafka.append(topic, value, key, partition or 0, headers, timestamp_ms)
+            self.kafka.append(topic, value, key, partition or 0, headers, timestamp_ms, delivered)
             return
         assert self.in_transaction, f"a record for {topic} sent outside a transaction"
-        self.pending.append((topic, value, key, partition or 0, headers, timestamp_ms))
+        self.pending.append((topic, value, key, partition or 0, headers, timestamp_ms, delivered))
 
     def flush(self, timeout_s: float) -> None:
         self._log("flush")
@@ -320,8 +327,8 @@ class FakeProducer(Producer):
     def commit_transaction(self, timeout_s: float) -> None:
         self._log("commit_transaction")
         assert self.in_transaction, "a commit without a transaction"
-        for topic, value, key, partition, headers, timestamp_ms in self.pending:
-            self.kafka.append(topic, value, key, partition, headers, timestamp_ms)
+        for topic, value, key, partition, headers, timestamp_ms, delivered in self.pending:
+            self.kafka.append(topic, value, key, partition, headers, timestamp_ms, delivered)
         for group, offsets in self.offsets:
             self.kafka.group_offsets.setdefault(group, {}).update(offsets)
         self._end()

@@ -87,6 +87,9 @@ class FakeStateReader(Reader):
     def assign(self, topic: str, timeout_s: float = 15.0, partitions: list[int] | None = None) -> list[int]:
         return [0]
 
+    def assign_at(self, topic: str, starts: dict[int, int]) -> None:
+        self.read = starts.get(0, 0)
+
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list:
         polled = self.log[self.read:self.read + max_records]
         self.read += len(polled)

@@ -312,3 +312,31 @@ def test_the_inference_api_answers_a_key_by_its_committed_model_on_the_replica_t
     status_group, group = _ask_key(ports[0], asked)
     assert status == status_group == 200 and unseen["parameters"]["key_examples"] == 0
     assert unseen["outputs"][1]["data"] == pytest.approx(group["outputs"][1]["data"], rel=1e-12)
+
+
+def test_keys_beyond_max_keys_leave_memory_and_come_back_exactly_through_a_kill_9(kafka_bootstrap, kafka_client,
+                                                                                  tmp_path, started):
+    rows, X, labels, users = sms_by_user(1_200)
+    topic = new_topic(kafka_bootstrap, "keyed-bounded", partitions=2)
+    values = [json_message(text=r["text"], label=r["label"], id=r["id"]) for r in rows]
+    send_keyed(kafka_bootstrap, topic, values[:600], [u.encode() for u in users[:600]])
+    port = free_port()
+    service = started(kafka_bootstrap, topic, tmp_path, *KEYED, "--max-keys", "6", "--metrics-port", port,
+                      client=kafka_client)
+    watcher = TopicWatcher(kafka_bootstrap, service.output, committed_only=True)
+    assert watcher.wait_until(lambda records: len(records) >= 600, timeout=180), service.log_tail()
+    assert wait_for(lambda: metric_values(port).get('nbstream_keys{state="evicted"}', 0) > 0, timeout=30)
+    held = metric_values(port)
+    assert held['nbstream_keys{state="in_memory"}'] <= 6 + 40  # the bound, and the keys of the poll since
+    service.kill()
+    send_keyed(kafka_bootstrap, topic, values[600:], [u.encode() for u in users[600:]])
+    service.start()
+    assert watcher.wait_until(lambda records: len(records) >= 1_200, timeout=180), service.log_tail()
+    assert service.terminate() == 0
+    watcher.close()
+    predictions = [json.loads(r.value) for r in watcher.records]
+    assert len(predictions) == 1_200  # exactly once: none lost, none twice
+    inputs = read_all(kafka_bootstrap, topic, expected=1_200)
+    position = {row["id"]: i for i, row in enumerate(rows)}
+    offsets = {(r.partition, r.offset): position[json.loads(r.value)["id"]] for r in inputs}
+    assert offline_check(predictions, rows, X, labels, users, offsets) > 800  # every key exact, read back or not

@@ -21,6 +21,7 @@ other, before the group is joined, so no transaction is opened outside these ste
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..checkpoint import Checkpointer, CheckpointPolicy, Output
@@ -29,6 +30,7 @@ from ..io.kafka.state_topic import Record, write_records
 from ..io.records import Header
 from .follower import BASE, state_name
 from .group_state import GroupState
+from .keys.records import PartitionKeys
 from .models.choice import SERVED_MODEL
 from .partition.record import PartitionRecord
 from .pending.records import PendingWrite
@@ -104,7 +106,7 @@ class StateWriter:
         if choice is not None:
             self._write_payload(SERVED_MODEL, choice.to_payload())
         for name, partition in changed.items():
-            self._write_keys(partition.number, partition.key_records(name))
+            self._write_keys(partition.number, partition.key_records(name), partition.keys)
             self._write(name, *partition.snapshot(name))
         self.producer.flush(self.flush_timeout_s)
         if self.base is not None:
@@ -119,13 +121,14 @@ class StateWriter:
         payload = record.to_payload(record.encoder or self.group.global_model.group_encoder, self.label_field)
         self._write_payload(name, payload, pending)
 
-    def _write_keys(self, partition: int, records: list[Record]) -> None:
-        """A partition's keys that changed, to its partition of the keys topic."""
+    def _write_keys(self, partition: int, records: list[Record], keys: PartitionKeys | None) -> None:
+        """A partition's keys that changed, to its partition of the keys topic (each record's offset
+        told to ``keys`` when it keeps track of where they are: --max-keys)."""
         if not records:
             return
-        assert self.keys_topic is not None, "a partition keeps keys only when the group has a keys topic"
+        assert self.keys_topic is not None and keys is not None, "a partition keeps keys only in a keyed group"
         for key, value in records:
-            self.producer.send(self.keys_topic, value, key=key, partition=partition)
+            self.producer.send(self.keys_topic, value, key=key, partition=partition, delivered=keys.delivery(key))
             self.last_bytes += len(value or b"")
 
     def _write_payload(self, name: str, payload: bytes, pending: PendingWrite | None = None) -> None:
@@ -174,9 +177,10 @@ class TransactionalProducer(Producer):
         self.open = False
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
-             partition: int | None = None, timestamp_ms: int | None = None) -> None:
+             partition: int | None = None, timestamp_ms: int | None = None,
+             delivered: Callable[[int], None] | None = None) -> None:
         self.begin_transaction()
-        self.inner.send(topic, value, key, headers, partition, timestamp_ms)
+        self.inner.send(topic, value, key, headers, partition, timestamp_ms, delivered)
 
     def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None],
                   headers: list[list[Header] | None] | None = None,

@@ -29,6 +29,7 @@ from nbstream.naive_bayes import NaiveBayes
 
 from ..io.kafka.client import KafkaFailure, Reader
 from ..io.kafka.state_topic import ForeignRecord, NewerStateFormat, StateAssembler
+from ..io.records import RecordLike
 from .models.choice import SERVED_MODEL, ServedChoice
 from .partition.record import PartitionRecord, UnreadableState, partition_number
 from .pending.records import pending_name, pending_of
@@ -62,11 +63,13 @@ class StateFollower:
         partitions being taken over: without it they are kept as read; with it only their sizes
         are, so that a replica's memory does not grow with the group's pending examples.
     keys_topic : where the partitions' keys are (--model-key; ``keys/records.py``), read from the
-        partitions being taken over (``fetch_keys``)."""
+        partitions being taken over (``fetch_keys``), and a key's record read back by its offset
+        (``fetch_key_records``, --max-keys)."""
 
     def __init__(self, reader: Reader, topic: str, reopen: Callable[[], Reader] | None = None,
                  keys_topic: str | None = None):
         self.reader, self.topic, self._reopen, self._keys_topic = reader, topic, reopen, keys_topic
+        self._key_reader: Reader | None = None  # (kept open: keys are read back at every poll that needs them)
         self.assembler = StateAssembler(on_skip=self.skipped, is_name=is_state_name,
                                         holds_bytes=lambda name: reopen is None or pending_of(name) is None)
         self._fetched: StateAssembler | None = None  # pending chunks read again for a take-over
@@ -128,16 +131,34 @@ class StateFollower:
             reader.close()
         self._fetched = fetched
 
-    def fetch_keys(self, partitions: list[int], timeout_s: float) -> dict[str, dict[bytes, bytes]]:
+    def fetch_keys(self, partitions: list[int], timeout_s: float,
+                   offsets: dict[int, dict[bytes, int]] | None = None) -> dict[str, dict[bytes, bytes]]:
         """The records of the keys of these partitions (being taken over), read from their partitions of
         the keys topic: state name -> {record key: its newest value} (the names are read when the
-        keys are restored: a partition of the keys topic holds its input partition's keys only)."""
+        keys are restored: a partition of the keys topic holds its input partition's keys only);
+        ``offsets`` is given the offset of each (partition -> {record key: offset})."""
         if not partitions:
             return {}
         if self._reopen is None or self._keys_topic is None:
             raise KafkaFailure("the keys of a partition are read from the keys topic by a reader of their own")
-        found = newest_records(self._reopen(), self._keys_topic, timeout_s, partitions)
+        found = newest_records(self._reopen(), self._keys_topic, timeout_s, partitions, offsets=offsets)
         return {state_name(p): found.get(p, {}) for p in partitions}
+
+    def fetch_key_records(self, partition: int, offsets: list[int], timeout_s: float) -> dict[int, RecordLike]:
+        """The records at these offsets of the keys topic's partition ``partition`` (keys read back
+        into memory, --max-keys): offset -> record. KafkaFailure when one is not read within timeout_s."""
+        if self._reopen is None or self._keys_topic is None:
+            raise KafkaFailure("the keys of a partition are read from the keys topic by a reader of their own")
+        if self._key_reader is None:
+            self._key_reader = self._reopen()
+        return records_at(self._key_reader, self._keys_topic, partition, offsets, timeout_s)
+
+    def close(self) -> None:
+        """Close its readers."""
+        if self._key_reader is not None:
+            self._key_reader.close()
+            self._key_reader = None
+        self.reader.close()
 
     def forget_fetched(self) -> None:
         self._fetched = None
@@ -213,11 +234,14 @@ class StateFollower:
 
 
 def newest_records(reader: Reader, topic: str, timeout_s: float, partitions: list[int] | None = None,
-                   wanted: Callable[[bytes], bool] | None = None) -> dict[int, dict[bytes, bytes]]:
+                   wanted: Callable[[bytes], bool] | None = None, offsets: dict[int, dict[bytes, int]] | None = None
+                   ) -> dict[int, dict[bytes, bytes]]:
     """The newest value of each record key of ``topic`` (of those ``partitions``, default all; of the
     keys ``wanted`` takes, default all) read to its end by ``reader``, which is closed after:
-    partition -> {record key: value}; a tombstone deletes its key."""
+    partition -> {record key: value}; a tombstone deletes its key. ``offsets`` is given each
+    value's offset (partition -> {record key: offset})."""
     found: dict[int, dict[bytes, bytes]] = {}
+    where = {} if offsets is None else offsets
     try:
         reader.assign(topic, partitions=partitions)
 
@@ -229,12 +253,41 @@ def newest_records(reader: Reader, topic: str, timeout_s: float, partitions: lis
                 kept = found.setdefault(record.partition, {})
                 if record.value is None:
                     kept.pop(key, None)
+                    where.get(record.partition, {}).pop(key, None)
                 else:
                     kept[key] = record.value
+                    where.setdefault(record.partition, {})[key] = record.offset
             return []
         _read_to_end(reader, poll, topic, timeout_s)
     finally:
         reader.close()
+    return found
+
+
+GAP_READ_THROUGH = 10_000  # offsets closer than this to the position are read through, not sought
+
+
+def records_at(reader: Reader, topic: str, partition: int, offsets: list[int], timeout_s: float
+               ) -> dict[int, RecordLike]:
+    """The records at ``offsets`` of one partition of ``topic`` (read_committed: of committed
+    transactions), read by ``reader`` from the first, seeking past wide gaps: offset -> record.
+    KafkaFailure when one is not read within timeout_s (the topic has no record there)."""
+    missing, found = sorted(set(offsets)), {}
+    deadline = time.monotonic() + timeout_s
+    position: int | None = None
+    while missing:
+        if position is None or missing[0] - position > GAP_READ_THROUGH or position > missing[0]:
+            reader.assign_at(topic, {partition: missing[0]})  # (a record passed and not read: not committed)
+            position = missing[0]
+        wanted = set(missing)
+        for record in reader.poll(0.2):
+            position = record.offset + 1
+            if record.offset in wanted and record.partition == partition:
+                found[record.offset] = record
+        missing = [offset for offset in missing if offset not in found]
+        if missing and time.monotonic() > deadline:
+            raise KafkaFailure(f"the keys topic {topic} has no record at offsets {missing[:5]} of partition "
+                               f"{partition} (read within {timeout_s:.0f}s)")
     return found
 
 

@@ -47,6 +47,7 @@ from ..errors import ConfigError
 from ..io.kafka.client import KafkaFailure, Start
 from .follower import StateFollower, partition_of, state_name
 from .global_model import GlobalModel
+from .keys.bound import KeyBound
 from .keys.records import PartitionKeys, restore_keys
 from .models.choice import SERVED_MODEL, GroupChoice
 from .models.global_models import GlobalModels, HoldsModels
@@ -71,11 +72,13 @@ class PartitionSettings:
         topic, and no pending examples: the pending records a partition has in the topic are then
         tombstoned at its next commit); drift : how errors are watched (None: not watched);
     key_prior_weight : the group keeps a model per key (--model-key), each partition its keys'
-        counts, backed off by this weight (None: it keeps none)."""
+        counts, backed off by this weight (None: it keeps none); max_keys : the most keys whose
+        counts the replica keeps in memory (--max-keys; None: every key)."""
     classes: AnyArray | list[Any] | None = None
     labels: LabelsConfig | None = None
     drift: DriftConfig | None = None
     key_prior_weight: float | None = None
+    max_keys: int | None = None
 
 
 class GroupState:
@@ -97,6 +100,8 @@ class GroupState:
         self._encoder = encoder  # the configured one: a categorical partition's own starts from its spec
         self.owned: dict[int, Partition] = {}
         self.latest: dict[int, PartitionRecord] = {}  # newest committed state of partitions not owned
+        self.key_bound = KeyBound(self.settings.max_keys, follower.fetch_key_records) \
+            if self.settings.key_prior_weight is not None and self.settings.max_keys is not None else None
         self.base: PartitionRecord | None = None
         self._written: dict[str, frozenset[bytes]] = {}  # a state's name -> the keys of its records in the topic
         self._membership = 0  # grows whenever states() would give other states
@@ -207,11 +212,14 @@ class GroupState:
                                f"{wait_s:.0f}s (an open transaction on the state topic)")
         if self.settings.labels is not None:
             self.follower.fetch_pending([state_name(p) for p in partitions if p in self.latest], max(wait_s, 30.0))
-        key_records = self._key_records(partitions, max(wait_s, 30.0))
+        key_offsets: dict[int, dict[bytes, int]] = {}
+        key_records = self._key_records(partitions, max(wait_s, 30.0), key_offsets)
         starts: dict[int, Start] = {}
         for partition in partitions:
             record = self._with_keys(self._taken_over(partition, committed.get(partition), partition in behind),
                                      key_records.get(state_name(partition), {}), strict)
+            if self.key_bound is not None and record.keys is not None:
+                self.key_bound.adopt(record.keys, state_name(partition), key_offsets.get(partition, {}))
             self.owned[partition] = owned = Partition(partition, self.lineup.aligned(record, self.fresh), self.models,
                                                       drift=self.settings.drift, labels=self.settings.labels,
                                                       referee=self._referee)
@@ -245,15 +253,40 @@ class GroupState:
         return record
 
     def keys_held(self) -> int:
-        """Keys whose counts the owned partitions hold (--model-key)."""
+        """Keys whose counts the owned partitions hold in memory (--model-key)."""
         return sum(len(partition.keys.counts) for partition in self.owned.values() if partition.keys is not None)
 
-    def _key_records(self, partitions: list[int], timeout_s: float) -> dict[str, dict[bytes, bytes]]:
-        """The key records of the partitions taken over whose states list keys, read from the keys topic."""
+    def keys_evicted(self) -> int:
+        """Keys of the owned partitions out of memory (--max-keys): their counts are in the keys topic."""
+        return sum(len(partition.keys.memory.evicted) for partition in self.owned.values()
+                   if partition.keys is not None and partition.keys.memory is not None)
+
+    def keys_committed(self) -> int:
+        """After a commit that succeeded: the keys beyond --max-keys leave memory; how many."""
+        if self.key_bound is None:
+            return 0
+        return self.key_bound.after_commit({number: partition.keys for number, partition in self.owned.items()
+                                            if partition.keys is not None})
+
+    def keys_in_memory(self, partition: int, keys: list[str]) -> None:
+        """Read back those of these keys of an owned partition that are out of memory (--max-keys)."""
+        owned = self.owned[partition].keys
+        if self.key_bound is None or owned is None:
+            return
+        wanted = owned.out_of_memory(keys)
+        if wanted:
+            self.key_bound.read_back(partition, owned, wanted)
+        assert owned.memory is not None
+        owned.memory.touch(keys)
+
+    def _key_records(self, partitions: list[int], timeout_s: float,
+                     offsets: dict[int, dict[bytes, int]]) -> dict[str, dict[bytes, bytes]]:
+        """The key records of the partitions taken over whose states list keys, read from the keys
+        topic; ``offsets`` is given where each is."""
         listing = [p for p in partitions if p in self.latest and self.latest[p].keys is None
                    and self.latest[p].keys_header is not None]
         keyed = self.settings.key_prior_weight is not None
-        return self.follower.fetch_keys(listing, timeout_s) if keyed and listing else {}
+        return self.follower.fetch_keys(listing, timeout_s, offsets) if keyed and listing else {}
 
     def _with_keys(self, record: PartitionRecord, records: dict[bytes, bytes], strict: bool) -> PartitionRecord:
         """The record with its keys as the group keeps them: restored from their records, kept (a

@@ -141,6 +141,7 @@ class PrequentialLoop:
             self.metrics.pending.set(self.group.pending_examples())
         if self.keyed is not None:
             self.metrics.keys.labels("in_memory").set(self.group.keys_held())
+            self.metrics.keys.labels("evicted").set(self.group.keys_evicted())
             self.metrics.keys.labels("dropped").set(self.keyed.dropped)
         if self.promotion is not None:
             self._promote(self.promotion)
@@ -215,6 +216,7 @@ class PrequentialLoop:
         owned = []
         for partition, rows in self._partitions(partitions):
             assert partition.keys is not None, "a keyed group's partitions keep their keys"
+            self.group.keys_in_memory(partition.number, [keys[i] for i in np.flatnonzero(rows).tolist()])
             owned.append((partition.keys, rows))
         return self.keyed.predict_then_learn(served.model, served.version, X, y, learned, keys, owned, stamps)
 

@@ -101,7 +101,8 @@ class Session:
         # fill a batch; under exactly-once it becomes visible at the commit anyway.
         raw = client.producer(transactional_id=context.transactional_id if config.commit.exactly_once else None,
                               transaction_timeout_s=timeout, max_request_bytes=max(limits.values()),
-                              batch_bytes=batch_limit, linger_ms=20 if config.commit.exactly_once else 2)
+                              batch_bytes=batch_limit, linger_ms=20 if config.commit.exactly_once else 2,
+                              report_offsets=config.keys.max_keys is not None)
         if config.commit.exactly_once:
             # Before reading the state topic: this aborts what an earlier run of this replica left
             # open, which would otherwise hold back everything after it for read_committed readers.
@@ -268,6 +269,7 @@ class Session:
             self.metrics.commit_failures.inc()  # (the session ends; nothing of this commit counts)
             raise
         if committed:
+            self.group.keys_committed()
             self.counts.publish(self.metrics)
             self.metrics.checkpoints.inc()
             self.metrics.last_checkpoint.set(time.time())
@@ -347,7 +349,7 @@ class Session:
         if producer is not None:
             steps.append(partial(producer.close, 5.0 if answers else 0.0))
         if follower is not None:
-            steps.append(follower.reader.close)
+            steps.append(follower.close)
         for step in steps:
             try:
                 step()
@@ -359,7 +361,8 @@ class Session:
 def partition_settings(config: ServeConfig) -> PartitionSettings:
     """What every owned partition is given, of a ServeConfig."""
     return PartitionSettings(classes=config.model.classes or None, labels=config.labels, drift=config.drift,
-                             key_prior_weight=config.keys.key_prior_weight if config.keys.keyed else None)
+                             key_prior_weight=config.keys.key_prior_weight if config.keys.keyed else None,
+                             max_keys=config.keys.max_keys)
 
 
 def loop_settings(config: ServeConfig) -> LoopSettings:

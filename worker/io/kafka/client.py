@@ -150,6 +150,10 @@ class Reader(ABC):
         it has none after ``timeout_s``."""
 
     @abstractmethod
+    def assign_at(self, topic: str, starts: dict[int, int]) -> None:
+        """Read these partitions of ``topic`` (and no other) from these offsets: partition -> offset."""
+
+    @abstractmethod
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:
         """The next records, in partition order."""
 
@@ -167,10 +171,13 @@ class Producer(ABC):
 
     @abstractmethod
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
-             partition: int | None = None, timestamp_ms: int | None = None) -> None:
+             partition: int | None = None, timestamp_ms: int | None = None,
+             delivered: Callable[[int], None] | None = None) -> None:
         """Queue a record. A failure to deliver it is reported, with the record, by the next ``flush``.
 
-        timestamp_ms : the record's timestamp, milliseconds since the epoch (None: the time of sending)."""
+        timestamp_ms : the record's timestamp, milliseconds since the epoch (None: the time of sending).
+        delivered : called with the record's offset once it is delivered, by ``flush`` at the latest
+            (a producer made with ``report_offsets``; others may never call it)."""
 
     def send_many(self, topic: str, values: list[bytes], keys: list[bytes | None],
                   headers: list[list[Header] | None] | None = None,
@@ -271,8 +278,10 @@ class KafkaClient(ABC):
     @abstractmethod
     def producer(self, *, transactional_id: str | None = None, transaction_timeout_s: float = 60.0,
                  linger_ms: int = 20, max_request_bytes: int = 16 << 20, batch_bytes: int = 1 << 20,
-                 delivery_timeout_s: float = 120.0, compression: str | None = None) -> Producer:
-        """batch_bytes : the largest record batch to build (at most the smallest limit of the topics written)."""
+                 delivery_timeout_s: float = 120.0, compression: str | None = None,
+                 report_offsets: bool = False) -> Producer:
+        """batch_bytes : the largest record batch to build (at most the smallest limit of the topics written);
+        report_offsets : ``send``'s ``delivered`` is called (a delivery report for every record)."""
 
     @abstractmethod
     def admin(self) -> Admin: ...

@@ -356,6 +356,11 @@ class _Reader(_Reporting, Reader):
         return partitions
 
     @translated
+    def assign_at(self, topic: str, starts: dict[int, int]) -> None:
+        self._at_end = {(topic, p): False for p in starts}
+        self._consumer.assign([ck.TopicPartition(topic, p, offset) for p, offset in starts.items()])
+
+    @translated
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:
         records: list[RecordLike] = []
         for m in cast(list[_Message], self._consumer.consume(num_messages=max_records, timeout=timeout_s)):
@@ -379,29 +384,35 @@ class _Reader(_Reporting, Reader):
 
 
 class _Producer(_Reporting, Producer):
-    def __init__(self, conf: dict[str, Any], tokens: TokenSource | None = None):
+    def __init__(self, conf: dict[str, Any], tokens: TokenSource | None = None, report_offsets: bool = False):
         super().__init__(tokens)
         self._producer = self._configured(ck.Producer, {**conf, "on_delivery": self._delivered,
-                                                        "delivery.report.only.error": True})
+                                                        "delivery.report.only.error": not report_offsets})
         self._failures: list[Failure] = []
         self._queued = 0
 
     def _serve(self) -> None:
         self._producer.poll(0.2)
 
-    def _delivered(self, error: ck.KafkaError | None, message: _Message, headers: list[Header] | None = None) -> None:
-        """The producer's delivery callback; called for failures only (delivery.report.only.error).
-        headers : those the record was sent with (librdkafka's report does not give them back)."""
+    def _delivered(self, error: ck.KafkaError | None, message: _Message, headers: list[Header] | None = None,
+                   delivered: Callable[[int], None] | None = None) -> None:
+        """The producer's delivery callback; called for failures only unless made to report offsets
+        (delivery.report.only.error). headers : those the record was sent with (librdkafka's report
+        does not give them back); delivered : the sender's, told the record's offset."""
         if error is not None:
             self._failures.append(Failure(message.topic(), message.key(), message.value(), headers or [],
                                           describe(error), error.code() in _REJECTED))
+        elif delivered is not None:
+            delivered(message.offset())
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
-             partition: int | None = None, timestamp_ms: int | None = None) -> None:
+             partition: int | None = None, timestamp_ms: int | None = None,
+             delivered: Callable[[int], None] | None = None) -> None:
         produce = self._producer.produce
         stamp = timestamp_ms or 0  # librdkafka's "the time of sending"
         # a record's headers say where a dead letter came from, should it be refused
-        reported = {"on_delivery": functools.partial(self._delivered, headers=headers)} if headers else {}
+        reported = {"on_delivery": functools.partial(self._delivered, headers=headers, delivered=delivered)} \
+            if headers or delivered else {}
         while True:
             try:  # (confluent-kafka's types take no list[Header]: theirs is a list of another type)
                 if partition is None:
@@ -558,7 +569,8 @@ class ConfluentClient(KafkaClient):
 
     def producer(self, *, transactional_id: str | None = None, transaction_timeout_s: float = 60.0,
                  linger_ms: int = 20, max_request_bytes: int = 16 << 20, batch_bytes: int = 1 << 20,
-                 delivery_timeout_s: float = 120.0, compression: str | None = None) -> Producer:
+                 delivery_timeout_s: float = 120.0, compression: str | None = None,
+                 report_offsets: bool = False) -> Producer:
         conf = {**self._connection, "acks": "all", "enable.idempotence": True, "linger.ms": linger_ms,
                 "message.max.bytes": max_request_bytes, "batch.size": max(64, batch_bytes - RECORD_BATCH_OVERHEAD),
                 "message.timeout.ms": int(delivery_timeout_s * 1000),
@@ -567,7 +579,7 @@ class ConfluentClient(KafkaClient):
             conf.update({"transactional.id": transactional_id,
                          "transaction.timeout.ms": int(transaction_timeout_s * 1000),
                          "message.timeout.ms": int(min(delivery_timeout_s, transaction_timeout_s) * 1000)})
-        return _Producer(conf, self._tokens)
+        return _Producer(conf, self._tokens, report_offsets)
 
     def admin(self) -> Admin:
         return _Admin(dict(self._connection), self._tokens)

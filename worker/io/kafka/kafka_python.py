@@ -364,6 +364,13 @@ class _Reader(Reader):
         return partitions
 
     @translated
+    def assign_at(self, topic: str, starts: dict[int, int]) -> None:
+        self._partitions = [TopicPartition(topic, p) for p in starts]
+        self._consumer.assign(self._partitions)
+        for partition, offset in starts.items():
+            self._consumer.seek(TopicPartition(topic, partition), offset)
+
+    @translated
     def poll(self, timeout_s: float, max_records: int = 10_000) -> list[RecordLike]:
         batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         return [record for tp in sorted(batches, key=lambda tp: tp.partition) for record in batches[tp]]
@@ -394,7 +401,8 @@ class _Producer(Producer):
         self._failures.append(Failure(topic, key, value, headers or [], describe(error), isinstance(error, _REJECTED)))
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: list[Header] | None = None,
-             partition: int | None = None, timestamp_ms: int | None = None) -> None:
+             partition: int | None = None, timestamp_ms: int | None = None,
+             delivered: Callable[[int], None] | None = None) -> None:
         try:
             future = self._producer.send(topic, value=value, key=key, headers=_sendable(headers), partition=partition,
                                          timestamp_ms=timestamp_ms)
@@ -404,6 +412,8 @@ class _Producer(Producer):
         except errors.KafkaError as error:
             raise failure(error) from error
         future.add_errback(self._failed, topic, key, value, headers)
+        if delivered is not None:
+            future.add_callback(lambda metadata: delivered(metadata.offset))
 
     @translated
     def flush(self, timeout_s: float) -> None:
@@ -519,7 +529,8 @@ class KafkaPythonClient(KafkaClient):
 
     def producer(self, *, transactional_id: str | None = None, transaction_timeout_s: float = 60.0,
                  linger_ms: int = 20, max_request_bytes: int = 16 << 20, batch_bytes: int = 1 << 20,
-                 delivery_timeout_s: float = 120.0, compression: str | None = None) -> Producer:
+                 delivery_timeout_s: float = 120.0, compression: str | None = None,
+                 report_offsets: bool = False) -> Producer:
         options = dict(acks="all", linger_ms=linger_ms, batch_size=max(64, batch_bytes - RECORD_BATCH_OVERHEAD),
                        max_request_size=max_request_bytes,
                        delivery_timeout_ms=int(delivery_timeout_s * 1000), max_block_ms=10_000,

@@ -47,6 +47,11 @@ def looked_up(group: GroupState, keys: Iterable[str | int], classes: Any) -> dic
     for key in keys:
         holder = next((partition.keys for partition in group.owned.values()
                        if partition.keys is not None and key in partition.keys.counts), None)
+        out = next((number for number, partition in group.owned.items()
+                    if partition.keys is not None and partition.keys.out_of_memory([str(key)])), None)
+        if holder is None and out is not None:  # (--max-keys: read back, as its next message would)
+            group.keys_in_memory(out, [str(key)])
+            holder = group.owned[out].keys
         if holder is not None:
             answers[key] = KeyLookup(holder.counts.examples(key), holder.counts.cells_of([key], classes))
         else:

@@ -41,6 +41,10 @@ class KeysConfig(Checked):
                                     help="Drop a key unseen this long (90s, 15m, 36h, 7d), by its partition's "
                                          "clock (the newest message time): its counts leave memory and the keys "
                                          "topic; counted and logged (default: keys are kept).")
+    max_keys: int | None = setting(None, "--max-keys", low=1,
+                                   help="Keep at most N keys' counts in this replica's memory: after each commit "
+                                        "the least recently used beyond N leave it, and a key's next message reads "
+                                        "its counts back from the keys topic, exactly (default: every key is kept).")
     key_prior_weight: float = setting_like(TrainConfig, "key_prior_weight", DEFAULT_PRIOR_WEIGHT,
                                            help="m: a key's model is its own counts plus m pseudo-examples drawn "
                                                 "from the group's model (0: the key's own model; a key never seen "
@@ -49,6 +53,9 @@ class KeysConfig(Checked):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_model_key(self.model_key)
+        for option, given in (("--max-keys", self.max_keys is not None), ("--key-ttl", self.key_ttl is not None)):
+            if given and self.model_key is None:
+                raise ConfigError(f"{option} bounds the keys of a model per key: it needs --model-key key.")
 
     @property
     def keyed(self) -> bool:

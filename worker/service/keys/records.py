@@ -25,7 +25,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +37,7 @@ from nbstream.utils.checked import INT32_MAX, INT64_MAX, integer, number, shown
 from nbstream.utils.ndarrays import AnyArray
 
 from ...io.kafka.state_topic import Record
+from .memory import KeyMemory
 
 log = logging.getLogger(__name__)
 KEYS = "keys"
@@ -73,7 +74,8 @@ def keys_of(name: str) -> tuple[str, str, int] | None:
 
 class PartitionKeys:
     """One partition's keys: their counts, which of them changed since its last commit, and the parts
-    of those written in more than one record."""
+    of those written in more than one record; with a bound on the keys in memory (``bound``), which
+    are in memory and where the others' records are (``memory``)."""
 
     def __init__(self, counts: KeyedCounts, prior_weight: float, parts: dict[str, int] | None = None):
         self.counts, self.prior_weight = counts, prior_weight
@@ -81,33 +83,100 @@ class PartitionKeys:
         self.dropped: set[str] = set()  # keys dropped since the last write: their records get tombstones
         self.clock = 0  # the newest message time it saw (ms), at most CLOCK_AHEAD_MS past the wall clock
         self._parts = dict(parts or {})  # key -> parts, for the keys of more than one
+        self._sent: dict[bytes, tuple[str, int]] = {}  # record name -> (key, part), of the last write
+        self.memory: KeyMemory | None = None
+
+    def bound(self, ticks: Iterator[int], state: str, offsets: Mapping[bytes, int]) -> None:
+        """Track which keys are in memory (--max-keys), its keys' records being at ``offsets``
+        (record name -> offset, as read from its partition of the keys topic; a takeover's) and
+        ``state`` its partition state's name; the keys that learned last are the most recent."""
+        if self.memory is not None:
+            return
+        keys = [str(key) for key in self.counts.keys()]  # (the record keys are text)
+        names = {key: [key_record_name(state, key, part).encode() for part in range(self.parts(key))] for key in keys}
+        self.memory = KeyMemory(ticks, {key: tuple(offsets[name] for name in names[key]) for key in keys
+                                        if all(name in offsets for name in names[key])})
+        for at in np.argsort(self.counts.seen_of(keys), kind="stable").tolist():
+            self.memory.touch([keys[at]])
+
+    def parts(self, key: str) -> int:
+        """How many parts the key's newest record has."""
+        return self._parts.get(key, 1)
 
     def learned(self, keys: list[str]) -> None:
         self.changed.update(keys)
+
+    def delivery(self, record_name: bytes) -> Callable[[int], None] | None:
+        """What the producer calls with the offset of the record of this name (with a bound on the
+        keys in memory; None else, and for tombstones)."""
+        if self.memory is None:
+            return None
+        sent = self._sent.get(record_name)
+        return None if sent is None else self.memory.delivery(*sent)
+
+    def committed(self) -> None:
+        """The commit that wrote its records succeeded: their offsets are the keys' newest."""
+        if self.memory is not None:
+            self.memory.confirm(self.parts)
+
+    def out_of_memory(self, keys: list[str]) -> list[str]:
+        """Those of ``keys`` out of memory (once each)."""
+        if self.memory is None or not self.memory.evicted:
+            return []
+        evicted = self.memory.evicted
+        return [key for key in dict.fromkeys(keys) if key in evicted]
+
+    def evict(self, keys: list[str]) -> None:
+        """These keys, each in memory with its newest record committed, leave memory."""
+        assert self.memory is not None, "keys leave memory only under a bound"
+        examples, seen = self.counts.examples_of(keys).tolist(), self.counts.seen_of(keys).tolist()
+        for key, learned, last in zip(keys, examples, seen, strict=True):
+            self.memory.leave(key, learned, last)
+        self.counts.drop(keys)
+
+    def take_back(self, records: Mapping[bytes, bytes]) -> None:
+        """Keys out of memory in memory again, from their newest records (by name): ValueError, one
+        line, unless each holds what the key held when it left."""
+        assert self.memory is not None, "keys come back only under a bound"
+        evicted = self.memory.evicted
+        header = {"classes": self.counts.classes.labels.tolist(), "n_keys": 0, "examples": 0}
+        back, _, _, _ = keys_from_records(records, header, self.counts.n_features)
+        for key in back.keys():
+            left = evicted.get(str(key))
+            if left is None or back.examples(key) != left.examples:
+                raise ValueError(f"the record read back for the key {shown(key)} holds {back.examples(key):,} "
+                                 f"examples; it left memory with {'none' if left is None else left.examples}")
+        self.counts.merge(back)
+        for key in back.keys():
+            self.memory.back(str(key))
 
     def expire(self, newest_ms: int, ttl_ms: int) -> int:
         """Move the clock to ``newest_ms`` (clamped) and drop the keys that last learned longer than
         ``ttl_ms`` before it; how many were dropped."""
         self.clock = max(self.clock, min(newest_ms, int(time.time() * 1000) + CLOCK_AHEAD_MS))
         old = [str(key) for key in self.counts.seen_before(self.clock - ttl_ms)]  # the record keys are text
-        if not old:
-            return 0
-        self.counts.drop(old)
-        self.changed.difference_update(old)
-        self.dropped.update(old)
-        return len(old)
+        evicted = [] if self.memory is None else self.memory.expire(self.clock - ttl_ms)
+        if old:
+            self.counts.drop(old)
+            self.changed.difference_update(old)
+            if self.memory is not None:
+                self.memory.forget(old)
+        self.dropped.update(old + evicted)
+        return len(old) + len(evicted)
 
     def header(self) -> dict[str, object]:
         """What the partition's state says of its keys: the labels of their classes, how many keys
         and examples, and the prior weight their models are backed off by."""
-        return {"classes": self.counts.classes.labels.tolist(), "n_keys": len(self.counts),
-                "examples": self.counts.total_examples(), "prior_weight": self.prior_weight}
+        evicted = (0, 0) if self.memory is None else (len(self.memory.evicted), self.memory.evicted_examples)
+        return {"classes": self.counts.classes.labels.tolist(), "n_keys": len(self.counts) + evicted[0],
+                "examples": self.counts.total_examples() + evicted[1], "prior_weight": self.prior_weight}
 
     def write(self, state: str, commit: int) -> list[Record]:
         """The records of the keys changed since the last write (``commit`` names this one)."""
         changed, dropped = sorted(self.changed), sorted(self.dropped)
         self.changed.clear()
         self.dropped.clear()
+        self._sent = {}
         records: list[Record] = [(key_record_name(state, key, part).encode(), None)
                                  for key in dropped for part in range(self._parts.pop(key, 1))]
         if not changed:
@@ -137,7 +206,9 @@ class PartitionKeys:
             body = (cells.class_count[8 * cells.n_classes * slot:8 * cells.n_classes * (slot + 1)],
                     cells.features[4 * first:4 * last], cells.classes[4 * first:4 * last],
                     cells.counts[8 * first:8 * last])
-            records.append((key_record_name(state, key, part).encode(), KEY_RECORD.seal(header, body, _VERSION)))
+            name = key_record_name(state, key, part).encode()
+            self._sent[name] = (key, part)
+            records.append((name, KEY_RECORD.seal(header, body, _VERSION)))
         return records
 
 

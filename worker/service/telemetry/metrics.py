@@ -249,7 +249,8 @@ class ServiceMetrics:
         self.pending = Gauge("nbstream_pending_examples", "Messages of the owned partitions waiting for their label "
                              "(--labels-topic)", registry=registry)
         self.keys = Gauge("nbstream_keys", "Keys (--model-key), by state: in_memory, those whose counts the owned "
-                          "partitions hold; dropped, those this replica dropped for --key-ttl since it started",
+                          "partitions hold in memory; evicted, those out of memory for --max-keys (in the keys "
+                          "topic); dropped, those this replica dropped for --key-ttl since it started",
                           ["state"], registry=registry)
         self.delayed_labels = {outcome: Counter(name, documentation, registry=registry)
                                for outcome, (name, documentation) in LABEL_OUTCOMES.items()}

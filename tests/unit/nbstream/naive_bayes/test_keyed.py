@@ -317,3 +317,22 @@ def test_a_dropped_key_is_answered_by_the_group_and_the_others_keep_their_counts
     np.testing.assert_allclose(keyed.predict_joint_log_proba(X_test[:5], keys=[1] * 5), before, rtol=1e-12)
     state = keyed.export_state().statistics
     assert len(state["examples"]) == 6 and state["pair_end"][-1] == len(state["pair_count"])
+
+
+def test_keys_that_come_and_go_keep_every_count_of_those_held_through_renumbering():
+    rng = np.random.default_rng(3)
+    X, y = rng.integers(0, 3, size=(6_000, 5)), rng.choice(["a", "b"], 6_000)
+    keys = [f"k{i % 3_000}" for i in range(6_000)]
+    keyed = KeyedNB(MultinomialNB(), prior_weight=0).partial_fit(X, y, keys=keys)
+    kept = [f"k{i}" for i in range(2_900, 3_000)]
+    keyed.drop_keys([key for key in keyed.keys() if key not in kept])  # rows renumbered: 3,000 slots, 100 held
+    keyed.partial_fit(X[:50], y[:50], keys=["k2950"] * 50)  # and learning goes on after
+    for key in ("k2900", "k2950", "k2999"):
+        rows = [i for i, k in enumerate(keys) if k == key]
+        alone = MultinomialNB().partial_fit(X[rows], y[rows], classes=keyed.classes_)
+        if key == "k2950":
+            alone.partial_fit(X[:50], y[:50])
+        order = [alone.classes_.tolist().index(label) for label in keyed.classes_.tolist()]
+        np.testing.assert_array_equal(keyed.key_model(key).feature_count_, alone.feature_count_[order])
+        assert keyed.key_examples([key])[0] == len(rows) + (50 if key == "k2950" else 0)
+    assert keyed.n_keys_ == 100 and len(keyed.export_state().statistics["examples"]) == 100

@@ -171,3 +171,16 @@ def test_at_least_once_keys_ahead_of_their_state_are_taken_with_a_warning(caplog
         restore_keys(topic, header, 50, 10.0)
     taken = restore_keys(topic, header, 50, 10.0, strict=False)
     assert len(taken.counts) == 3 and "ahead of its state" in caplog.text
+
+
+@pytest.mark.parametrize(("option", "value"), [("max_keys", 10), ("key_ttl", 60.0)])
+def test_a_bound_on_keys_without_a_model_per_key_is_refused_alone(option, value):
+    flag = "--" + option.replace("_", "-")
+    with pytest.raises(ConfigError, match=f"{flag} bounds the keys of a model per key: it needs --model-key key"):
+        serve_config(**{option: value})
+    assert getattr(serve_config(model_key="key", **{option: value}).keys, option) == value
+
+
+def test_max_keys_must_be_at_least_one():
+    with pytest.raises(ConfigError, match="--max-keys must be at least 1"):
+        serve_config(model_key="key", max_keys=0)
