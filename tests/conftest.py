@@ -121,3 +121,20 @@ def mlflow_tracking_uri(tmp_path_factory) -> str:
         _missing("MLflow tracking server", error, " (pip install 'nbstream[mlflow]' mlflow)")
     yield uri
     manager.__exit__(None, None, None)
+
+
+@pytest.fixture
+def started():
+    """Starts a tests.helpers.service.Service and kills it at the test's end if it still runs (a
+    failed assertion leaves none)."""
+    from tests.helpers.service import Service
+
+    running: list[Service] = []
+
+    def start(*args, **kwargs) -> Service:
+        running.append(Service(*args, **kwargs).start())
+        return running[-1]
+    yield start
+    for service in running:
+        if service.running():
+            service.kill()

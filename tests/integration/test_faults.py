@@ -22,9 +22,12 @@ pytestmark = pytest.mark.faults
 class SteadyProducer(threading.Thread):
     """Sends the given values at a steady rate, riding out broker outages; every send confirmed."""
 
-    def __init__(self, bootstrap: str, topic: str, values: list[bytes], rate: float, partitions: int = 1):
+    def __init__(self, bootstrap: str, topic: str, values: list[bytes], rate: float, partitions: int = 1,
+                 keys: list[bytes] | None = None):
+        """keys : each value's record key, partitioned by the producer's hash (default: its index, round robin)."""
         super().__init__(daemon=True)
         self.bootstrap, self.topic, self.values, self.rate, self.partitions = bootstrap, topic, values, rate, partitions
+        self.keys = keys
         self.error: Exception | None = None
 
     def run(self):
@@ -37,8 +40,11 @@ class SteadyProducer(threading.Thread):
                 delay = started + i / self.rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-                futures.append(producer.send(self.topic, value=value, key=str(i).encode(),
-                                             partition=i % self.partitions))
+                if self.keys is None:
+                    futures.append(producer.send(self.topic, value=value, key=str(i).encode(),
+                                                 partition=i % self.partitions))
+                else:
+                    futures.append(producer.send(self.topic, value=value, key=self.keys[i]))
             producer.flush(timeout=300)
             for future in futures:
                 future.get(timeout=300)

@@ -28,20 +28,6 @@ KEYED = ("--text-features", "--model", "multinomial", "--model-key", "key", "--k
 USERS = 40
 
 
-@pytest.fixture
-def started():
-    """Starts a Service and kills it at the test's end if it still runs (a failed assertion leaves none)."""
-    running: list[Service] = []
-
-    def start(*args, **kwargs) -> Service:
-        running.append(Service(*args, **kwargs).start())
-        return running[-1]
-    yield start
-    for service in running:
-        if service.running():
-            service.kill()
-
-
 def sms_by_user(n: int):
     table = pq.read_table(SMS / "train.parquet").slice(0, n)
     rows = table.to_pylist()
@@ -340,3 +326,4 @@ def test_keys_beyond_max_keys_leave_memory_and_come_back_exactly_through_a_kill_
     position = {row["id"]: i for i, row in enumerate(rows)}
     offsets = {(r.partition, r.offset): position[json.loads(r.value)["id"]] for r in inputs}
     assert offline_check(predictions, rows, X, labels, users, offsets) > 800  # every key exact, read back or not
+
