@@ -1,7 +1,7 @@
 """A model per key on a real broker: `worker serve --model-key key` beside the same service without
 keys, on SMS texts keyed by users with a few messages each.
 
-    python scripts/bench_keyed.py [--bootstrap HOST:PORT] [--keys 100000] [--per-key 3]
+    python scripts/bench_keyed.py [--bootstrap HOST:PORT] [--keys 100000] [--per-key 3] [--bounded-keys 10000]
 
 Prints, in one run:
 
@@ -12,7 +12,11 @@ Prints, in one run:
   over that phase's commits), and the replica's resident memory per key beyond its start;
 - takeover: the replica killed (-9) once it holds every key, and started again: seconds from its
   start to the prediction of a message sent then (its partition's keys read again from the state
-  topic on the way).
+  topic on the way);
+- bounded: --max-keys at a tenth of the keys against no bound, on the same messages, committed
+  every 1,000 messages, keys drawn skewed (Zipf, s=1.1: a few keys are most of the messages) and
+  in turn (every message's key the least recently used: each is read back), with predictions/s,
+  keys out of memory at the end and resident memory.
 
 Without --bootstrap a broker is started from the Kafka jars (scripts/kafka_broker.py).
 """
@@ -28,6 +32,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pyarrow.parquet as pq
 
@@ -81,6 +86,40 @@ def rate(predictions: Predictions, expected: int) -> float:
     first = stamps[0]
     done = sum(1 for stamp in stamps if stamp == first)
     return (expected - done) / (stamps[-1] - first)
+
+
+def send_messages(bootstrap: str, topic: str, rows: list[dict], users: list[int]) -> None:
+    """One message per user number given, the SMS texts in turn."""
+    values = [orjson.dumps({"id": i, "text": rows[i % len(rows)]["text"], "label": rows[i % len(rows)]["label"]})
+              for i in range(len(users))]
+    send(bootstrap, topic, values, keys=[f"user-{user}".encode() for user in users])
+
+
+def bounded(bootstrap: str, rows: list[dict], n_keys: int, folder: Path) -> None:
+    rng = np.random.default_rng(7)
+    patterns = {"skewed (Zipf 1.1)": (rng.zipf(1.1, 5 * n_keys) - 1) % n_keys,
+                "in turn (each read back)": np.arange(3 * n_keys) % n_keys}
+    lines = []
+    for pattern, users in patterns.items():
+        topic = create_topic(bootstrap, "keyed-bounded")
+        send_messages(bootstrap, topic, rows, users.tolist())
+        for bound in (None, n_keys // 10):
+            run = f"{topic}-{uuid.uuid4().hex[:6]}"
+            port = free_port()
+            extra = [*KEYED, "--metrics-port", str(port), "--checkpoint-every", "1000",  # (keys leave at commits)
+                     *(["--max-keys", str(bound)] if bound else [])]
+            predictions = Predictions(bootstrap, f"{run}.out")
+            process = start_serve(bootstrap, topic, run, None, extra, folder, run)
+            try:
+                value = rate(predictions, len(users))
+                time.sleep(2)
+                evicted = metrics(port).get('nbstream_keys{state="evicted"}', 0)
+                lines.append([pattern, f"{len(set(users.tolist())):,}", "none" if bound is None else f"{bound:,}",
+                              f"{value:,.0f}", f"{evicted:,.0f}",
+                              f"{rss_bytes(process.pid) / (1 << 20):,.0f}"])
+            finally:
+                stop([process])
+    table(["keys drawn", "keys", "--max-keys", "predictions/s", "out of memory at the end", "resident MiB"], lines)
 
 
 def throughput(bootstrap: str, rows: list[dict], n: int, per_key: int, folder: Path) -> None:
@@ -146,7 +185,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200_000, help="for the throughput table")
     parser.add_argument("--per-key", type=int, default=3)
     parser.add_argument("--keys", type=int, default=100_000, help="the most keys of the scale table")
-    parser.add_argument("--only", choices=("throughput", "scale"))
+    parser.add_argument("--bounded-keys", type=int, default=10_000, help="the keys of the bounded table")
+    parser.add_argument("--only", choices=("throughput", "scale", "bounded"))
     args = parser.parse_args()
     rows = sms_rows()
     phases = [k for k in (1_000, 10_000, 100_000, 1_000_000) if k <= args.keys]
@@ -156,6 +196,8 @@ def main() -> None:
             throughput(bootstrap, rows, args.messages, args.per_key, Path(folder))
         if args.only in (None, "scale"):
             scale(bootstrap, rows, phases, args.per_key, Path(folder))
+        if args.only in (None, "bounded"):
+            bounded(bootstrap, rows, args.bounded_keys, Path(folder))
 
 
 if __name__ == "__main__":

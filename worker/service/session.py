@@ -268,8 +268,10 @@ class Session:
         except KafkaFailure:
             self.metrics.commit_failures.inc()  # (the session ends; nothing of this commit counts)
             raise
+        if committed and self.group.keys_committed():
+            self.metrics.keys.labels("in_memory").set(self.group.keys_held())
+            self.metrics.keys.labels("evicted").set(self.group.keys_evicted())
         if committed:
-            self.group.keys_committed()
             self.counts.publish(self.metrics)
             self.metrics.checkpoints.inc()
             self.metrics.last_checkpoint.set(time.time())
