@@ -12,7 +12,7 @@ Prints, in one run:
   over that phase's commits), and the replica's resident memory per key beyond its start;
 - takeover: the replica killed (-9) once it holds every key, and started again: seconds from its
   start to the prediction of a message sent then (its partition's keys read again from the state
-  topic on the way);
+  topic on the way), and the committed predictions counted: one per message sent, none twice;
 - bounded: --max-keys at a tenth of the keys against no bound, on the same messages, committed
   every 1,000 messages, keys drawn skewed (Zipf, s=1.1: a few keys are most of the messages) and
   in turn (every message's key the least recently used: each is read back), with predictions/s,
@@ -139,6 +139,26 @@ def throughput(bootstrap: str, rows: list[dict], n: int, per_key: int, folder: P
                                                        for name, value in results])
 
 
+def committed_predictions(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(predictions, distinct input (partition, offset) they answer) a read_committed reader finds in
+    ``topic``, read until it has been quiet for 5 s."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    total, answered, quiet = 0, set(), time.monotonic()
+    while time.monotonic() - quiet < 5:
+        for message in consumer.consume(num_messages=10_000, timeout=0.5):
+            if message.error() is None:
+                prediction = orjson.loads(message.value())
+                total += 1
+                answered.add((prediction["partition"], prediction["offset"]))
+                quiet = time.monotonic()
+    consumer.close()
+    return total, len(answered)
+
+
 def scale(bootstrap: str, rows: list[dict], phases: list[int], per_key: int, folder: Path) -> None:
     topic = create_topic(bootstrap, "keyed-scale")
     run = f"{topic}-{uuid.uuid4().hex[:6]}"
@@ -175,8 +195,11 @@ def scale(bootstrap: str, rows: list[dict], phases: list[int], per_key: int, fol
     finally:
         predictions.stop = True
         stop([process])
+    total, answered = committed_predictions(bootstrap, f"{run}.out")
     table(["keys", "commits", "commit ms (mean)", "memory MiB beyond no key", "bytes per key"], lines)
     print(f"\ntakeover: {takeover:.1f} s from a start to the first prediction, with {phases[-1]:,} keys to read again")
+    print(f"committed predictions: {total:,} of {answered:,} distinct messages; {sent + 1:,} sent "
+          f"({'none lost, none twice' if total == answered == sent + 1 else 'LOST OR DOUBLED'})")
 
 
 def main() -> None:
