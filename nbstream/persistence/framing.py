@@ -107,6 +107,15 @@ class Framing:
         if digest is not None:
             out.write(digest.digest())
 
+    def start(self, version: int | None = None) -> bytes:
+        """What every frame of ``version`` starts with: the magic and the version byte. A frame without
+        a checksum is this, the header's length (``length``), the header and the body, end to end."""
+        return self.magic + (bytes([self._version(version)]) if self.versions is not None else b"")
+
+    def length(self, header: bytes) -> bytes:
+        """The header's length as a frame writes it."""
+        return self._length.pack(len(header))
+
     def seal(self, header: dict[str, Any] | bytes, body: Iterable[Buffer] = (), version: int | None = None) -> bytes:
         """The frame of ``header`` (a JSON object, or its UTF-8 bytes) and the body's parts, as bytes."""
         text = header if isinstance(header, bytes) else json.dumps(header, allow_nan=False).encode()
@@ -114,8 +123,7 @@ class Framing:
             out = io.BytesIO()
             self.write(out, text, body, version)
             return out.getvalue()
-        start = self.magic + (bytes([self._version(version)]) if self.versions is not None else b"")
-        return b"".join((start, self._length.pack(len(text)), text, *body))  # as ``write`` writes it
+        return b"".join((self.start(version), self.length(text), text, *body))  # as ``write`` writes it
 
     def open(self, data: Buffer, source: str = "") -> Opened:
         """The version, header and body of a frame ``seal`` or ``write`` made; FrameError (one line,

@@ -182,22 +182,37 @@ class PartitionKeys:
         if not changed:
             return records
         cells = _Laid(self.counts.cells_of(changed, self.counts.classes.labels))
-        seen = self.counts.seen_of(changed).tolist()
+        seen, examples = self.counts.seen_of(changed).tolist(), self.counts.examples_of(changed).tolist()
         ends = np.searchsorted(cells.slot, np.arange(len(changed)), side="right").tolist()
-        start = 0
+        start, tracked = 0, self.memory is not None
+        frame, length, header = KEY_RECORD.start(_VERSION), KEY_RECORD.length, orjson.dumps
+        n_classes, row = cells.n_classes, 8 * cells.n_classes
+        prefix = f"{state}/{KEYS}/"
         for slot, key in enumerate(changed):
-            records += self._records_of(state, key, (self.counts.examples(key), seen[slot]), cells, slot, start,
-                                        ends[slot], commit)
-            start = ends[slot]
+            end = ends[slot]
+            if end - start > MOST_PART_PAIRS:
+                records += self._parts_of(state, key, (examples[slot], seen[slot]), cells, slot, start, end, commit)
+                start = end
+                continue
+            # one record, the usual case (written out here: a commit writes thousands)
+            text = header({"key": key, "examples": examples[slot], "seen": seen[slot], "parts": 1, "part": 0,
+                           "commit": commit, "classes": n_classes, "pairs": end - start})
+            name = (prefix + key_digest(key)).encode()
+            records.append((name, b"".join((frame, length(text), text, cells.class_count[row * slot:row * (slot + 1)],
+                                            cells.features[4 * start:4 * end], cells.classes[4 * start:4 * end],
+                                            cells.counts[8 * start:8 * end]))))
+            if tracked:
+                self._sent[name] = (key, 0)
+            start = end
         return records
 
-    def _records_of(self, state: str, key: str, learned: tuple[int, int], cells: _Laid, slot: int, start: int,
-                    end: int, commit: int) -> list[Record]:
-        """The records of one key: learned (its examples, when it last learned), its cells' slot and span."""
+    def _parts_of(self, state: str, key: str, learned: tuple[int, int], cells: _Laid, slot: int, start: int,
+                  end: int, commit: int) -> list[Record]:
+        """The records of a key of more pairs than one record holds: learned (its examples, when it
+        last learned), its cells' slot and span."""
         examples, seen = learned
-        parts = max(1, -(-(end - start) // MOST_PART_PAIRS))
-        if parts > 1:
-            self._parts[key] = parts
+        parts = -(-(end - start) // MOST_PART_PAIRS)
+        self._parts[key] = parts
         records: list[Record] = []
         for part in range(parts):
             first, last = start + part * MOST_PART_PAIRS, min(end, start + (part + 1) * MOST_PART_PAIRS)
