@@ -6,7 +6,9 @@ or, for a model trained on an integer key column, a 64-bit integer.
 
 from __future__ import annotations
 
-MOST_KEY_BYTES = 1_024  # a longer key names no key: a dead letter, or a request refused
+from nbstream.arrow.keys import MOST_KEY_BYTES
+
+__all__ = ["MOST_KEY_BYTES", "key_problem"]
 _INT64 = (-(2**63), 2**63 - 1)
 
 

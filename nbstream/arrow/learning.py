@@ -114,7 +114,15 @@ class KeyedPipelineLearner(PipelineLearner):
 
     def check_schema(self, schema: pa.Schema, source: str) -> None:
         super().check_schema(schema, source)
-        check_key_type(schema, self.key, source)
+        self.check_key_column(schema, source)
+
+    def check_key_column(self, schema: pa.Schema, source: str) -> None:
+        """FeatureError naming ``source`` unless the key column holds keys of the kind learned so far."""
+        kind = check_key_type(schema, self.key, source)
+        known = self.keyed.keys()[:1] if hasattr(self.keyed, "group_model_") else []
+        if known and type(known[0]) is not kind:
+            raise FeatureError(f"{source}: key column {self.key!r} holds {kind.__name__}s; the keys learned so far "
+                               f"are {type(known[0]).__name__}s.")
 
     def _keys(self, batch: pa.RecordBatch, problems: RowProblems) -> list[Key]:
         return extract_keys(batch, self.key, problems)

@@ -163,16 +163,19 @@ def _new_keyed(config: TrainConfig, template: NaiveBayes[Any, Any]) -> KeyedNB |
     return keyed
 
 
-def _schema_check(encoder: FeatureEncoder, config: TrainConfig) -> Callable[[pa.Schema, str], None]:
+def _schema_check(encoder: FeatureEncoder, config: TrainConfig, learner: PipelineLearner | None = None
+                  ) -> Callable[[pa.Schema, str], None]:
     """check_schema(schema, path) for every file read: its feature columns, its label column, then
-    its key column (--model-key)."""
+    its key column (--model-key; of the kind of the keys ``learner`` learned so far)."""
     label, key = config.label, config.model_key
 
     def check(schema: pa.Schema, path: str) -> None:
         encoder.check_schema(schema, path)
         if label not in schema.names:
             raise ConfigError(f"{path}: label column {label!r} not found; columns are {schema.names}.")
-        if key is not None:
+        if isinstance(learner, KeyedPipelineLearner):
+            learner.check_key_column(schema, path)
+        elif key is not None:
             check_key_type(schema, key, path)
     return check
 
@@ -202,7 +205,7 @@ def train(config: TrainConfig, progress: bool | None = None) -> TrainSummary:
     learned_before = run.model.n_examples_seen_ if run.model.is_fitted else 0
     with RowProgress("training", count_rows(files), done=run.rows_read, enabled=progress) as bar:
         for batch in read_batches(files, run.learner.columns, config.batch_size, run.start,
-                                  check_schema=_schema_check(encoder, config)):
+                                  check_schema=_schema_check(encoder, config, run.learner)):
             _learn(run, batch)
             run.advance(batch)
             bar.advance(batch.data.num_rows)

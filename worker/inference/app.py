@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -118,9 +119,10 @@ class InferenceEndpoints:
         topics = {key.rpartition(":")[0] for key in named.position} or None
         wait_ms = wait_ms_of(asked.parameters.get("timeout_ms"))
         key = key_of(asked.parameters.get("key"), named.name, named.keys is not None)
+        deadline = time.monotonic() + wait_ms / 1000  # (one timeout_ms for both waits)
         model = await model_at(self.source, named.name, min_position_of(asked.parameters.get("min_position"), topics),
                                wait_ms)
-        model = await model_knowing(self.source, model, key, wait_ms)
+        model = await model_knowing(self.source, model, key, wait_ms, deadline)
         self._check_version(request, model)
         return _json(model.infer(asked))
 

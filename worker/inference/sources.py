@@ -118,16 +118,17 @@ def model_named(source: ModelSource, name: str) -> AnsweringModel:
 
 
 async def model_knowing(source: ModelSource, model: AnsweringModel, key: str | int | None,
-                        wait_ms: int) -> AnsweringModel:
+                        wait_ms: int, deadline: float | None = None) -> AnsweringModel:
     """``model``, or when it cannot tell ``key``'s model yet, the first model published after it that
-    can, waiting at most wait_ms for it (NotReady beyond). A later model includes ``model``'s position."""
-    deadline = time.monotonic() + wait_ms / 1000
+    can, waiting at most wait_ms for it, or until ``deadline`` (time.monotonic(); NotReady beyond).
+    A later model includes ``model``'s position."""
+    deadline = time.monotonic() + wait_ms / 1000 if deadline is None else deadline
     while key is not None and model.ready and model.keys is not None and model.keys.model_of(key) is None:
+        source.ask_key(key)  # (asked even when there is no time to wait: a request again finds it looked up)
         left = deadline - time.monotonic()
         if left <= 0:
             raise NotReady(f"the key {str(key)[:80]!r} of model {model.name!r} was not looked up within {wait_ms} ms "
                            f"(it is, at the service's next commit).")
-        source.ask_key(key)
         await source.changed(left)
         model = model_named(source, model.name)
     return model

@@ -128,7 +128,8 @@ class StateWriter:
             return
         assert self.keys_topic is not None and keys is not None, "a partition keeps keys only in a keyed group"
         for key, value in records:
-            self.producer.send(self.keys_topic, value, key=key, partition=partition, delivered=keys.delivery(key))
+            self.producer.send(self.keys_topic, value, key=key, partition=partition,
+                               delivered=None if value is None else keys.delivery(key))
             self.last_bytes += len(value or b"")
 
     def _write_payload(self, name: str, payload: bytes, pending: PendingWrite | None = None) -> None:

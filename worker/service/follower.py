@@ -155,10 +155,12 @@ class StateFollower:
 
     def close(self) -> None:
         """Close its readers."""
-        if self._key_reader is not None:
-            self._key_reader.close()
-            self._key_reader = None
-        self.reader.close()
+        try:
+            if self._key_reader is not None:
+                self._key_reader.close()
+                self._key_reader = None
+        finally:
+            self.reader.close()
 
     def forget_fetched(self) -> None:
         self._fetched = None

@@ -276,8 +276,16 @@ class GroupState:
         wanted = owned.out_of_memory(keys)
         if wanted:
             self.key_bound.read_back(partition, owned, wanted)
-        assert owned.memory is not None
-        owned.memory.touch(keys)
+
+    def keys_used(self, partition: int, keys: list[str]) -> None:
+        """These keys of an owned partition were just used (--max-keys: the most recently)."""
+        owned = self.owned[partition].keys
+        if owned is not None:
+            owned.touch(keys)
+
+    def keys_dropped(self) -> int:
+        """Keys the owned partitions dropped (--key-ttl) since they were taken over."""
+        return sum(partition.keys.drops for partition in self.owned.values() if partition.keys is not None)
 
     def _key_records(self, partitions: list[int], timeout_s: float,
                      offsets: dict[int, dict[bytes, int]]) -> dict[str, dict[bytes, bytes]]:

@@ -213,12 +213,17 @@ class PrequentialLoop:
         """Each good row predicted by its key's model, the keys learning as they go (``keys/serving.py``)."""
         assert self.keyed is not None
         served = self.group.models.served_model
-        owned = []
-        for partition, rows in self._partitions(partitions):
+        owned, routes = [], self._partitions(partitions)
+        per_partition = [(partition.number, [keys[i] for i in np.flatnonzero(rows).tolist()])
+                         for partition, rows in routes]
+        for (partition, rows), (number, mine) in zip(routes, per_partition, strict=True):
             assert partition.keys is not None, "a keyed group's partitions keep their keys"
-            self.group.keys_in_memory(partition.number, [keys[i] for i in np.flatnonzero(rows).tolist()])
+            self.group.keys_in_memory(number, mine)  # (--max-keys: those out of it are read back first)
             owned.append((partition.keys, rows))
-        return self.keyed.predict_then_learn(served.model, served.version, X, y, learned, keys, owned, stamps)
+        predictions = self.keyed.predict_then_learn(served.model, served.version, X, y, learned, keys, owned, stamps)
+        for number, mine in per_partition:
+            self.group.keys_used(number, mine)
+        return predictions
 
     def _explaining(self, decoded: Decoded, good: BoolArray) -> Explaining | None:
         """What --explain asks of the good rows (None: nothing)."""

@@ -44,7 +44,7 @@ class ModelPublisher:
         position = self.position()
         published = self.board.models()
         asked = self.board.take_keys()
-        learned = (self.group.version(), tuple(models[name].version for name in models))
+        learned = (self.group.version(), tuple(models[name].version for name in models), self.group.keys_dropped())
         if learned == self._learned:
             if all(model.position == position for model in published.values()):
                 if self._served == models.served and not asked:

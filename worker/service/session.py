@@ -268,7 +268,7 @@ class Session:
         except KafkaFailure:
             self.metrics.commit_failures.inc()  # (the session ends; nothing of this commit counts)
             raise
-        if committed and self.group.keys_committed():
+        if self.group.keys_committed():  # (committed or not, every key in memory is as its record is)
             self.metrics.keys.labels("in_memory").set(self.group.keys_held())
             self.metrics.keys.labels("evicted").set(self.group.keys_evicted())
         if committed:

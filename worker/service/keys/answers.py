@@ -14,6 +14,7 @@ has a state of; else the key may be another replica's, and the request is told s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -23,8 +24,12 @@ from nbstream.naive_bayes.backoff import PseudoCounts, key_model, pseudo_counts
 from nbstream.naive_bayes.discrete import FeatureCountsNB
 from nbstream.stats.keyed_counts import KeyCells
 
-from ...inference.errors import NotFound, RequestError
+from ...inference.errors import NotFound, NotReady, RequestError
+from ...io.kafka.client import KafkaFailure
 from ..group_state import GroupState
+
+log = logging.getLogger(__name__)
+MOST_READ_BACK = 1_000  # keys read back for the inference API at one publication, at most
 
 
 @dataclass(frozen=True)
@@ -35,23 +40,35 @@ class KeyLookup:
     cells: KeyCells | None = None
     elsewhere: tuple[int, ...] = ()
     owned: tuple[int, ...] = ()
+    failure: str | None = None  # why its counts could not be read back (--max-keys)
 
 
 def looked_up(group: GroupState, keys: Iterable[str | int], classes: Any) -> dict[str | int, KeyLookup]:
     """Each asked key as the owned partitions hold it now (call it when they are as committed);
-    classes : the labels of the group model's classes, in its order (the cells' class rows)."""
+    classes : the labels of the group model's classes, in its order (the cells' class rows). Keys
+    out of memory (--max-keys) are read back first, at most MOST_READ_BACK a publication (the rest
+    are left for the next one); those that cannot be read back are answered by why."""
     owned = tuple(sorted(group.owned))
     elsewhere = tuple(sorted(p for p in group.latest if p not in group.owned))  # (their keys may be anywhere
     # now: a state just released, or one another replica committed, that this one has not read yet)
+    asked = [key for key in keys if isinstance(key, str)]
     answers: dict[str | int, KeyLookup] = {}
+    for number, partition in group.owned.items():
+        out = [] if partition.keys is None else partition.keys.out_of_memory(asked)[:MOST_READ_BACK]
+        try:
+            group.keys_in_memory(number, out)  # one read of the partition's records for all of them
+        except (KafkaFailure, ValueError) as error:
+            log.error("keys asked of the inference API could not be read back", extra={
+                "partition": number, "keys": len(out), "cause": str(error)[:300]})
+            answers.update((key, KeyLookup(failure=str(error)[:300])) for key in out)
     for key in keys:
+        if key in answers:
+            continue
         holder = next((partition.keys for partition in group.owned.values()
                        if partition.keys is not None and key in partition.keys.counts), None)
-        out = next((number for number, partition in group.owned.items()
-                    if partition.keys is not None and partition.keys.out_of_memory([str(key)])), None)
-        if holder is None and out is not None:  # (--max-keys: read back, as its next message would)
-            group.keys_in_memory(out, [str(key)])
-            holder = group.owned[out].keys
+        if holder is None and any(partition.keys is not None and partition.keys.out_of_memory([str(key)])
+                                  for partition in group.owned.values()):
+            continue  # (beyond this publication's read-backs: asked again, looked up at the next)
         if holder is not None:
             answers[key] = KeyLookup(holder.counts.examples(key), holder.counts.cells_of([key], classes))
         else:
@@ -78,6 +95,8 @@ class CommittedKeys:
         lookup = self.lookups.get(key)
         if lookup is None:
             return None
+        if lookup.failure is not None:
+            raise NotReady(f"the key {key[:80]!r} could not be read back from the keys topic ({lookup.failure}).")
         if lookup.cells is not None:
             family = cast(FeatureCountsNB[Any], self.group)
             if self._pseudo is None:

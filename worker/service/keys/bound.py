@@ -56,7 +56,8 @@ class KeyBound:
         found = self._fetch(partition, sorted({offset for offsets in places.values() for offset in offsets}),
                             READ_BACK_TIMEOUT_S)
         records = {found[offset].key: found[offset].value for offsets in places.values() for offset in offsets}
-        keys.take_back({name: value for name, value in records.items() if name is not None and value is not None})
+        keys.take_back(wanted, {name: value for name, value in records.items()
+                                if name is not None and value is not None})
         self.read_back_total += len(wanted)
         self._said(0, len(wanted))
 

@@ -17,6 +17,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+_NEVER = 2**63  # later than any time a key learned
+
 
 @dataclass(frozen=True)
 class Evicted:
@@ -38,9 +40,10 @@ class KeyMemory:
         self.evicted_examples = 0
         self.offsets = dict(offsets or {})  # key in memory -> its newest record's parts, as committed
         self._arrived: dict[str, dict[int, int]] = {}  # key -> part -> offset, of records not committed yet
+        self._oldest = _NEVER  # no key out of memory last learned before this
 
     def touch(self, keys: Iterable[str]) -> None:
-        """These keys were just used (in memory: those out of it are read back first)."""
+        """These keys, held in memory, were just used."""
         tick, used = next(self._ticks), self.used
         for key in keys:
             used[key] = tick
@@ -58,6 +61,8 @@ class KeyMemory:
         for key, parts in self._arrived.items():
             if len(parts) == parts_of(key):
                 self.offsets[key] = tuple(parts[part] for part in range(len(parts)))
+            else:  # (not every part reported: the key stays in memory until a commit reports them all)
+                self.offsets.pop(key, None)
         self._arrived.clear()
 
     def oldest(self) -> Iterator[tuple[int, str]]:
@@ -69,6 +74,7 @@ class KeyMemory:
         """The key leaves memory (its counts are dropped by the caller)."""
         self.evicted[key] = Evicted(self.offsets.pop(key), examples, seen)
         self.evicted_examples += examples
+        self._oldest = min(self._oldest, seen)
         self.used.pop(key, None)
 
     def back(self, key: str) -> Evicted:
@@ -86,7 +92,10 @@ class KeyMemory:
 
     def expire(self, before: int) -> list[str]:
         """Drop the keys out of memory that last learned before ``before``; which they were."""
+        if before <= self._oldest:  # (none is that old: no walk over every key out of memory)
+            return []
         old = [key for key, evicted in self.evicted.items() if evicted.seen < before]
         for key in old:
             self.evicted_examples -= self.evicted.pop(key).examples
+        self._oldest = min((evicted.seen for evicted in self.evicted.values()), default=_NEVER)
         return old

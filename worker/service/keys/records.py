@@ -85,6 +85,7 @@ class PartitionKeys:
         self._parts = dict(parts or {})  # key -> parts, for the keys of more than one
         self._sent: dict[bytes, tuple[str, int]] = {}  # record name -> (key, part), of the last write
         self.memory: KeyMemory | None = None
+        self.drops = 0  # keys dropped (--key-ttl) since it was made
 
     def bound(self, ticks: Iterator[int], state: str, offsets: Mapping[bytes, int]) -> None:
         """Track which keys are in memory (--max-keys), its keys' records being at ``offsets``
@@ -119,6 +120,12 @@ class PartitionKeys:
         if self.memory is not None:
             self.memory.confirm(self.parts)
 
+    def touch(self, keys: list[str]) -> None:
+        """These keys were just used: those held in memory count as the most recently used."""
+        if self.memory is not None:
+            counts = self.counts
+            self.memory.touch(key for key in keys if key in counts)
+
     def out_of_memory(self, keys: list[str]) -> list[str]:
         """Those of ``keys`` out of memory (once each)."""
         if self.memory is None or not self.memory.evicted:
@@ -134,13 +141,17 @@ class PartitionKeys:
             self.memory.leave(key, learned, last)
         self.counts.drop(keys)
 
-    def take_back(self, records: Mapping[bytes, bytes]) -> None:
-        """Keys out of memory in memory again, from their newest records (by name): ValueError, one
-        line, unless each holds what the key held when it left."""
+    def take_back(self, wanted: list[str], records: Mapping[bytes, bytes]) -> None:
+        """The ``wanted`` keys out of memory in memory again, from their newest records (by name):
+        ValueError, one line, unless those are every wanted key's and each holds what the key held
+        when it left."""
         assert self.memory is not None, "keys come back only under a bound"
         evicted = self.memory.evicted
         header = {"classes": self.counts.classes.labels.tolist(), "n_keys": 0, "examples": 0}
         back, _, _, _ = keys_from_records(records, header, self.counts.n_features)
+        if sorted(map(str, back.keys())) != sorted(wanted):
+            raise ValueError(f"the records read back hold the keys {sorted(map(str, back.keys()))[:5]}, not "
+                             f"{sorted(wanted)[:5]}")
         for key in back.keys():
             left = evicted.get(str(key))
             if left is None or back.examples(key) != left.examples:
@@ -162,6 +173,7 @@ class PartitionKeys:
             if self.memory is not None:
                 self.memory.forget(old)
         self.dropped.update(old + evicted)
+        self.drops += len(old) + len(evicted)
         return len(old) + len(evicted)
 
     def header(self) -> dict[str, object]:

@@ -113,7 +113,9 @@ def _invalid_utf8(values: list[str]) -> pa.Array:
     (lambda users: pa.array(["" if i == 2 else u for i, u in enumerate(users)]), "empty key"),
     (_invalid_utf8, "the key is not valid UTF-8"),
     (lambda users: pa.array([2**64 - 1] * len(users), pa.uint64()), "a key beyond 64-bit signed integers"),
-], ids=["null", "empty", "invalid UTF-8", "beyond int64"])
+    (lambda users: pa.array(["k" * 1_025 if i == 2 else u for i, u in enumerate(users)]),
+     "a key of over 1,024 bytes"),
+], ids=["null", "empty", "invalid UTF-8", "beyond int64", "too long"])
 def test_each_bad_key_alone_stops_the_run_in_one_line_or_is_set_aside(tmp_path, make, problem):
     data = rows(6)
     data["user"] = make(data["user"])
@@ -178,3 +180,13 @@ def test_resume_refuses_to_mix_a_keyed_snapshot_and_a_single_model(tmp_path):
         train(keyed_settings([path], tmp_path / "o.nbs", resume=tmp_path / "keyed.nbs", key_prior_weight=1.0,
                              **resumed))
     assert not (tmp_path / "o.nbs").exists()
+
+
+def test_a_later_file_of_other_keys_than_those_learned_is_refused_in_one_line(tmp_path):
+    first = parquet(tmp_path / "a.parquet", rows(6))
+    numbers = rows(6)
+    numbers["user"] = pa.array(range(6), pa.int64())
+    later = parquet(tmp_path / "b.parquet", numbers)
+    with pytest.raises(FeatureError) as refused:
+        train(keyed_settings([first, later], tmp_path / "k.nbs"))
+    assert str(refused.value) == f"{later}: key column 'user' holds ints; the keys learned so far are strs."

@@ -89,7 +89,7 @@ def test_a_key_read_back_that_holds_other_counts_is_refused():
     bound.after_commit({0: keys})
     forged = keys.memory.evicted["a"]
     topic.log[forged.offsets[0]] = topic.log[1 - forged.offsets[0]]  # another key's record at its offset
-    with pytest.raises(ValueError, match="the record read back for the key"):
+    with pytest.raises(ValueError, match=r"the records read back hold the keys \['b'\], not \['a'\]"):
         bound.read_back(0, keys, ["a"])
 
 
@@ -123,3 +123,26 @@ def test_ticks_order_keys_across_partitions():
     assert bound.after_commit({0: first, 1: second}) == 2
     assert first.counts.keys() == ["c"] and second.counts.keys() == ["d"]
     assert isinstance(bound.ticks, itertools.count)
+
+
+def test_keys_only_predicted_are_not_tracked_and_every_tracked_key_can_leave():
+    topic = KeysTopic()
+    keys = PartitionKeys(KeyedCounts(20), 0.0)
+    bound = KeyBound(1, topic.fetch)
+    bound.adopt(keys, STATE, {})
+    learn(keys, ["a", "b"], 1)
+    keys.touch(["a", "b", "unlabeled-1", "unlabeled-2"])  # the last two were predicted, never learned
+    assert list(keys.memory.used) == ["a", "b"]
+    topic.send(keys, commit=2)
+    assert bound.after_commit({0: keys}) == 1 and list(keys.memory.evicted) == ["a"]
+
+
+def test_a_key_whose_record_parts_were_not_all_reported_stays_in_memory():
+    keys = PartitionKeys(KeyedCounts(20), 0.0)
+    bound = KeyBound(0 + 1, KeysTopic().fetch)
+    bound.adopt(keys, STATE, {})
+    learn(keys, ["a", "b"], 1)
+    keys.touch(["a", "b"])
+    keys.write(STATE, 2)  # written, but no delivery reported
+    keys.committed()
+    assert bound.after_commit({0: keys}) == 0 and sorted(keys.counts.keys()) == ["a", "b"]
