@@ -72,4 +72,5 @@ class ModelPublisher:
         lookups = looked_up(self.group, asked, model.pipeline.classes_) if asked and model.ready else {}
         if asked is not None and isinstance(model.keys, CommittedKeys):
             return replace(model, keys=model.keys.answering(lookups))
-        return replace(model, keys=CommittedKeys(model.pipeline.model, weight, self.group.keys_held(), lookups))
+        held = self.group.keys_held() + self.group.keys_evicted()  # (those out of memory are held too)
+        return replace(model, keys=CommittedKeys(model.pipeline.model, weight, held, lookups))
