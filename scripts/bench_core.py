@@ -6,6 +6,12 @@ reported as rows/s together with the ratio to scikit-learn's partial_fit. River'
 takes pandas frames: the conversion is done beforehand and not timed. Absolute numbers vary
 with the machine's load; read the ratios.
 
+predict_proba is also timed beside its float64 floor, taking turns with it on one BLAS thread:
+the matrix product a model's scores cannot do without, of the test rows (already float64) with a
+table of their shape, X @ W.T for the count models, two of them (x² and x) for GaussianNB, and the
+product of the one-hot rows (a column per category) for CategoricalNB. "÷ floor" is nbstream's time
+over the product's: 1.0 means the scores cost what the product alone costs.
+
 --contended runs the same comparison with a busy process on every core, as on a shared
 machine, a container with a CPU quota or several replicas per host: a Python loop that never
 sleeps, or with --contended numpy a loop of matrix products on numpy's BLAS. BLAS threads are
@@ -46,6 +52,8 @@ class Contenders:
     sklearn: Callable
     river: Callable | None = None
     river_sparse: bool = False  # River's multinomial and complement learn_many need sparse frames
+    floor: str = "product"  # the float64 product its scores cannot do without: see float64_floor
+    inputs: Callable[[np.ndarray], np.ndarray] = lambda pixels: pixels  # what the family learns of the pixels
 
 
 FAMILIES = {
@@ -60,11 +68,15 @@ FAMILIES = {
         lambda: nbstream.ComplementNB(), lambda sk: sk.ComplementNB(),
         lambda rv: rv.ComplementNB(), river_sparse=True),
     "gaussian": Contenders(
-        lambda: nbstream.GaussianNB(), lambda sk: sk.GaussianNB(), lambda rv: rv.GaussianNB()),
+        lambda: nbstream.GaussianNB(), lambda sk: sk.GaussianNB(), lambda rv: rv.GaussianNB(), floor="two products"),
     "categorical": Contenders(
         lambda: nbstream.CategoricalNB(min_categories=256),
-        lambda sk: sk.CategoricalNB(min_categories=256)),
+        lambda sk: sk.CategoricalNB(min_categories=256), floor="one-hot product"),
+    "categorical (4 categories: pixel // 64)": Contenders(
+        lambda: nbstream.CategoricalNB(min_categories=4),
+        lambda sk: sk.CategoricalNB(min_categories=4), floor="one-hot product", inputs=lambda pixels: pixels // 64),
 }
+MOST_FLOOR_BYTES = 2 << 30  # a floor whose float64 rows would take more (256 categories: 16 GB) is not timed
 
 
 def best_times(actions: list[Callable], rounds: int) -> list[float]:
@@ -108,18 +120,59 @@ def trainer(factory: Callable, chunks: list[tuple[np.ndarray, np.ndarray]], clas
     return run
 
 
+@dataclass
+class Race:
+    """One family's best seconds: training on every chunk, then predict_proba on the test rows,
+    for nbstream and scikit-learn; the float64 floor of the scores (None: not timed); and
+    whether the two libraries predict the same labels."""
+    ours_train: float
+    sklearn_train: float
+    ours_predict: float
+    sklearn_predict: float
+    floor: float | None
+    same_predictions: bool
+
+
 def race_sklearn(contenders: Contenders, sk, chunks: list[tuple[np.ndarray, np.ndarray]], classes: np.ndarray,
-                 X_test: np.ndarray, rounds: int) -> tuple[float, float, float, float, bool]:
-    """Best seconds of nbstream and scikit-learn: training on all chunks, then predict_proba on
-    ``X_test`` (n_test, n_features); and whether the two predict the same labels."""
+                 X_test: np.ndarray, rounds: int) -> Race:
+    """nbstream and scikit-learn taking turns: training on all chunks, then predict_proba on
+    ``X_test`` (n_test, n_features) beside its float64 floor."""
     ours_train = trainer(contenders.ours, chunks, classes)
     sklearn_train = trainer(lambda: contenders.sklearn(sk), chunks, classes)
     ours_seconds, sklearn_seconds = best_times([ours_train, sklearn_train], rounds)
     ours_model, sklearn_model = ours_train(), sklearn_train()
-    ours_predict, sklearn_predict = best_times([lambda: ours_model.predict_proba(X_test),
-                                                lambda: sklearn_model.predict_proba(X_test)], rounds)
+    predictions = [lambda: ours_model.predict_proba(X_test), lambda: sklearn_model.predict_proba(X_test)]
+    floor = float64_floor(contenders.floor, X_test, len(classes))
+    ours_predict, sklearn_predict, *floor_seconds = best_times(predictions + ([floor] if floor else []), rounds)
     same_predictions = bool((ours_model.predict(X_test) == sklearn_model.predict(X_test)).all())
-    return ours_seconds, sklearn_seconds, ours_predict, sklearn_predict, same_predictions
+    return Race(ours_seconds, sklearn_seconds, ours_predict, sklearn_predict,
+                floor_seconds[0] if floor_seconds else None, same_predictions)
+
+
+def float64_floor(kind: str, X_test: np.ndarray, n_classes: int) -> Callable[[], object] | None:
+    """The product a family's scores of X_test (n_test, n_features) cannot do without, on one BLAS
+    thread, its float64 inputs made beforehand: "product" X @ W.T with W (n_classes, n_features);
+    "two products", of x² and of x; "one-hot product", of the rows coded a column per category
+    (n_test, n_features x n_categories). None when those rows would take over MOST_FLOOR_BYTES."""
+    from threadpoolctl import threadpool_limits
+
+    n_categories = int(X_test.max()) + 1 if kind == "one-hot product" else 1
+    if X_test.size * n_categories * 8 > MOST_FLOOR_BYTES:
+        return None
+    if kind == "one-hot product":
+        rows = np.zeros((X_test.shape[0], X_test.shape[1] * n_categories))
+        rows[np.arange(X_test.shape[0])[:, None], np.arange(X_test.shape[1]) * n_categories + X_test] = 1.0
+    else:
+        rows = X_test.astype(np.float64)
+    weights = np.random.default_rng(0).random((n_classes, rows.shape[1]))
+    squares = rows * rows if kind == "two products" else None
+
+    def product() -> object:
+        with threadpool_limits(limits=1, user_api="blas"):
+            if squares is not None:
+                return squares @ weights.T, rows @ weights.T
+            return rows @ weights.T
+    return product
 
 
 def river_rates(factory: Callable, sparse: bool, rv, X: np.ndarray, y: np.ndarray, X_test: np.ndarray,
@@ -178,37 +231,65 @@ def main() -> None:
         rows = race_all(args, sk, rv, X, y, X_test, chunks, classes)
     if args.contended:
         print(f"With a busy process ({args.contended}) on each of the {os.cpu_count()} cores.")
-    print_table(rows)
+    print_tables(rows)
+
+
+@dataclass
+class FamilyRates:
+    """One family's rows/s (None: not measured)."""
+    name: str
+    race: Race
+    n_train: int
+    n_test: int
+    river_train: float | None
+    river_predict: float | None
+
+    @property
+    def train(self) -> tuple[float, float]:
+        return self.n_train / self.race.ours_train, self.n_train / self.race.sklearn_train
+
+    @property
+    def predict(self) -> tuple[float, float]:
+        return self.n_test / self.race.ours_predict, self.n_test / self.race.sklearn_predict
 
 
 def race_all(args: argparse.Namespace, sk, rv, X: np.ndarray, y: np.ndarray, X_test: np.ndarray,
-             chunks: list[tuple[np.ndarray, np.ndarray]], classes: np.ndarray) -> list[tuple]:
-    """One table row per family asked for: its name, rows/s of each contender and whether
-    nbstream and scikit-learn predict the same labels."""
+             chunks: list[tuple[np.ndarray, np.ndarray]], classes: np.ndarray) -> list[FamilyRates]:
+    """The rates of each family asked for."""
     rows = []
     for name, contenders in FAMILIES.items():
         if args.only and not any(word in name for word in args.only):
             continue
-        ours_seconds, sklearn_seconds, ours_predict, sklearn_predict, same_predictions = race_sklearn(
-            contenders, sk, chunks, classes, X_test, args.rounds)
+        inputs = contenders.inputs
+        family_chunks = [(inputs(X_chunk), y_chunk) for X_chunk, y_chunk in chunks]
+        race = race_sklearn(contenders, sk, family_chunks, classes, inputs(X_test), args.rounds)
         river_train = river_predict = None
         if rv is not None and contenders.river is not None and args.river_rows:
-            river_train, river_predict = river_rates(contenders.river, contenders.river_sparse, rv, X, y, X_test,
-                                                       args.river_rows)
-        rows.append((name, len(y) / ours_seconds, len(y) / sklearn_seconds, river_train,
-                     len(X_test) / ours_predict, len(X_test) / sklearn_predict, river_predict,
-                     same_predictions))
+            river_train, river_predict = river_rates(contenders.river, contenders.river_sparse, rv, inputs(X), y,
+                                                     inputs(X_test), args.river_rows)
+        rows.append(FamilyRates(name, race, len(y), len(X_test), river_train, river_predict))
     return rows
 
 
-def print_table(rows: list[tuple]) -> None:
-    header = ("| model | train rows/s: nbstream | scikit-learn partial_fit | River learn_many | ratio "
-              "| predict_proba rows/s: nbstream | scikit-learn | River | ratio | same predictions |")
-    print(header)
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for name, ours, theirs, river, ours_p, theirs_p, river_p, same in rows:
-        print(f"| {name} | {rate(ours)} | {rate(theirs)} | {rate(river)} | {ours / theirs:.2f}x "
-              f"| {rate(ours_p)} | {rate(theirs_p)} | {rate(river_p)} | {ours_p / theirs_p:.2f}x | {same} |")
+def print_tables(rows: list[FamilyRates]) -> None:
+    """Two tables, training then predict_proba, a family a row."""
+    print("| model | train rows/s: nbstream | scikit-learn partial_fit | River learn_many | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for row in rows:
+        ours, theirs = row.train
+        print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(row.river_train)} | {ours / theirs:.2f}x |")
+    print()
+    print("| model | predict_proba rows/s: nbstream | scikit-learn | River | ratio | float64 floor | ÷ floor |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        ours, theirs = row.predict
+        floor = row.race.floor
+        print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(row.river_predict)} | {ours / theirs:.2f}x "
+              f"| {rate(None if floor is None else row.n_test / floor)} "
+              f"| {'n/a' if floor is None else f'{row.race.ours_predict / floor:.2f}'} |")
+    differing = [row.name for row in rows if not row.race.same_predictions]
+    print("\nSame predicted labels as scikit-learn: " + ("every family" if not differing
+                                                        else "all but " + ", ".join(differing)))
 
 
 def rate(rows_per_second: float | None) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..prequential.complement_cells import MOST_TABLE_VALUES, RowCells, complement_log_sums
 from ..prequential.counts import (
     BatchCells,
     CountsAt,
@@ -18,6 +19,7 @@ from ..prequential.counts import (
 from ..stats.counts import DiscreteCounts
 from ..stats.sparse_counts import PairCounts
 from ..utils.blocked import linear_scores
+from ..utils.compiled import compiled_available
 from ..utils.ndarrays import Features, FloatArray, IndexArray
 from ..utils.parameters import ParameterRule, ParameterRules
 from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_for_rows
@@ -176,25 +178,14 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         adds to the complement of every class but its own, so each cell needs every class's count
         of its feature and the count over all classes, both as the rows before left them."""
         learned = LearnedRows(rows, weights, n_classes)
-        cells = BatchCells(X, learned)
         alpha = self._smoothing_alpha()
         n_features = X.shape[1]
-        held = CountsAt(statistics, cells.distinct)
-        everything = cells.totals_before(held.all_classes())
-        everything += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
         sizes = row_sums(X)
         smoothing = np.sum(alpha) if np.ndim(alpha) else alpha * n_features
         log_totals = np.log(_others_totals(feature_totals_before(statistics, learned, sizes)) + smoothing)
-        sums = np.empty((len(learned), n_classes))
-        gains = np.empty((len(learned), n_classes)) if self.norm else None
-        for chunk in cells.class_chunks(n_classes):
-            complement = everything - cells.counts_before(chunk, held.of_classes(chunk))
-            if gains is not None:  # what each learned row adds to sum_f log(complement_cf) of the other classes
-                added = np.where(cells.classes == np.arange(chunk.start, chunk.stop)[:, None], 0.0, cells.amounts)
-                gains[:, chunk] = cells.row_sums(np.log1p(added / complement))
-            np.log(complement, out=complement)
-            complement *= cells.values
-            sums[:, chunk] = cells.row_sums(complement)
+        compiled = None if self.norm else _compiled_log_complement_sums(X, statistics, learned, alpha)
+        sums, gains = (compiled, None) if compiled is not None \
+            else _cell_log_complement_sums(X, statistics, learned, alpha, self.norm)
         sums -= sizes[:, None] * log_totals  # sum_f x_f log(complement_cf / complement total_c)
         if gains is None:
             jll = -sums
@@ -207,6 +198,47 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         # Rows scored while the model knew one class of several have one class to choose, and
         # its prior, log 1, is the 0 of the others.
         return jll
+
+
+def _compiled_log_complement_sums(X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
+                                  alpha: Alpha) -> FloatArray | None:
+    """sum_f x_if log(complement_cf) of each row i and class c under the counts the rows before it
+    left, by compiled loops (``complement_cells``), shape (n_samples, n_classes); None where they
+    are not installed or the table of complement counts at the batch's features would be too large."""
+    if not compiled_available():
+        return None
+    cells = RowCells.of(X)
+    n_classes = learned.n_classes
+    if n_classes * len(cells.distinct) > MOST_TABLE_VALUES:
+        return None
+    held = CountsAt(statistics, cells.distinct).of_classes(slice(0, n_classes))
+    complement = np.ascontiguousarray(_others_totals(held.T).T)
+    complement += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.distinct]
+    return complement_log_sums(cells, learned, complement)
+
+
+def _cell_log_complement_sums(X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
+                              alpha: Alpha, norm: bool) -> tuple[FloatArray, FloatArray | None]:
+    """sum_f x_if log(complement_cf) of each row i and class c under the counts the rows before it
+    left, in numpy over the batch's cells ordered by feature (``BatchCells``), shape (n_samples,
+    n_classes); and with ``norm`` what each learned row adds to sum_f log(complement_cf) of the
+    other classes (n_samples, n_classes), else None."""
+    n_classes = learned.n_classes
+    cells = BatchCells(X, learned)
+    held = CountsAt(statistics, cells.distinct)
+    everything = cells.totals_before(held.all_classes())
+    everything += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
+    sums = np.empty((len(learned), n_classes))
+    gains = np.empty((len(learned), n_classes)) if norm else None
+    for chunk in cells.class_chunks(n_classes):
+        complement = everything - cells.counts_before(chunk, held.of_classes(chunk))
+        if gains is not None:  # what each learned row adds to sum_f log(complement_cf) of the other classes
+            added = np.where(cells.classes == np.arange(chunk.start, chunk.stop)[:, None], 0.0, cells.amounts)
+            gains[:, chunk] = cells.row_sums(np.log1p(added / complement))
+        np.log(complement, out=complement)
+        complement *= cells.values
+        sums[:, chunk] = cells.row_sums(complement)
+    return sums, gains
 
 
 def _pair_log_complements(counts: PairCounts, alpha: float) -> tuple[FloatArray, FloatArray]:
