@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from scripts.datasets import load_mnist, mnist_table
+from tests.helpers.compiled import compile_the_loops
 from tests.helpers.paths import data_dir, missing_data
 
 
@@ -138,3 +139,9 @@ def started():
     for service in running:
         if service.running():
             service.kill()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The compiled loops compiled once, before xdist starts its workers (they load them)."""
+    compile_the_loops()

@@ -10,6 +10,9 @@ A batch's bytes are processed in windows of at most ``_WINDOW_BYTES`` (one windo
 of usual size), so the per-byte and per-token arrays stay bounded whatever the text: a token
 or an n-gram cut by a window's edge is carried into the next window and hashed whole, and the
 counts of a row cut by an edge are added together.
+
+Where numba is installed, ``hashed_counts`` takes compiled loops instead (``hashing_loops``):
+the same matrix, bit for bit, in one pass over each text's bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..utils.compiled import compiled_available
 from ..utils.ndarrays import BoolArray, Features, FloatArray, IndexArray, IntArray
+from .hashing_loops import HashedRows, Hashing, code_points_beyond_ascii, hashed_rows
 
 Hashes = npt.NDArray[np.uint64]
 Bytes = npt.NDArray[np.uint8]
@@ -78,6 +83,7 @@ def _inverse_mod_2_64(odd: int) -> int:
 
 
 _MULTIPLIER_INVERSE = np.uint64(_inverse_mod_2_64(int(_MULTIPLIER)))
+_LONGEST_COMPILED_TEXT = 1 << 20  # bytes of a text beyond which numpy, window by window, hashes it
 _CACHED_POWERS_LIMIT = 1 << 22  # bytes of a batch up to which the power tables are kept
 _powers_cache: dict[int, Hashes] = {}
 
@@ -423,11 +429,63 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
 
     Returns scipy.sparse.csr_matrix of shape (len(texts), 2**n_bits), float64.
     """
+    if compiled_available():
+        return _compiled_hashed_counts(texts, n_bits, ngram_max)
+    return _numpy_hashed_counts(texts, n_bits, ngram_max)
+
+
+def _numpy_hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int) -> Features:
+    """``hashed_counts`` in numpy, window by window of the texts' bytes."""
     column_mask = np.uint64((1 << n_bits) - 1)
     # One sort of (row, column) keys gives a window's counts in CSR order.
     windows = (_sorted_counts(rows << n_bits | (hashes & column_mask).astype(np.int64))
                for hashes, rows in _ngrams_by_window(_token_hashes_by_window(texts), ngram_max))
     return _csr(_merged(windows, n_bits), len(texts), n_bits)
+
+
+def _compiled_hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int) -> Features:
+    """``hashed_counts`` by compiled loops (``hashing_loops``): ASCII texts in one pass, texts with
+    a byte beyond ASCII in a second over their lowercased bytes, and texts over
+    ``_LONGEST_COMPILED_TEXT`` bytes in numpy (which keeps their tokens in bounded memory)."""
+    hashing = Hashing(n_bits, ngram_max, int(_MULTIPLIER), int(_NGRAM_MULTIPLIER))
+    offsets, data = _string_bytes(texts)
+    valid = texts.is_valid().to_numpy(zero_copy_only=False) if texts.null_count else np.ones(len(texts), dtype=bool)
+    long = valid & (np.diff(offsets) > _LONGEST_COMPILED_TEXT)
+    ascii = hashed_rows(data, offsets, valid & ~long, hashing)
+    parts = [(np.arange(len(texts)), ascii)]
+    beyond_ascii = np.flatnonzero(ascii.left)
+    if len(beyond_ascii):
+        lowered_offsets, lowered = _string_bytes(pc.utf8_lower(texts.take(pa.array(beyond_ascii))))
+        _word_characters(code_points_beyond_ascii(lowered))  # classes the code points not met before
+        parts.append((beyond_ascii, hashed_rows(lowered, lowered_offsets, np.ones(len(beyond_ascii), dtype=bool),
+                                                hashing, _IS_WORD)))
+    longest = np.flatnonzero(long)
+    if len(longest):
+        counted = _numpy_hashed_counts(texts.take(pa.array(longest)), n_bits, ngram_max)
+        parts.append((longest, HashedRows(counted.indptr.astype(np.int64), counted.indices, counted.data,
+                                          np.zeros(len(longest), dtype=bool))))
+    return _interleaved(parts, len(texts), n_bits)
+
+
+def _interleaved(parts: list[tuple[IndexArray, HashedRows]], n_rows: int, n_bits: int) -> Features:
+    """The CSR matrix (n_rows, 2**n_bits) of parts, each (the rows it holds (k,), their counts),
+    a row's cells coming from the one part that gave it any."""
+    import scipy.sparse
+
+    lengths = np.zeros(n_rows, dtype=np.int64)
+    for rows, part in parts:
+        lengths[rows] += np.diff(part.indptr)
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    if len(parts) == 1:
+        indices, counts = parts[0][1].indices, parts[0][1].counts
+    else:
+        indices, counts = np.empty(indptr[-1], dtype=np.int32), np.empty(indptr[-1])
+        for rows, part in parts:
+            part_lengths = np.diff(part.indptr)
+            at = np.arange(len(part.indices)) - np.repeat(part.indptr[:-1] - indptr[rows], part_lengths)
+            indices[at], counts[at] = part.indices, part.counts
+    return scipy.sparse.csr_matrix((counts, indices, indptr), shape=(n_rows, 1 << n_bits))
 
 
 def hashed_names(texts: pa.Array, n_bits: int, ngram_max: int = 1,

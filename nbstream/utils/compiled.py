@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import os
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -37,8 +38,11 @@ class Kernel:
     Call it only where ``compiled_available()`` holds: numba is imported then, not before, so
     that importing nbstream stays quick."""
 
-    def __init__(self, function: Callable[..., Any]):
+    def __init__(self, function: Callable[..., Any], uses: tuple[Callable[..., Any], ...] = ()):
+        """uses : the module's plain functions that ``function`` (or another of them) calls, compiled
+        with it."""
         self._function = function
+        self._uses = uses
         self._compiled: Callable[..., Any] | None = None
         self._lock = threading.Lock()
         functools.update_wrapper(self, function)
@@ -48,16 +52,33 @@ class Kernel:
         if compiled is None:
             with self._lock:  # threads of the inference API: one compilation
                 if self._compiled is None:
-                    self._compiled = _compile(self._function)
+                    self._compiled = _compile(self._function, self._uses)
                 compiled = self._compiled
         return compiled(*args)
 
 
-def _compile(function: Callable[..., Any]) -> Callable[..., Any]:
+def _compile(function: Callable[..., Any], uses: tuple[Callable[..., Any], ...]) -> Callable[..., Any]:
+    """``function`` compiled, seeing the functions it ``uses`` compiled under their names."""
     import numba
 
-    try:
-        compiled: Callable[..., Any] = numba.njit(cache=True, nogil=True)(function)
-    except RuntimeError:  # no writable place for the cache (a read-only install and home): compile each process
-        compiled = numba.njit(cache=False, nogil=True)(function)
-    return compiled
+    def jit(python_function: Callable[..., Any]) -> Callable[..., Any]:
+        try:
+            compiled: Callable[..., Any] = numba.njit(cache=True, nogil=True)(python_function)
+        except RuntimeError:  # no writable place for the cache (a read-only install and home): each process compiles
+            compiled = numba.njit(cache=False, nogil=True)(python_function)
+        return compiled
+
+    if uses:  # the same code, its globals (and those of what it uses) seeing the compiled functions
+        names = dict(function.__globals__)
+        for used in uses:  # numba reads the globals when it compiles, at the first call: all are in by then
+            names[used.__name__] = jit(_seeing(used, names))
+        function = _seeing(function, names)
+    return jit(function)
+
+
+def _seeing(function: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:
+    """The same code as ``function`` with ``names`` for its globals."""
+    seeing = types.FunctionType(function.__code__, names, function.__name__, function.__defaults__,
+                                function.__closure__)
+    seeing.__qualname__, seeing.__module__ = function.__qualname__, function.__module__
+    return seeing
