@@ -16,7 +16,8 @@
 
 Needs wrk (Debian: apt install wrk). MLServer lives in a virtual environment of its own (its
 dependencies pin what nbstream's do not): made at .bench/mlserver-venv on first use unless --mlserver
-names its program.
+names its program. --record PATH writes the figure record of the api table (PATH, or
+PATH/inference-api.json for a folder) and draws its chart.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from datasets import load_mnist  # noqa: E402
 
 import nbstream  # noqa: E402
 from nbstream.arrow import FeatureSpec, Pipeline  # noqa: E402
+from scripts.bench import charts  # noqa: E402
 
 MLSERVER_VENV = REPO / ".bench" / "mlserver-venv"
 CLIENTS = (1, 8, 32)
@@ -196,7 +198,7 @@ def check_same_answers(ports: dict[str, int], images: np.ndarray, pipeline: Pipe
             raise AssertionError(f"{server}'s probabilities are not the library's")
 
 
-def api(data_dir: Path, seconds: float, mlserver: str | None, workers: int, folder: Path) -> None:
+def api(data_dir: Path, seconds: float, mlserver: str | None, workers: int, folder: Path) -> charts.Record:
     pipeline, images = mnist_pipeline(data_dir)
     program = mlserver_program(mlserver)
     ours, our_port = start_serve_model(pipeline, folder)
@@ -204,7 +206,7 @@ def api(data_dir: Path, seconds: float, mlserver: str | None, workers: int, fold
     try:
         check_same_answers({"nbstream": our_port, "mlserver": their_port}, images, pipeline)
         paths = bodies(images, folder)
-        rows = []
+        rows, measured = [], {}
         for n_rows in ROWS:
             for clients in CLIENTS:
                 mine = wrk(f"http://127.0.0.1:{our_port}/v2/models/digits/infer", paths["nbstream", n_rows], clients,
@@ -214,15 +216,32 @@ def api(data_dir: Path, seconds: float, mlserver: str | None, workers: int, fold
                 rows.append([n_rows, clients, f"{mine['rps']:,.0f}", f"{mine['p50']:.2f}", f"{mine['p99']:.2f}",
                              f"{other['rps']:,.0f}", f"{other['p50']:.2f}", f"{other['p99']:.2f}",
                              f"{mine['rps'] / other['rps']:.2f}x", f"{mine['p99'] / other['p99']:.2f}x"])
+                measured[n_rows, clients] = (mine, other)
         print(f"MNIST BernoulliNB infer requests, FP64 JSON tensors, wrk one thread, {seconds:g} s each; "
               f"MLServer with {workers} parallel workers (latencies in ms; ratios nbstream / MLServer)")
         table(["rows", "clients", "nbstream req/s", "p50", "p99", "MLServer req/s", "p50", "p99", "req/s ratio",
                "p99 ratio"], rows)
+        return api_record(measured)
     finally:
         for process in (ours, theirs):
             process.send_signal(signal.SIGTERM)
         for process in (ours, theirs):
             process.wait(timeout=60)
+
+
+def api_record(measured: dict[tuple[int, int], tuple[dict[str, float], dict[str, float]]]) -> charts.Record:
+    """The figure record of the api table: requests/s and p99 of both servers for each (rows, clients)."""
+    servers = {"worker serve-model": 0, "MLServer, scikit-learn runtime": 1}
+    return {"title": "The inference API against MLServer, the same model: MNIST infer requests",
+            "groups": [f"{n_rows} row{'s' if n_rows > 1 else ''}, {clients} client{'s' if clients > 1 else ''}"
+                       for n_rows, clients in measured],
+            "panels": [{"title": "requests/s, higher is faster", "unit": "req/s",
+                        "series": {name: [round(both[i]["rps"]) for both in measured.values()]
+                                   for name, i in servers.items()}},
+                       {"title": "p99 latency, lower is faster", "unit": "ms",
+                        "series": {name: [round(both[i]["p99"], 2) for both in measured.values()]
+                                   for name, i in servers.items()}}],
+            "nbstream": ["worker serve-model"], "note": charts.command_line()}
 
 
 # ---- kafka ----------------------------------------------------------------------------------------
@@ -307,6 +326,7 @@ def main() -> None:
                              "MLServer's own default, 1, did not start with MLServer 1.7.1 on Python 3.11: its "
                              "worker process found no event loop)")
     parser.add_argument("--bootstrap")
+    charts.add_record_option(parser)
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed (Debian: apt install wrk)")
@@ -314,7 +334,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         if "api" in only:
             (Path(folder) / "api").mkdir()
-            api(args.data_dir, args.seconds, args.mlserver, args.mlserver_workers, Path(folder) / "api")
+            record = api(args.data_dir, args.seconds, args.mlserver, args.mlserver_workers, Path(folder) / "api")
+            if args.record:
+                charts.publish(record, charts.record_file(args.record, "inference-api"))
         if "kafka" in only:
             with broker(args.bootstrap) as bootstrap:
                 kafka(bootstrap, args.messages, Path(folder))

@@ -52,6 +52,8 @@ Every contender is its own process, reading the same topics (one partition, --me
     python scripts/bench_kafka.py --only challengers --messages 50000
     python scripts/bench_kafka.py --only registry [--schema-registry URL]
 Without --bootstrap a local broker is started with scripts/kafka_broker.py (and stopped).
+--record PATH writes the figure record of each section charted in docs/performance.md (FIGURES) and
+draws its chart: --record docs/figures/NAME.json for one section, --record docs/figures for several.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -81,6 +84,7 @@ from prometheus_client.parser import text_string_to_metric_families
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.bench import charts  # noqa: E402
 from scripts.bench.contenders import (  # noqa: E402
     AVRO_RELAY,
     CONFLUENT_READER,
@@ -96,6 +100,9 @@ SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partition
             "challengers", "labels", "registry")
 CHALLENGERS = ("cnb=model=complement", "recent=model=multinomial,window=10000",
                "forget=model=multinomial,half_life=10000")
+# the sections charted in docs/performance.md: the name of each one's figure record (--record)
+FIGURES = {"throughput": "kafka-service", "prequential": "test-then-train", "labels": "pending-examples",
+           "challengers": "challengers", "registry": "schema-registry", "partitions": "partitions"}
 MNIST_MODEL = ["--model", "bernoulli", "--binarize", "127.5"]
 SMS_MODEL = ["--text-features", "--model", "multinomial"]
 MIB = 1 << 20
@@ -309,8 +316,8 @@ def table(header: list[str], rows: list[list]) -> None:
     print(flush=True)
 
 
-def throughput(bootstrap, data_dir, n, folder) -> None:
-    rows = []
+def throughput(bootstrap, data_dir, n, folder) -> charts.Record:
+    rows, measured = [], {}
     for name, values, model in (("MNIST JSON (784 ints)", mnist_messages(data_dir, n), MNIST_MODEL),
                                 ("SMS text JSON", sms_messages(n), SMS_MODEL)):
         topic = create_topic(bootstrap, "bench-json")
@@ -327,16 +334,18 @@ def throughput(bootstrap, data_dir, n, folder) -> None:
                      f"{rates['serve confluent']:,.0f} ({rates['serve confluent'] / rates['relay']:.2f}x relay)",
                      f"{rates['serve default']:,.0f} ({rates['serve default'] / rates['serve confluent']:.2f}x "
                      f"confluent's)"])
+        measured[name] = rates
     print(f"Throughput, messages/s ({n:,} messages per topic, one partition):\n")
     table(["topic", "kafka-python read + orjson", "kafka-python relay", "confluent read + orjson", "confluent relay",
            "worker serve, kafka-python", "worker serve, confluent", "worker serve, no --kafka-client"], rows)
+    return throughput_record(measured)
 
 
-def prequential(bootstrap, data_dir, n, baseline: Path, folder, rounds: int) -> None:
+def prequential(bootstrap, data_dir, n, baseline: Path, folder, rounds: int) -> charts.Record:
     """`worker serve` (confluent) of this checkout against the one at ``baseline``, on the same topics,
     ``rounds`` times in turn (baseline, this checkout, baseline, ...): the best of each, and the
     ratio of every round."""
-    rows = []
+    rows, bests = [], {}
     for name, values, model in (("MNIST JSON (784 ints)", mnist_messages(data_dir, n), MNIST_MODEL),
                                 ("SMS text JSON", sms_messages(n), SMS_MODEL)):
         topic = create_topic(bootstrap, "bench-prequential")
@@ -347,9 +356,11 @@ def prequential(bootstrap, data_dir, n, baseline: Path, folder, rounds: int) -> 
         before, after = max(old for old, _ in rates), max(new for _, new in rates)
         each = ", ".join(f"{new / old:.2f}" for old, new in rates)
         rows.append([name, f"{before:,.0f}", f"{after:,.0f}", f"{after / before:.2f}x", each])
+        bests[name] = (before, after)
     print(f"Test-then-train: `worker serve` (confluent, exactly-once) of {baseline} and of this checkout, "
           f"{n:,} messages per topic, one partition, commits every 0.5 s, best of {rounds} rounds:\n")
     table(["topic", "baseline, messages/s", "this checkout, messages/s", "ratio of bests", "ratio per round"], rows)
+    return prequential_record(bests, baseline, rounds)
 
 
 def arrow_messages(data_dir: Path, n: int, rows_per_message: int = 1_000) -> dict[str, list[bytes]]:
@@ -517,9 +528,10 @@ def shared(replicas: list[Replica], partitions: int) -> bool:
     return sum(owned) == partitions and sum(count > 0 for count in owned) == min(len(replicas), partitions)
 
 
-def partitions_run(bootstrap, values, partitions, replicas, root, folder) -> list[str]:
-    """One row of the partitions table: ``replicas`` replicas, once they share the ``partitions``
-    partitions, serve ``values`` sent round-robin over them; then one replica restores them all."""
+def partitions_run(bootstrap, values, partitions, replicas, root, folder) -> tuple[list[str], tuple[float, float]]:
+    """One row of the partitions table, and its (largest peak RSS MiB, predictions/s): ``replicas``
+    replicas, once they share the ``partitions`` partitions, serve ``values`` sent round-robin over
+    them; then one replica restores them all."""
     topic = create_topic(bootstrap, "bench-partitions", partitions)
     run = f"{topic}-{uuid.uuid4().hex[:6]}"
     predictions = Predictions(bootstrap, f"{run}.out")
@@ -539,9 +551,10 @@ def partitions_run(bootstrap, values, partitions, replicas, root, folder) -> lis
     if replicas > 1:
         time.sleep(SESSION_TIMEOUT + 1)  # the others' static memberships end: the group is empty
     restart = restored(bootstrap, topic, run, values[:partitions], len(values), root, folder)
-    return [f"{partitions}", f"{replicas}", " / ".join(f"{peak:,.0f}" for peak, _ in memory),
-            " / ".join(f"{current:,.0f}" for _, current in memory), f"{rate:,.0f}",
-            f"{state_bytes / commits / 1024:,.0f} ({commits:.0f})", merge_ms(samples), *restart]
+    return ([f"{partitions}", f"{replicas}", " / ".join(f"{peak:,.0f}" for peak, _ in memory),
+             " / ".join(f"{current:,.0f}" for _, current in memory), f"{rate:,.0f}",
+             f"{state_bytes / commits / 1024:,.0f} ({commits:.0f})", merge_ms(samples), *restart],
+            (max(peak for peak, _ in memory), rate))
 
 
 def sms_served(bootstrap, topic, n, extra, folder) -> tuple[float, tuple[float, float], str]:
@@ -576,19 +589,21 @@ def windows(bootstrap, n, folder) -> None:
     table(["window", "predictions/s", "state KiB per commit (commits)"], rows)
 
 
-def challengers(bootstrap, n, folder) -> None:
+def challengers(bootstrap, n, folder) -> charts.Record:
     """SMS served with 0, 1 and 3 challengers: predictions/s, memory and the state written per commit."""
     topic = create_topic(bootstrap, "bench-challengers")
     send(bootstrap, topic, sms_messages(n))
-    rows = []
+    rows, served = [], {}
     for count in (0, 1, 3):
         extra = tuple(option for spec in CHALLENGERS[:count] for option in ("--challenger", spec))
         rate, (peak, current), state = sms_served(bootstrap, topic, n, extra, folder)
         rows.append([f"{count}", ", ".join(spec.split("=")[0] for spec in CHALLENGERS[:count]) or "-",
                      f"{rate:,.0f}", f"{peak:,.0f}", f"{current:,.0f}", state])
+        served[count] = (rate, peak)
     print(f"Challengers: SMS text JSON served exactly-once (confluent, multinomial on 2^20 hashed words) with "
           f"challengers {', '.join(CHALLENGERS)}, {n:,} messages, one partition:\n")
     table(["challengers", "names", "predictions/s", "peak MiB", "current MiB", "state KiB per commit (commits)"], rows)
+    return challengers_record(served)
 
 
 def restored(bootstrap, topic, run, probes, sent, root, folder) -> list[str]:
@@ -612,10 +627,11 @@ def restored(bootstrap, topic, run, probes, sent, root, folder) -> list[str]:
             f"{peak:,.0f} / {current:,.0f}"]
 
 
-def partitions(bootstrap, n, counts, replica_counts, root, folder) -> None:
+def partitions(bootstrap, n, counts, replica_counts, root, folder) -> charts.Record:
     values = sms_messages(n)
-    rows = [partitions_run(bootstrap, values, count, replicas, root, folder)
-            for replicas in replica_counts for count in counts]
+    runs = {(count, replicas): partitions_run(bootstrap, values, count, replicas, root, folder)
+            for replicas in replica_counts for count in counts}
+    rows = [row for row, _ in runs.values()]
     print(f"Partitions: SMS text JSON, {n:,} messages round-robin over the input's partitions, `worker serve "
           f"{' '.join(SMS_MODEL)}` (2^20 hashed features, 2 classes), exactly-once, confluent client, the code of "
           f"{root}. Memory of each replica once the last prediction is read; merge: mean ms (merges); "
@@ -623,6 +639,7 @@ def partitions(bootstrap, n, counts, replica_counts, root, folder) -> None:
     table(["partitions", "replicas", "peak RSS, MiB", "RSS, MiB", "predictions/s", "state KiB per commit (commits)",
            "merge in the stream, ms", "restart: launch to owning all, s", "restart: restore, s", "restart: merge, ms",
            "restart: peak / RSS, MiB"], rows)
+    return partitions_record({shape: figures for shape, (_, figures) in runs.items()}, root)
 
 
 def learned_rate(bootstrap: str, topic: str, n: int, model: list[str], extra: list[str], folder: Path) -> float:
@@ -640,9 +657,9 @@ def learned_rate(bootstrap: str, topic: str, n: int, model: list[str], extra: li
     return n / (finished - min(stamp for stamp, _ in predictions.seen.values()))
 
 
-def delayed_labels(bootstrap, data_dir, n, folder) -> None:
+def delayed_labels(bootstrap, data_dir, n, folder) -> charts.Record:
     """The same rows served with their labels inline and on a labels topic: examples learned per second."""
-    rows = []
+    rows, learned = [], {}
     for name, values, model in (("MNIST JSON, Bernoulli", mnist_messages(data_dir, n), MNIST_MODEL),
                                 ("SMS text JSON, multinomial", sms_messages(n), SMS_MODEL)):
         inline, unlabeled, labels = (create_topic(bootstrap, f"bench-labels-{kind}")
@@ -656,9 +673,11 @@ def delayed_labels(bootstrap, data_dir, n, folder) -> None:
         apart = learned_rate(bootstrap, unlabeled, n, model, ["--labels-topic", labels, "--max-pending", str(n)],
                              folder)
         rows.append([name, f"{together:,.0f}", f"{apart:,.0f}", f"{apart / together:.2f}x"])
+        learned[name] = (together, apart)
     print(f"Labels inline and on a labels topic, examples learned/s ({n:,} messages, one partition, "
           f"exactly-once, confluent):\n")
     table(["topic", "labels inline", "labels on a labels topic", "ratio"], rows)
+    return labels_record(learned)
 
 
 def mnist_table(data_dir: Path, n: int) -> pa.Table:
@@ -701,9 +720,9 @@ def schema_registry(url: str | None, folder: Path):
         registry.stop()
 
 
-def registry_formats(bootstrap, data_dir, n, folder, registry_url) -> None:
+def registry_formats(bootstrap, data_dir, n, folder, registry_url) -> charts.Record:
     """The same rows served as JSON and as records of each registry format, and relayed through AvroDeserializer."""
-    rows = []
+    rows, measured = [], {}
     with schema_registry(registry_url, folder) as url:
         for name, values, columns, model in (("MNIST, Bernoulli", mnist_messages(data_dir, n), mnist_table(data_dir, n),
                                               MNIST_MODEL),
@@ -723,9 +742,100 @@ def registry_formats(bootstrap, data_dir, n, folder, registry_url) -> None:
                          *(f"{rates[f]:,.0f} ({rates[f] / rates['json']:.2f}x)" for f in ("avro", "json-schema",
                                                                                         "protobuf")),
                          f"{rates['relay']:,.0f}", f"{rates['avro'] / rates['relay']:.2f}x"])
+            measured[name] = rates
     print(f"Schema Registry formats, worker serve messages/s ({n:,} messages per topic, one partition, exactly-once, "
           f"confluent; ratios to JSON):\n")
     table(["rows", "JSON", "Avro", "JSON Schema", "Protobuf", "AvroDeserializer relay", "serve Avro / relay"], rows)
+    return registry_record(measured)
+
+
+# ---- figure records (--record): the numbers of the tables above, for scripts/bench/charts.py --------------
+def throughput_record(measured: dict[str, dict[str, float]]) -> charts.Record:
+    """messages/s of `worker serve` with each client and of each reader and relay, on each topic."""
+    series = {"worker serve, confluent": "serve confluent", "worker serve, kafka-python": "serve kafka-python",
+              "worker serve, no --kafka-client": "serve default", "confluent relay": "relay",
+              "confluent read + orjson": "confluent", "kafka-python relay": "kafka-python relay",
+              "kafka-python read + orjson": "kafka-python"}
+    return {"title": "worker serve against bare readers and relays: messages/s, one partition", "unit": "msg/s",
+            "groups": list(measured),
+            "series": {name: [round(rates[key]) for rates in measured.values()] for name, key in series.items()},
+            "nbstream": [name for name in series if name.startswith("worker serve")], "note": charts.command_line()}
+
+
+def prequential_record(bests: dict[str, tuple[float, float]], baseline: Path, rounds: int) -> charts.Record:
+    """The best messages/s of this checkout's `worker serve` and of the baseline's, on each topic."""
+    before = f"{checkout_name(baseline)} (--baseline-root)"
+    return {"title": f"worker serve, test-then-train, against {before}: messages/s, best of {rounds} rounds",
+            "unit": "msg/s", "groups": list(bests),
+            "series": {"nbstream": [round(after) for _, after in bests.values()],
+                       before: [round(old) for old, _ in bests.values()]},
+            "previous": [before], "note": charts.command_line()}
+
+
+def labels_record(learned: dict[str, tuple[float, float]]) -> charts.Record:
+    """Examples learned per second with the labels on a labels topic and inline, on each topic."""
+    return {"title": "Labels inline and on a labels topic: examples learned per second", "unit": "examples/s",
+            "groups": list(learned),
+            "series": {"labels on a labels topic": [round(apart) for _, apart in learned.values()],
+                       "labels inline": [round(together) for together, _ in learned.values()]},
+            "nbstream": ["labels on a labels topic"], "note": charts.command_line()}
+
+
+def challengers_record(served: dict[int, tuple[float, float]]) -> charts.Record:
+    """predictions/s and peak resident memory with each number of challengers."""
+    def group(count: int) -> str:
+        names = ", ".join(spec.split("=")[0] for spec in CHALLENGERS[:count])
+        return f"{count} challenger{'s' if count > 1 else ''} ({names})" if count else "no challenger"
+
+    return {"title": "Challengers judged on every message", "groups": [group(count) for count in served],
+            "panels": [{"title": "predictions/s", "unit": "predictions/s",
+                        "series": {"worker serve": [round(rate) for rate, _ in served.values()]}},
+                       {"title": "peak RSS, MiB", "unit": "MiB",
+                        "series": {"worker serve": [round(peak) for _, peak in served.values()]}}],
+            "nbstream": ["worker serve"], "note": charts.command_line()}
+
+
+def registry_record(measured: dict[str, dict[str, float]]) -> charts.Record:
+    """messages/s of `worker serve` on each format and of the AvroDeserializer relay, on each topic."""
+    series = {"JSON": "json", "Avro": "avro", "JSON Schema": "json-schema", "Protobuf": "protobuf",
+              "relay through AvroDeserializer (learns nothing)": "relay"}
+    return {"title": "worker serve on Schema Registry records: messages/s, one partition", "unit": "msg/s",
+            "groups": list(measured),
+            "series": {name: [round(rates[key]) for rates in measured.values()] for name, key in series.items()},
+            "nbstream": ["JSON", "Avro", "JSON Schema", "Protobuf"], "note": charts.command_line()}
+
+
+def partitions_record(figures: dict[tuple[int, int], tuple[float, float]], root: Path) -> charts.Record:
+    """The largest replica's peak RSS and the predictions/s of each (partitions, replicas) run of the
+    checkout ``root``: nbstream's own, or an earlier version's (--worker-root)."""
+    name, role = ("nbstream", "nbstream") if root == REPO else (f"{checkout_name(root)} (--worker-root)", "previous")
+    return {"title": "Partitions served: peak memory and predictions/s",
+            "groups": [f"{count} partition{'s' if count > 1 else ''}, {replicas} replica{'s' if replicas > 1 else ''}"
+                       for count, replicas in figures],
+            "panels": [{"title": "peak RSS of the largest replica, MiB", "unit": "MiB",
+                        "series": {name: [round(peak) for peak, _ in figures.values()]}},
+                       {"title": "predictions/s", "unit": "predictions/s",
+                        "series": {name: [round(rate) for _, rate in figures.values()]}}],
+            role: [name], "note": charts.command_line()}
+
+
+def recorder(parser: argparse.ArgumentParser, given: Path | None, sections: list[str]) -> Callable:
+    """recorded(section, record): the section's figure record written, and its chart drawn, where
+    ``--record given`` says (nothing without it); one NAME.json for several charted sections is refused."""
+    if given and given.suffix == ".json" and len(set(sections) & set(FIGURES)) > 1:
+        parser.error(f"--record {given} takes one section's figure (--only); a folder takes several")
+
+    def recorded(section: str, record: charts.Record) -> None:
+        if given:
+            charts.publish(record, charts.record_file(given, FIGURES[section]))
+
+    return recorded
+
+
+def checkout_name(root: Path) -> str:
+    """The short commit of the checkout at ``root`` (its folder's name where git cannot tell)."""
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else root.name
 
 
 def main() -> None:
@@ -744,12 +854,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the prequential section, best of each kept")
     parser.add_argument("--schema-registry", help="an existing registry's URL (registry section; default: start one)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"some of {','.join(SECTIONS)}")
+    charts.add_record_option(parser)
     args = parser.parse_args()
     sections = args.only.split(",")
+    recorded = recorder(parser, args.record, sections)
     with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         if "throughput" in sections:
-            throughput(bootstrap, args.data_dir, args.messages, folder)
+            recorded("throughput", throughput(bootstrap, args.data_dir, args.messages, folder))
         if "arrow" in sections:
             arrow(bootstrap, args.data_dir, args.messages, folder)
         if "latency" in sections:
@@ -759,18 +871,20 @@ def main() -> None:
         if "interval" in sections:
             intervals(bootstrap, args.messages, args.seconds, args.rate, folder)
         if "prequential" in sections and args.baseline_root:
-            prequential(bootstrap, args.data_dir, args.messages, args.baseline_root.resolve(), folder, args.rounds)
+            recorded("prequential", prequential(bootstrap, args.data_dir, args.messages,
+                                                args.baseline_root.resolve(), folder, args.rounds))
         if "window" in sections:
             windows(bootstrap, args.messages, folder)
         if "challengers" in sections:
-            challengers(bootstrap, args.messages, folder)
+            recorded("challengers", challengers(bootstrap, args.messages, folder))
         if "labels" in sections:
-            delayed_labels(bootstrap, args.data_dir, args.messages, folder)
+            recorded("labels", delayed_labels(bootstrap, args.data_dir, args.messages, folder))
         if "registry" in sections:
-            registry_formats(bootstrap, args.data_dir, args.messages, folder, args.schema_registry)
+            recorded("registry", registry_formats(bootstrap, args.data_dir, args.messages, folder,
+                                                  args.schema_registry))
         if "partitions" in sections:
-            partitions(bootstrap, args.messages, numbers(args.partitions),
-                       numbers(args.replicas), args.worker_root.resolve(), folder)
+            recorded("partitions", partitions(bootstrap, args.messages, numbers(args.partitions),
+                                              numbers(args.replicas), args.worker_root.resolve(), folder))
 
 
 def numbers(text: str) -> list[int]:

@@ -18,7 +18,9 @@ Prints, in one run:
   in turn (every message's key the least recently used: each is read back), with predictions/s,
   keys out of memory at the end and resident memory.
 
-Without --bootstrap a broker is started from the Kafka jars (scripts/kafka_broker.py).
+Without --bootstrap a broker is started from the Kafka jars (scripts/kafka_broker.py). --record PATH
+writes the figure record of the throughput table (PATH, or PATH/model-per-key.json for a folder) and
+draws its chart.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ import orjson
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_kafka import Predictions, broker, create_topic, send, start_serve, stop, table  # noqa: E402
+
+from scripts.bench import charts  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SMS = ["--text-features", "--model", "multinomial"]
@@ -122,7 +127,7 @@ def bounded(bootstrap: str, rows: list[dict], n_keys: int, folder: Path) -> None
     table(["keys drawn", "keys", "--max-keys", "predictions/s", "out of memory at the end", "resident MiB"], lines)
 
 
-def throughput(bootstrap: str, rows: list[dict], n: int, per_key: int, folder: Path) -> None:
+def throughput(bootstrap: str, rows: list[dict], n: int, per_key: int, folder: Path) -> charts.Record:
     topic = create_topic(bootstrap, "keyed-throughput")
     send_keyed(bootstrap, topic, rows, 0, n, n // per_key, 0)
     results = []
@@ -137,6 +142,16 @@ def throughput(bootstrap: str, rows: list[dict], n: int, per_key: int, folder: P
     base = results[0][1]
     table(["service", "predictions/s", "of unkeyed"], [[name, f"{value:,.0f}", f"{value / base:.2f}x"]
                                                        for name, value in results])
+    return throughput_record(dict(results), n // per_key, per_key)
+
+
+def throughput_record(rates: dict[str, float], users: int, per_key: int) -> charts.Record:
+    """The figure record of the throughput table: predictions/s of the keyed service and the unkeyed one."""
+    return {"title": "A model per key against one model: predictions/s", "unit": "predictions/s",
+            "groups": [f"SMS text JSON, {users:,} users of {per_key} messages"],
+            "series": {"worker serve --model-key key": [round(rates["--model-key key"])],
+                       "worker serve, unkeyed": [round(rates["unkeyed"])]},
+            "nbstream": ["worker serve --model-key key"], "note": charts.command_line()}
 
 
 def committed_predictions(bootstrap: str, topic: str) -> tuple[int, int]:
@@ -210,13 +225,16 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100_000, help="the most keys of the scale table")
     parser.add_argument("--bounded-keys", type=int, default=10_000, help="the keys of the bounded table")
     parser.add_argument("--only", choices=("throughput", "scale", "bounded"))
+    charts.add_record_option(parser)
     args = parser.parse_args()
     rows = sms_rows()
     phases = [k for k in (1_000, 10_000, 100_000, 1_000_000) if k <= args.keys]
     with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory() as folder:
         os.environ.setdefault("NBSTREAM_LOG_LEVEL", "warning")
         if args.only in (None, "throughput"):
-            throughput(bootstrap, rows, args.messages, args.per_key, Path(folder))
+            record = throughput(bootstrap, rows, args.messages, args.per_key, Path(folder))
+            if args.record:
+                charts.publish(record, charts.record_file(args.record, "model-per-key"))
         if args.only in (None, "scale"):
             scale(bootstrap, rows, phases, args.per_key, Path(folder))
         if args.only in (None, "bounded"):

@@ -10,7 +10,7 @@ Every contender runs as its own process (start-up and imports included, timed fr
 peak RSS from the kernel's accounting of that process). Fastest time and median peak RSS
 of --rounds runs.
 
-    python scripts/bench_parquet.py --data-dir ../shared/data
+    python scripts/bench_parquet.py --data-dir ../shared/data [--record docs/figures]
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.bench import charts  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist, mnist_table  # noqa: E402
 
+HAND_WRITTEN = "hand-written (iter_batches, partial_fit)"  # the contenders below, in a chart's legend
 HAND_WRITTEN_PIXELS = """
 import sys, numpy as np, pyarrow.parquet as pq
 from sklearn.naive_bayes import BernoulliNB
@@ -93,11 +95,25 @@ def replicate(table, folder: Path, copies: int, row_group_size: int) -> list[str
     return paths
 
 
+def figure_record(rows: list[tuple], rounds: int) -> charts.Record:
+    """The figure record of the table printed: rows/s and peak RSS of each contender on each data set."""
+    return {"title": f"Training on Parquet, each contender its own process: fastest of {rounds} runs",
+            "groups": [name for name, *_ in rows],
+            "panels": [{"title": "rows/s, higher is faster", "unit": "rows/s",
+                        "series": {"worker train": [round(row[1]) for row in rows],
+                                   HAND_WRITTEN: [round(row[2]) for row in rows]}},
+                       {"title": "peak RSS (median), lower is smaller", "unit": "MiB",
+                        "series": {"worker train": [round(row[3]) for row in rows],
+                                   HAND_WRITTEN: [round(row[4]) for row in rows]}}],
+            "nbstream": ["worker train"], "note": charts.command_line()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir(),
                         help="folder holding mnist/ and sms_spam/ (default: $NBSTREAM_DATA_DIR or data/)")
     parser.add_argument("--rounds", type=int, default=3)
+    charts.add_record_option(parser)
     args = parser.parse_args()
     import pyarrow as pa
 
@@ -137,6 +153,8 @@ def main() -> None:
     growth = (ours_10x_rss - ours_1x_rss) / ours_1x_rss
     print(f"\nworker train peak RSS: {ours_1x_rss / mib:,.0f} MiB on 1x (60,000 rows, {ours_1x:.2f}s), "
           f"{ours_10x_rss / mib:,.0f} MiB on 10x (600,000 rows, {ours_10x:.2f}s): {growth:+.1%}")
+    if args.record:
+        charts.publish(figure_record(rows, args.rounds), charts.record_file(args.record, "parquet-training"))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ a Python without nbstream (it is shipped), interleaving the two libraries round 
 
     master=$(python scripts/spark_cluster.py start --workers 2 --cores 1 --memory 3g)
     python scripts/bench_spark.py --master "$master" --executor-python "$(python scripts/spark_cluster.py python)"
+
+--record docs/figures writes the figure record of the table (spark.json for a local master,
+spark-cluster.json for another) and draws its chart.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.bench import charts  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist, mnist_table  # noqa: E402
 
 FAMILIES = {  # nbstream's parameters for the same model as Spark ML's NaiveBayes(modelType=...)
@@ -152,6 +156,20 @@ def ratio(theirs: list[float], ours: list[float]) -> str:
     return f"{min(theirs) / min(ours):.1f}x ({min(rounds):.1f}–{max(rounds):.1f})"
 
 
+def figure_record(results: list[tuple[str, dict, dict]], master: str, rounds: int) -> charts.Record:
+    """The figure record of the table printed: each library's best fit and predict seconds, from
+    ``results``, (family, Spark ML's times, nbstream's times) of each family as ``compare`` gave them."""
+    def seconds(step: str) -> dict[str, list[float]]:
+        return {"nbstream.spark": [round(min(nb[step]), 2) for _, _, nb in results],
+                "Spark ML": [round(min(ml[step]), 2) for _, ml, _ in results]}
+
+    return {"title": f"nbstream.spark against Spark ML's NaiveBayes, {master}: seconds, best of {rounds} rounds",
+            "groups": [family for family, _, _ in results],
+            "panels": [{"title": "fit", "unit": "s", "series": seconds("fit")},
+                       {"title": "predict and score the test rows", "unit": "s", "series": seconds("predict")}],
+            "note": charts.command_line()}
+
+
 def local_engine(train_path: str, rounds: int) -> float:
     """`worker train --engine local` (Bernoulli) on the same Parquet parts, in this process."""
     from worker.batch.train import train
@@ -175,6 +193,7 @@ def main() -> None:
     parser.add_argument("--only", choices=list(FAMILIES), action="append")
     parser.add_argument("--executor-python", help="the executors' Python (default: this one, for a local master)")
     parser.add_argument("--executor-memory", default="2g")
+    charts.add_record_option(parser)
     args = parser.parse_args()
 
     os.environ["PYSPARK_PYTHON"] = args.executor_python or sys.executable
@@ -195,8 +214,10 @@ def main() -> None:
         print("| family | fit: Spark ML | fit: nbstream | ratio | predict: Spark ML | predict: nbstream | ratio "
               "| accuracy: Spark ML | accuracy: nbstream |")
         print("|---|---|---|---|---|---|---|---|---|")
+        results = []
         for family in args.only or FAMILIES:
             ml, nb = (compare(family, train, test, args.rounds)[library] for library in LIBRARIES)
+            results.append((family, ml, nb))
             print(f"| {family} | {cell(ml['fit'])} | {cell(nb['fit'])} | {ratio(ml['fit'], nb['fit'])} | "
                   f"{cell(ml['predict'])} | {cell(nb['predict'])} | {ratio(ml['predict'], nb['predict'])} | "
                   f"{ml['accuracy'][-1]:.4f} | {nb['accuracy'][-1]:.4f} |", flush=True)
@@ -204,6 +225,9 @@ def main() -> None:
         print(f"\n`worker train --engine local` (bernoulli, one process, the same files): {local:.2f} s, "
               f"{rows / local:,.0f} rows/s")
     spark.stop()
+    if args.record:
+        name = "spark" if args.master.startswith("local") else "spark-cluster"
+        charts.publish(figure_record(results, args.master, args.rounds), charts.record_file(args.record, name))
 
 
 if __name__ == "__main__":

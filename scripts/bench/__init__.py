@@ -1,1 +1,2 @@
-"""Pieces of the Kafka benchmark (scripts/bench_kafka.py): contenders run as processes of their own."""
+"""What the benchmark scripts share: the Kafka benchmark's contenders (run as processes of their own),
+timing, and the charts of the figures they print."""
