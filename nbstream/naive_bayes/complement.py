@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..prequential.complement_cells import MOST_TABLE_VALUES, RowCells, complement_log_sums
+from ..prequential.count_cells import compiled_log_count_sums
 from ..prequential.counts import (
     BatchCells,
     CountsAt,
@@ -19,7 +19,6 @@ from ..prequential.counts import (
 from ..stats.counts import DiscreteCounts
 from ..stats.sparse_counts import PairCounts
 from ..utils.blocked import linear_scores
-from ..utils.compiled import compiled_available
 from ..utils.ndarrays import Features, FloatArray, IndexArray
 from ..utils.parameters import ParameterRule, ParameterRules
 from .discrete import Alpha, DiscreteTables, FeatureCountsNB, row_sums, weights_for_rows
@@ -183,7 +182,8 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         sizes = row_sums(X)
         smoothing = np.sum(alpha) if np.ndim(alpha) else alpha * n_features
         log_totals = np.log(_others_totals(feature_totals_before(statistics, learned, sizes)) + smoothing)
-        compiled = None if self.norm else _compiled_log_complement_sums(X, statistics, learned, alpha)
+        compiled = None if self.norm else compiled_log_count_sums(X, statistics, learned, alpha,
+                                                                  complement_of=_others_of_each_class)
         sums, gains = (compiled, None) if compiled is not None \
             else _cell_log_complement_sums(X, statistics, learned, alpha, self.norm)
         sums -= sizes[:, None] * log_totals  # sum_f x_f log(complement_cf / complement total_c)
@@ -198,23 +198,6 @@ class ComplementNB(FeatureCountsNB[ComplementTables | ComplementPairTables]):
         # Rows scored while the model knew one class of several have one class to choose, and
         # its prior, log 1, is the 0 of the others.
         return jll
-
-
-def _compiled_log_complement_sums(X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
-                                  alpha: Alpha) -> FloatArray | None:
-    """sum_f x_if log(complement_cf) of each row i and class c under the counts the rows before it
-    left, by compiled loops (``complement_cells``), shape (n_samples, n_classes); None where they
-    are not installed or the table of complement counts at the batch's features would be too large."""
-    if not compiled_available():
-        return None
-    cells = RowCells.of(X)
-    n_classes = learned.n_classes
-    if n_classes * len(cells.distinct) > MOST_TABLE_VALUES:
-        return None
-    held = CountsAt(statistics, cells.distinct).of_classes(slice(0, n_classes))
-    complement = np.ascontiguousarray(_others_totals(held.T).T)
-    complement += alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.distinct]
-    return complement_log_sums(cells, learned, complement)
 
 
 def _cell_log_complement_sums(X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
@@ -282,6 +265,12 @@ def _dense_log_complement_sums(counts: DiscreteCounts, alpha: Alpha, n_classes: 
     for c, row in enumerate(counts.feature_count):
         sums[c] = np.log(everything - row).sum()
     return sums
+
+
+def _others_of_each_class(counts: FloatArray) -> FloatArray:
+    """For each class and feature, the other classes' counts, shape (n_classes, n_features) of counts
+    (n_classes, n_features): the complement counts less the smoothing."""
+    return _others_totals(counts.T).T
 
 
 def _others_totals(totals: FloatArray) -> FloatArray:

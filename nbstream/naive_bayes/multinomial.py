@@ -9,6 +9,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
+from ..prequential.count_cells import compiled_log_count_sums
 from ..prequential.counts import (
     BatchCells,
     CountsAt,
@@ -172,7 +173,23 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
 
     def _prequential_cells(self, X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
                            alpha: Alpha) -> FloatArray:
-        """The scores of CSR rows but their priors, shape (n_samples, n_classes)."""
+        """The scores of CSR rows but their priors, shape (n_samples, n_classes): by compiled loops
+        where they are installed (``count_cells``), else in numpy over the batch's cells ordered
+        by feature."""
+        jll = compiled_log_count_sums(X, statistics, learned, alpha)
+        if jll is None:
+            jll = self._log_count_sums_by_feature(X, statistics, learned, alpha)
+        sizes = row_sums(X)
+        totals = feature_totals_before(statistics, learned, sizes)
+        totals += np.sum(alpha) if np.ndim(alpha) else alpha * X.shape[1]
+        jll -= sizes[:, None] * np.log(totals)
+        return jll
+
+    @staticmethod
+    def _log_count_sums_by_feature(X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
+                                   alpha: Alpha) -> FloatArray:
+        """sum_f x_if log(count_cf + alpha_f) of each row i and class c under the counts the rows
+        before it left, shape (n_samples, n_classes), in numpy (``BatchCells``)."""
         cells = BatchCells(X, learned)
         cell_alpha = alpha if np.ndim(alpha) == 0 else np.asarray(alpha)[cells.features]
         held = CountsAt(statistics, cells.distinct)
@@ -183,10 +200,6 @@ class MultinomialNB(FeatureCountsNB[MultinomialTables | MultinomialPairTables]):
             np.log(counts, out=counts)
             counts *= cells.values
             jll[:, chunk] = cells.row_sums(counts)
-        sizes = row_sums(X)
-        totals = feature_totals_before(statistics, learned, sizes)
-        totals += np.sum(alpha) if np.ndim(alpha) else alpha * X.shape[1]
-        jll -= sizes[:, None] * np.log(totals)
         return jll
 
 

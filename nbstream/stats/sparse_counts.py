@@ -21,6 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..utils.blocked import class_totals, row_blocks
+from ..utils.compiled import compiled_available
+from ..utils.distinct import MOST_HASHED, distinct_and_places
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 from ..utils.validation import is_sparse
 from .counts import Statistics
@@ -247,9 +249,14 @@ class PairCounts(Statistics):
 def _summed_by_key(keys: IntArray, values: FloatArray) -> tuple[IntArray, FloatArray]:
     """The distinct keys, increasing, and the sum of the values of each, both (n_distinct,).
 
-    Small whole-number values (word counts with unit weights, the common case) are summed by
-    sorting each key repeated as often as its value and counting runs: a sort of the keys
-    alone is several times faster than ordering the values with them."""
+    With numba, the keys' places among the distinct ones come from a hash table and the sums
+    from a bincount, in the order of the keys. Without it, small whole-number values (word counts
+    with unit weights, the common case) are summed by sorting each key repeated as often as its
+    value and counting runs: a sort of the keys alone is several times faster than ordering the
+    values with them."""
+    if compiled_available() and len(keys) <= MOST_HASHED:
+        distinct, places = distinct_and_places(keys)
+        return distinct, np.bincount(places, weights=values, minlength=len(distinct)).astype(np.float64, copy=False)
     whole = len(values) and 1 <= values.min() and values.max() <= _LARGEST_REPEATED \
         and (values == np.rint(values)).all()
     if whole:

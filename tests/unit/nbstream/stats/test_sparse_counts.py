@@ -592,3 +592,29 @@ def test_statistics_take_memory_in_proportion_to_the_pairs_seen():
     tables = sum(np.asarray(value).nbytes for value in state.tables.values())
     assert tables <= 8 * n_pairs + 8 * 3 * n_classes
     assert peak < 64 * 2**20  # of which 16 MiB map the 2**22 features onto those seen
+
+
+@pytest.mark.parametrize("weights", [None, "fractional"])
+def test_pairs_folded_by_the_hash_table_equal_those_folded_by_sorting(monkeypatch, weights):
+    from nbstream.utils.compiled import SWITCH
+
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(8)
+    X = scipy.sparse.random(300, 5000, density=0.01, random_state=1, format="csr")
+    X.data = np.ceil(X.data * 20)  # whole counts up to 20: beyond the repeated keys of the sorting path too
+    y = rng.integers(0, 4, size=300)
+    sample_weight = rng.uniform(0.5, 2.0, size=300) if weights else None
+    fitted = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv(SWITCH, flag)
+        model = nbstream.MultinomialNB(counts="sparse")
+        for start in range(0, 300, 100):
+            part = slice(start, start + 100)
+            model.partial_fit(X[part], y[part], classes=np.arange(4),
+                              sample_weight=None if sample_weight is None else sample_weight[part])
+        fitted[flag] = model
+    counts = [fitted[flag].feature_count_ for flag in ("1", "0")]
+    counts = [c.toarray() if scipy.sparse.issparse(c) else c for c in counts]
+    assert counts[0].sum() > 0
+    np.testing.assert_allclose(counts[0], counts[1], rtol=1e-15)
+    np.testing.assert_array_equal(fitted["1"].predict_proba(X), fitted["0"].predict_proba(X))

@@ -1,11 +1,12 @@
-"""ComplementNB's test-then-train sums by compiled loops (``nbstream.utils.compiled``): for each
-row i and class c, sum_f x_if log(complement count of (c, f) before row i), where a learned row of
-class d adds weight * x to the complement counts of every class but d.
+"""The test-then-train sums of MultinomialNB and ComplementNB by compiled loops
+(``nbstream.utils.compiled``): for each row i and class c, sum_f x_if log(count of (c, f) before
+row i + alpha_f), where a learned row of class d adds weight * x to the counts of class d
+(MultinomialNB's) or to those of every class but d (ComplementNB's complement counts).
 
-The rows are taken in order by a loop that copies each nonzero cell's complement counts (every
-class) out of a table, then adds the row to the table if it is learned: a row's cells cost a few
-nanoseconds a class, where sorting the batch's cells by feature and summing them in numpy costs
-several passes over (classes x cells) arrays. numpy then takes the logarithms of a chunk of cells
+The rows are taken in order by a loop that copies each nonzero cell's counts (every class) out of
+a table, then adds the row to the table if it is learned: a row's cells cost a few nanoseconds a
+class, where sorting the batch's cells by feature and summing them in numpy costs several passes
+over (classes x cells) arrays. numpy then takes the logarithms of a chunk of cells
 at once (its vectorised log is several times faster than one value at a time), and a second loop
 sums each row's cells weighted by their values, in the order of their features, as the numpy
 path does. Whole counts below 2**53 are exact in float64, so each logarithm is of the same number
@@ -14,14 +15,18 @@ as in the numpy path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..utils.compiled import Kernel
+from ..stats.counts import DiscreteCounts
+from ..stats.sparse_counts import PairCounts
+from ..utils.compiled import Kernel, compiled_available
+from ..utils.distinct import distinct_and_places
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray
 from ..utils.validation import is_sparse
-from .counts import LearnedRows
+from .counts import CountsAt, LearnedRows
 
 MOST_TABLE_VALUES = 1 << 22  # classes x distinct features of the complement table (32 MB); beyond, the numpy path
 CHUNK_VALUES = 1 << 16  # cells x classes logged at once (512 KB): they stay in cache between the loops
@@ -51,20 +56,42 @@ class RowCells:
         if not X.has_canonical_format:  # a feature twice in a row would be before itself
             X = X.copy()
             X.sum_duplicates()
-        distinct, places = np.unique(np.asarray(X.indices), return_inverse=True)
-        return cls(np.asarray(X.indptr, dtype=np.intp), places.astype(np.intp),
-                   np.asarray(X.data, dtype=np.float64), distinct.astype(np.intp))
+        distinct, places = distinct_and_places(np.asarray(X.indices, dtype=np.intp))
+        return cls(np.asarray(X.indptr, dtype=np.intp), places, np.asarray(X.data, dtype=np.float64), distinct)
 
 
-def complement_log_sums(cells: RowCells, learned: LearnedRows, complement: FloatArray) -> FloatArray:
-    """sum_f x_if log(complement_cf) of each row i and class c, each row's complement counts being
-    those of the table plus the rows before it learned as another class.
+def compiled_log_count_sums(X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,
+                            alpha: float | FloatArray,
+                            complement_of: Callable[[FloatArray], FloatArray] | None = None) -> FloatArray | None:
+    """``log_count_sums`` of a batch (n_samples, n_features), dense or CSR, under the statistics'
+    counts: MultinomialNB's, or with ``complement_of`` (which turns every class's counts at the
+    batch's features, (n_classes, n_places), into their complement counts) ComplementNB's. None
+    where the compiled loops are not installed or switched off, or where the table of counts at
+    the batch's features would exceed MOST_TABLE_VALUES: the caller takes its numpy path."""
+    if not compiled_available():
+        return None
+    cells = RowCells.of(X)
+    if learned.n_classes * len(cells.distinct) > MOST_TABLE_VALUES:
+        return None
+    counts = CountsAt(statistics, cells.distinct).of_classes(slice(0, learned.n_classes))
+    if complement_of is not None:
+        counts = np.ascontiguousarray(complement_of(counts))
+    smoothing = np.full(len(cells.distinct), float(alpha)) if np.ndim(alpha) == 0 \
+        else np.asarray(alpha, dtype=np.float64)[cells.distinct]
+    return log_count_sums(cells, learned, counts, smoothing, complement=complement_of is not None)
 
-    complement : (n_classes, n_places) the complement counts (smoothing included) at the places
-    of ``cells`` before the batch; it is changed (it ends as the counts after the batch). Returns
-    (n_samples, n_classes).
+
+def log_count_sums(cells: RowCells, learned: LearnedRows, counts: FloatArray, alpha: FloatArray, *,
+                   complement: bool) -> FloatArray:
+    """sum_f x_if log(count_cf + alpha_f) of each row i and class c, each row's counts being those
+    of the table plus what the rows before it learned: to their own class's counts, or with
+    ``complement`` to every other class's.
+
+    counts : (n_classes, n_places) the counts at the places of ``cells`` before the batch, changed
+    (it ends as the counts after the batch); alpha : (n_places,) the smoothing of each place.
+    Returns (n_samples, n_classes).
     """
-    n_rows, n_classes = len(learned), complement.shape[0]
+    n_rows, n_classes = len(learned), counts.shape[0]
     sums = np.empty((n_rows, n_classes))
     scratch = np.empty(max(CHUNK_VALUES, n_classes))
     cells_per_chunk = max(1, CHUNK_VALUES // n_classes)
@@ -75,8 +102,8 @@ def complement_log_sums(cells: RowCells, learned: LearnedRows, complement: Float
         n_cells = int(cells.row_starts[end] - cells.row_starts[begin])
         logged = scratch[:n_cells * n_classes].reshape(n_cells, n_classes) if n_cells * n_classes <= len(scratch) \
             else np.empty((n_cells, n_classes))
-        _copy_then_learn(cells.row_starts, cells.places, cells.values, learned.rows, learned.weights, complement,
-                         begin, end, logged)
+        _copy_then_learn(cells.row_starts, cells.places, cells.values, learned.rows, learned.weights, counts, alpha,
+                         complement, begin, end, logged)
         np.log(logged, out=logged)
         _weighted_row_sums(cells.row_starts, cells.values, logged, begin, end, sums)
         begin = end
@@ -108,27 +135,32 @@ def _dense_cells_loop(X: AnyArray) -> tuple[IndexArray, IndexArray, FloatArray]:
 
 
 def _copy_then_learn_loop(row_starts: IndexArray, places: IndexArray, values: FloatArray, classes: IndexArray,  # noqa: PLR0913
-                          weights: FloatArray, complement: FloatArray, begin: int, end: int,
-                          out: FloatArray) -> None:
-    """For rows begin..end in order: out[cell - first cell, c] = complement[c, place] of each of
-    the row's cells; then, for a learned row (class d >= 0), weight * value added to
-    complement[c, place] of every class c but d."""
-    n_classes = complement.shape[0]
+                          weights: FloatArray, counts: FloatArray, alpha: FloatArray, complement: bool, begin: int,
+                          end: int, out: FloatArray) -> None:
+    """For rows begin..end in order: out[cell - first cell, c] = counts[c, place] + alpha[place] of
+    each of the row's cells; then, for a learned row (class d >= 0), weight * value added to
+    counts[d, place], or with ``complement`` to counts[c, place] of every class c but d."""
+    n_classes = counts.shape[0]
     first = row_starts[begin]
     for i in range(begin, end):
         for k in range(row_starts[i], row_starts[i + 1]):
             place = places[k]
+            smoothing = alpha[place]
             for c in range(n_classes):
-                out[k - first, c] = complement[c, place]
+                out[k - first, c] = counts[c, place] + smoothing
         learned_as = classes[i]
-        if learned_as >= 0:
-            weight = weights[i]
-            for k in range(row_starts[i], row_starts[i + 1]):
-                place = places[k]
-                amount = weight * values[k]
-                for c in range(n_classes):
-                    if c != learned_as:
-                        complement[c, place] += amount
+        if learned_as < 0:
+            continue
+        weight = weights[i]
+        for k in range(row_starts[i], row_starts[i + 1]):
+            place = places[k]
+            amount = weight * values[k]
+            if not complement:
+                counts[learned_as, place] += amount
+                continue
+            for c in range(n_classes):
+                if c != learned_as:
+                    counts[c, place] += amount
 
 
 def _weighted_row_sums_loop(row_starts: IndexArray, values: FloatArray, logged: FloatArray, begin: int, end: int,
