@@ -19,6 +19,9 @@ left as the environment sets them, for both libraries.
 
     python scripts/bench_core.py --data-dir ../shared/data/mnist
     python scripts/bench_core.py --data-dir ../shared/data/mnist --contended [numpy]
+
+--record PATH writes the figure records of the two tables (estimators.json: rows/s; scoring-floor.json:
+predict_proba's time over its float64 floor) into the folder PATH and draws their charts.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import numpy as np
 import nbstream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.bench import charts  # noqa: E402
 from scripts.bench.timing import best_seconds  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 
@@ -211,6 +215,7 @@ def main() -> None:
     parser.add_argument("--contended", nargs="?", const="python", choices=sorted(NEIGHBOURS),
                         help="keep every core busy with another process while measuring: a Python loop "
                              "(the default) or numpy's matrix products on its default BLAS threads")
+    charts.add_record_option(parser)
     args = parser.parse_args()
 
     import sklearn.naive_bayes as sk
@@ -232,6 +237,9 @@ def main() -> None:
     if args.contended:
         print(f"With a busy process ({args.contended}) on each of the {os.cpu_count()} cores.")
     print_tables(rows)
+    if args.record:
+        charts.publish(rates_record(rows), charts.record_file(args.record, "estimators"))
+        charts.publish(floor_record(rows), charts.record_file(args.record, "scoring-floor"))
 
 
 @dataclass
@@ -272,24 +280,51 @@ def race_all(args: argparse.Namespace, sk, rv, X: np.ndarray, y: np.ndarray, X_t
 
 
 def print_tables(rows: list[FamilyRates]) -> None:
-    """Two tables, training then predict_proba, a family a row."""
+    """Three tables, a family a row: training, predict_proba, and predict_proba beside its float64 floor."""
     print("| model | train rows/s: nbstream | scikit-learn partial_fit | River learn_many | ratio |")
     print("|---|---:|---:|---:|---:|")
     for row in rows:
         ours, theirs = row.train
         print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(row.river_train)} | {ours / theirs:.2f}x |")
     print()
-    print("| model | predict_proba rows/s: nbstream | scikit-learn | River | ratio | float64 floor | ÷ floor |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| model | predict_proba rows/s: nbstream | scikit-learn | River | ratio |")
+    print("|---|---:|---:|---:|---:|")
     for row in rows:
         ours, theirs = row.predict
+        print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(row.river_predict)} | {ours / theirs:.2f}x |")
+    print()
+    print("| model | predict_proba rows/s | float64 floor rows/s | time ÷ the floor's |")
+    print("|---|---:|---:|---:|")
+    for row in rows:
         floor = row.race.floor
-        print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(row.river_predict)} | {ours / theirs:.2f}x "
-              f"| {rate(None if floor is None else row.n_test / floor)} "
+        print(f"| {row.name} | {rate(row.predict[0])} | {rate(None if floor is None else row.n_test / floor)} "
               f"| {'n/a' if floor is None else f'{row.race.ours_predict / floor:.2f}'} |")
     differing = [row.name for row in rows if not row.race.same_predictions]
     print("\nSame predicted labels as scikit-learn: " + ("every family" if not differing
                                                         else "all but " + ", ".join(differing)))
+
+
+def rates_record(rows: list[FamilyRates]) -> charts.Record:
+    """The figure record of the rows/s: learning and predict_proba, a panel each."""
+    def series(rates: list[tuple[float, float]], river: list[float | None]) -> dict[str, list]:
+        return {"nbstream": [round(ours) for ours, _ in rates], "scikit-learn": [round(theirs) for _, theirs in rates],
+                "River": [None if value is None else round(value) for value in river]}
+    return {"title": "The estimators on MNIST: rows/s, higher is faster", "groups": [row.name for row in rows],
+            "panels": [{"title": "learning (partial_fit, River: learn_many)", "unit": "rows/s",
+                        "series": series([row.train for row in rows], [row.river_train for row in rows])},
+                       {"title": "predict_proba", "unit": "rows/s",
+                        "series": series([row.predict for row in rows], [row.river_predict for row in rows])}],
+            "note": charts.command_line()}
+
+
+def floor_record(rows: list[FamilyRates]) -> charts.Record:
+    """The figure record of predict_proba's time over its float64 floor, for the families timed beside one."""
+    floored = [row for row in rows if row.race.floor is not None]
+    return {"title": "predict_proba against its float64 floor, one BLAS thread: time ÷ the product's",
+            "unit": "x", "groups": [row.name for row in floored], "reference": 1,
+            "series": {"nbstream ÷ float64 floor": [round(row.race.ours_predict / row.race.floor, 2)
+                                                    for row in floored]},
+            "note": charts.command_line()}
 
 
 def rate(rows_per_second: float | None) -> str:

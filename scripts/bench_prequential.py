@@ -10,6 +10,13 @@ it, as the service does; the scoring alone is timed, best of --rounds over the w
 classes: the SMS messages given 100 random labels).
 
     python scripts/bench_prequential.py --data-dir ../shared/data    # holds mnist/ and sms_spam/
+    python scripts/bench_prequential.py --only MNIST --baseline-root ../before --record docs/figures
+
+With --baseline-root CHECKOUT, the same cases are then timed with that checkout's nbstream (an
+earlier commit's worktree, say) in a process of its own, and its test-then-train column is printed
+beside this one's. A summary line gives ComplementNB's test-then-train over MultinomialNB's on each
+data set. --record PATH writes the figure record of the test-then-train column(s) (PATH, or
+PATH/test-then-train-in-bulk.json for a folder) and draws its chart.
 
 Absolute times vary with the machine's load; read the ratios.
 """
@@ -18,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +46,7 @@ import nbstream  # noqa: E402
 from nbstream.arrow.hashing import hashed_counts  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.bench import charts  # noqa: E402
 from scripts.datasets import default_data_dir, load_mnist, read_sms_spam  # noqa: E402
 
 
@@ -120,18 +130,91 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--loop-rows", type=int, default=300)
     parser.add_argument("--only", default="", help="run the cases whose model or data contains this text")
+    parser.add_argument("--baseline-root", type=Path, help="another checkout, timed after this one")
+    parser.add_argument("--json", action="store_true", help="print each case's timing as a JSON line instead")
+    charts.add_record_option(parser)
     args = parser.parse_args()
-    print(f"best of {args.rounds}; µs a row (the definition: {args.loop_rows} rows)\n")
-    print("| data | model | poll | predict_proba | predict_proba_prequential | ratio | one row at a time "
-          "| speed-up |\n|---|---|---:|---:|---:|---:|---:|---:|")
+    timings = {}
+    if not args.json:
+        print(f"best of {args.rounds}; µs a row (the definition: {args.loop_rows} rows)\n")
+        print("| data | model | poll | predict_proba | predict_proba_prequential | ratio | one row at a time "
+              "| speed-up |\n|---|---|---:|---:|---:|---:|---:|---:|")
     for case in cases(args.data_dir):
         if args.only not in f"{case.data} {case.shown}":
             continue
         prequential, predict = scoring_times(case, args.rounds)
         timing = Timing(prequential, predict, one_by_one_time(case, args.loop_rows))
+        timings[case.data, case.shown] = timing
+        if args.json:
+            print(json.dumps([case.data, case.shown, timing.prequential, timing.predict, timing.one_by_one]),
+                  flush=True)
+            continue
         print(f"| {case.data} | {case.shown} | {case.poll:,} | {timing.predict:.2f} | {timing.prequential:.2f} | "
               f"{timing.prequential / timing.predict:.1f} | {timing.one_by_one:.0f} | "
               f"{timing.one_by_one / timing.prequential:.0f} |", flush=True)
+    if args.json:
+        return
+    print_complement_over_multinomial(timings, "this checkout")
+    baseline = baseline_timings(args) if args.baseline_root else None
+    if baseline is not None:
+        name = checkout_name(args.baseline_root)
+        print(f"\n| data | model | predict_proba_prequential: this checkout | {name} | ratio |")
+        print("|---|---|---:|---:|---:|")
+        for (data, shown), timing in timings.items():
+            before = baseline.get((data, shown))
+            print(f"| {data} | {shown} | {timing.prequential:.2f} | "
+                  f"{'-' if before is None else f'{before.prequential:.2f}'} | "
+                  f"{'-' if before is None else f'{before.prequential / timing.prequential:.2f}x'} |")
+        print_complement_over_multinomial(baseline, name)
+    if args.record:
+        charts.publish(prequential_record(timings, baseline, args), charts.record_file(args.record,
+                                                                                        "test-then-train-in-bulk"))
+
+
+def print_complement_over_multinomial(timings: dict[tuple[str, str], Timing], name: str) -> None:
+    """ComplementNB's test-then-train time over MultinomialNB's, on each data set timed with both."""
+    for data in dict.fromkeys(data for data, _ in timings):
+        complement = timings.get((data, "ComplementNB")) or timings.get((data, "ComplementNB (sparse counts)"))
+        multinomial = timings.get((data, "MultinomialNB")) or timings.get((data, "MultinomialNB (sparse counts)"))
+        if complement and multinomial:
+            print(f"{name}, {data}: ComplementNB's test-then-train {complement.prequential:.2f} µs a row, "
+                  f"{complement.prequential / multinomial.prequential:.2f}x MultinomialNB's "
+                  f"({multinomial.prequential:.2f})")
+
+
+def baseline_timings(args: argparse.Namespace) -> dict[tuple[str, str], Timing]:
+    """The same cases timed with the checkout at --baseline-root: this script run with its nbstream
+    first on the path, printing JSON lines."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--data-dir", str(args.data_dir), "--rounds",
+               str(args.rounds), "--loop-rows", str(args.loop_rows), "--only", args.only, "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=7200,
+                          env={**os.environ, "PYTHONPATH": str(args.baseline_root.resolve())})
+    timings = {}
+    for line in done.stdout.splitlines():
+        data, shown, prequential, predict, one_by_one = json.loads(line)
+        timings[data, shown] = Timing(prequential, predict, one_by_one)
+    return timings
+
+
+def checkout_name(root: Path) -> str:
+    """The short commit of the checkout at ``root`` (its folder's name where git cannot tell)."""
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else root.name
+
+
+def prequential_record(timings: dict[tuple[str, str], Timing], baseline: dict[tuple[str, str], Timing] | None,
+                       args: argparse.Namespace) -> charts.Record:
+    """The figure record of the test-then-train column: µs a row of each case, this checkout's and
+    the baseline's."""
+    keys = list(timings)
+    series = {"nbstream": [round(timings[key].prequential, 2) for key in keys]}
+    record: charts.Record = {"title": "Test-then-train in bulk: µs a row, lower is faster", "unit": "µs a row",
+                             "groups": [f"{data}: {shown}" for data, shown in keys], "note": charts.command_line()}
+    if baseline is not None:
+        name = f"previous release ({checkout_name(args.baseline_root)})"
+        series[name] = [round(baseline[key].prequential, 2) if key in baseline else None for key in keys]
+    record["series"] = series
+    return record
 
 
 if __name__ == "__main__":

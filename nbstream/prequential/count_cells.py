@@ -75,10 +75,11 @@ def compiled_log_count_sums(X: Features, statistics: DiscreteCounts | PairCounts
         return None
     counts = CountsAt(statistics, cells.distinct).of_classes(slice(0, learned.n_classes))
     if complement_of is not None:
-        counts = np.ascontiguousarray(complement_of(counts))
+        counts = complement_of(counts)
     smoothing = np.full(len(cells.distinct), float(alpha)) if np.ndim(alpha) == 0 \
         else np.asarray(alpha, dtype=np.float64)[cells.distinct]
-    return log_count_sums(cells, learned, counts, smoothing, complement=complement_of is not None)
+    return log_count_sums(cells, learned, np.ascontiguousarray(counts.T), smoothing,
+                          complement=complement_of is not None)
 
 
 def log_count_sums(cells: RowCells, learned: LearnedRows, counts: FloatArray, alpha: FloatArray, *,
@@ -87,11 +88,12 @@ def log_count_sums(cells: RowCells, learned: LearnedRows, counts: FloatArray, al
     of the table plus what the rows before it learned: to their own class's counts, or with
     ``complement`` to every other class's.
 
-    counts : (n_classes, n_places) the counts at the places of ``cells`` before the batch, changed
-    (it ends as the counts after the batch); alpha : (n_places,) the smoothing of each place.
+    counts : (n_places, n_classes) the counts at the places of ``cells`` before the batch, a
+    place's classes side by side, changed (it ends as the counts after the batch); alpha :
+    (n_places,) the smoothing of each place.
     Returns (n_samples, n_classes).
     """
-    n_rows, n_classes = len(learned), counts.shape[0]
+    n_rows, n_classes = len(learned), counts.shape[1]
     sums = np.empty((n_rows, n_classes))
     scratch = np.empty(max(CHUNK_VALUES, n_classes))
     cells_per_chunk = max(1, CHUNK_VALUES // n_classes)
@@ -137,17 +139,17 @@ def _dense_cells_loop(X: AnyArray) -> tuple[IndexArray, IndexArray, FloatArray]:
 def _copy_then_learn_loop(row_starts: IndexArray, places: IndexArray, values: FloatArray, classes: IndexArray,  # noqa: PLR0913
                           weights: FloatArray, counts: FloatArray, alpha: FloatArray, complement: bool, begin: int,
                           end: int, out: FloatArray) -> None:
-    """For rows begin..end in order: out[cell - first cell, c] = counts[c, place] + alpha[place] of
+    """For rows begin..end in order: out[cell - first cell, c] = counts[place, c] + alpha[place] of
     each of the row's cells; then, for a learned row (class d >= 0), weight * value added to
-    counts[d, place], or with ``complement`` to counts[c, place] of every class c but d."""
-    n_classes = counts.shape[0]
+    counts[place, d], or with ``complement`` to counts[place, c] of every class c but d."""
+    n_classes = counts.shape[1]
     first = row_starts[begin]
     for i in range(begin, end):
         for k in range(row_starts[i], row_starts[i + 1]):
             place = places[k]
             smoothing = alpha[place]
             for c in range(n_classes):
-                out[k - first, c] = counts[c, place] + smoothing
+                out[k - first, c] = counts[place, c] + smoothing
         learned_as = classes[i]
         if learned_as < 0:
             continue
@@ -156,11 +158,11 @@ def _copy_then_learn_loop(row_starts: IndexArray, places: IndexArray, values: Fl
             place = places[k]
             amount = weight * values[k]
             if not complement:
-                counts[learned_as, place] += amount
+                counts[place, learned_as] += amount
                 continue
             for c in range(n_classes):
                 if c != learned_as:
-                    counts[c, place] += amount
+                    counts[place, c] += amount
 
 
 def _weighted_row_sums_loop(row_starts: IndexArray, values: FloatArray, logged: FloatArray, begin: int, end: int,

@@ -127,7 +127,8 @@ def test_the_examples_in_the_docstrings_hold():
 
 def test_the_benchmarks_records_are_figure_records():
     """--record at the end of a long benchmark must not fail: each script's builder makes a valid record."""
-    kafka, parquet, spark = (script(name) for name in ("bench_kafka", "bench_parquet", "bench_spark"))
+    kafka, parquet, spark, core, prequential = (script(name) for name in ("bench_kafka", "bench_parquet", "bench_spark",
+                                                                          "bench_core", "bench_prequential"))
     rates = {"kafka-python": 54_069.2, "kafka-python relay": 32_571.0, "confluent": 51_154.0, "relay": 49_448.0,
              "serve kafka-python": 20_708.0, "serve confluent": 48_750.0, "serve default": 48_006.0,
              "json": 36_463.0, "avro": 29_071.0, "json-schema": 38_537.0, "protobuf": 31_571.0}
@@ -140,6 +141,17 @@ def test_the_benchmarks_records_are_figure_records():
              kafka.partitions_record({(1, 1): (292.0, 147_666.0), (48, 3): (275.0, 48_279.0)}, REPO),
              parquet.figure_record([("MNIST 10x", 167_723.4, 51_776.0, 527.2, 1_589.0)], 5),
              spark.figure_record([("bernoulli", *spark_times)], "local[2]", 2)]
+    race = core.Race(ours_train=0.02, sklearn_train=0.2, ours_predict=0.01, sklearn_predict=0.05, floor=0.012,
+                     same_predictions=True)
+    families = [core.FamilyRates("multinomial", race, 60_000, 10_000, None, None),
+                core.FamilyRates("categorical", core.Race(1.0, 2.0, 0.05, 0.1, None, True), 60_000, 10_000, 9.0, 2.0)]
+    built += [core.rates_record(families), core.floor_record(families)]
+    timings = {("MNIST", "MultinomialNB"): prequential.Timing(5.6, 0.7, 200.0),
+               ("MNIST", "ComplementNB"): prequential.Timing(4.9, 0.7, 180.0)}
+    arguments = argparse.Namespace(baseline_root=REPO)
+    built += [prequential.prequential_record(timings, None, arguments),
+              prequential.prequential_record(timings, {("MNIST", "ComplementNB"): prequential.Timing(31.9, 0.7, 180)},
+                                             arguments)]
     for made in built:
         charts.check(made)
         assert json.loads(json.dumps(made)) == made  # JSON as it is
