@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from ..utils.compiled import compiled_available
 from ..utils.ndarrays import BoolArray, Features, FloatArray, IndexArray, IntArray
-from .hashing_loops import HashedRows, Hashing, code_points_beyond_ascii, hashed_rows
+from .hashing_loops import HashedRows, Hashing, code_points_beyond_ascii, hashed_rows, splitmix64
 
 Hashes = npt.NDArray[np.uint64]
 Bytes = npt.NDArray[np.uint8]
@@ -39,15 +39,6 @@ _MULTIPLIER = np.uint64(0x100000001B3)
 _NGRAM_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _WORD_CHARACTER = r"[\pL\pN_]"  # Unicode-aware \w
 _NON_WORD_RUN = r"[^\pL\pN_]+"
-
-
-def _splitmix64(x: Hashes) -> Hashes:
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    mixed: Hashes = x ^ (x >> np.uint64(31))
-    return mixed
 
 
 def tokenize(texts: pa.Array) -> tuple[pa.Array, IntArray]:
@@ -68,6 +59,8 @@ def _string_bytes(strings: pa.Array) -> tuple[IntArray, Bytes]:
     """(offsets, data) of a string array without copying: offsets int64 of length n + 1 from 0,
     data the uint8 UTF-8 bytes they point into."""
     strings = strings.cast(pa.large_string()) if strings.type == pa.string() else strings
+    if strings.type != pa.large_string():  # the offsets read below are those of these two types
+        raise TypeError(f"text must be an Arrow string or large_string array; got {strings.type}")
     offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset:strings.offset + len(strings) + 1]
     data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if len(strings) else \
         np.zeros(0, dtype=np.uint8)
@@ -134,7 +127,7 @@ def hash_tokens(tokens: pa.Array) -> Hashes:
     (True, False)
     """
     offsets, data = _string_bytes(tokens)
-    return _splitmix64(_span_polynomials(data, offsets[:-1], offsets[1:]))
+    return splitmix64(_span_polynomials(data, offsets[:-1], offsets[1:]))
 
 
 _LOWER = np.arange(256, dtype=np.uint8)
@@ -299,7 +292,7 @@ def _token_hashes_by_window(texts: pa.Array) -> Iterator[tuple[Hashes, IntArray]
         if valid is not None:
             in_valid_row = valid[rows]
             polynomials, rows = polynomials[in_valid_row], rows[in_valid_row]
-        yield _splitmix64(polynomials), rows
+        yield splitmix64(polynomials), rows
 
 
 def token_hashes(texts: pa.Array) -> tuple[Hashes, IntArray]:
@@ -323,7 +316,7 @@ def _longer_ngrams(hashes: Hashes, rows: IntArray, ngram_max: int) -> Iterator[t
     (n_tokens - n + 1,). An n-gram's hash is its (n-1)-gram's mixed with its last token's."""
     combined = hashes
     for n in range(2, min(ngram_max, len(hashes)) + 1):  # no n-gram is longer than the tokens
-        combined = _splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
+        combined = splitmix64(combined[:-1] * _NGRAM_MULTIPLIER + hashes[n - 1:])
         yield n, rows[n - 1:] == rows[:len(rows) - n + 1], combined
 
 
@@ -450,20 +443,21 @@ def _compiled_hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int) -> Fea
     hashing = Hashing(n_bits, ngram_max, int(_MULTIPLIER), int(_NGRAM_MULTIPLIER))
     offsets, data = _string_bytes(texts)
     valid = texts.is_valid().to_numpy(zero_copy_only=False) if texts.null_count else np.ones(len(texts), dtype=bool)
-    long = valid & (np.diff(offsets) > _LONGEST_COMPILED_TEXT)
-    ascii = hashed_rows(data, offsets, valid & ~long, hashing)
-    parts = [(np.arange(len(texts)), ascii)]
-    beyond_ascii = np.flatnonzero(ascii.left)
-    if len(beyond_ascii):
-        lowered_offsets, lowered = _string_bytes(pc.utf8_lower(texts.take(pa.array(beyond_ascii))))
+    too_long = valid & (np.diff(offsets) > _LONGEST_COMPILED_TEXT)
+    ascii_rows = hashed_rows(data, offsets, valid & ~too_long, hashing)
+    parts = [(np.arange(len(texts)), ascii_rows)]
+    beyond_ascii = np.flatnonzero(ascii_rows.left)
+    if len(beyond_ascii):  # large_string: lowercasing may lengthen them past 32-bit offsets
+        taken = texts.take(pa.array(beyond_ascii)).cast(pa.large_string())
+        lowered_offsets, lowered = _string_bytes(pc.utf8_lower(taken))
         _word_characters(code_points_beyond_ascii(lowered))  # classes the code points not met before
         parts.append((beyond_ascii, hashed_rows(lowered, lowered_offsets, np.ones(len(beyond_ascii), dtype=bool),
                                                 hashing, _IS_WORD)))
-    longest = np.flatnonzero(long)
-    if len(longest):
-        counted = _numpy_hashed_counts(texts.take(pa.array(longest)), n_bits, ngram_max)
-        parts.append((longest, HashedRows(counted.indptr.astype(np.int64), counted.indices, counted.data,
-                                          np.zeros(len(longest), dtype=bool))))
+    long_rows = np.flatnonzero(too_long)
+    if len(long_rows):
+        counted = _numpy_hashed_counts(texts.take(pa.array(long_rows)), n_bits, ngram_max)
+        parts.append((long_rows, HashedRows(counted.indptr.astype(np.int64), counted.indices, counted.data,
+                                            np.zeros(len(long_rows), dtype=bool))))
     return _interleaved(parts, len(texts), n_bits)
 
 

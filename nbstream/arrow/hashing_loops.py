@@ -12,7 +12,7 @@ each character and looks its class up in a table of the code points (also Arrow'
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,8 @@ from ..utils.ndarrays import BoolArray, FloatArray, IntArray
 ROWS_PER_CALL = 1 << 14  # rows hashed by one call of the loops: their arrays stay a few MB
 
 Bytes = npt.NDArray[np.uint8]
+Hashes = npt.NDArray[np.uint64]
+HashT = TypeVar("HashT", np.uint64, Hashes)  # one value, or an array of them
 
 
 class HashedRows(NamedTuple):
@@ -77,8 +79,12 @@ def hashed_rows(data: Bytes, offsets: IntArray, taken: BoolArray, hashing: Hashi
 
 
 def code_points_beyond_ascii(data: Bytes) -> npt.NDArray[np.uint32]:
-    """The distinct code points of the characters beyond ASCII of valid UTF-8 bytes, increasing."""
-    return np.unique(_code_points(data))
+    """The distinct code points of the characters beyond ASCII of UTF-8 bytes whose sequences are
+    whole, increasing; surrogates and points beyond Unicode (which Arrow's lowercasing lets by)
+    left out."""
+    points = np.unique(_code_points(data))
+    valid: npt.NDArray[np.uint32] = points[(points < 0xD800) | ((points >= 0xE000) & (points < 0x110000))]
+    return valid
 
 
 def _code_points_loop(data: Bytes) -> npt.NDArray[np.uint32]:
@@ -110,7 +116,8 @@ def _decoded(data: Bytes, k: int) -> tuple[np.uint32, int]:
     return (lead & np.uint32(0x1F)) << np.uint32(6) | (np.uint32(data[k + 1]) & six), 2
 
 
-def _splitmix64(x: np.uint64) -> np.uint64:
+def splitmix64(x: HashT) -> HashT:
+    """The splitmix64 finaliser of uint64 values: an array (numpy) or one value (in the loops)."""
     x = x ^ (x >> np.uint64(30))
     x = x * np.uint64(0xBF58476D1CE4E5B9)
     x = x ^ (x >> np.uint64(27))
@@ -161,10 +168,9 @@ def _hashed_rows_loop(data: Bytes, offsets: IntArray, taken: BoolArray, n_bits: 
             taken_bytes += offsets[i + 1] - offsets[i]
     tokens = np.empty(longest // 2 + 1, np.uint64)  # a token has two bytes at least
     combined = np.empty_like(tokens)
-    longest_grams = min(ngram_max, len(tokens))  # no n-gram is longer than the tokens
-    grams = np.empty(len(tokens) * longest_grams, np.uint64)
+    grams = np.empty(len(tokens), np.uint64)  # a row's 1- to ngram_max-grams: grown to the row's count
     indptr = np.zeros(n_rows + 1, np.int64)
-    capacity = max(16, taken_bytes // 4 * longest_grams)  # grown when short
+    capacity = max(16, taken_bytes // 4)  # grown when short
     indices = np.empty(capacity, np.int32)
     counts = np.empty(capacity, np.float64)
     left = np.zeros(n_rows, np.bool_)
@@ -178,6 +184,10 @@ def _hashed_rows_loop(data: Bytes, offsets: IntArray, taken: BoolArray, n_bits: 
         if n_tokens < 0:
             left[i] = True
             continue
+        longest_grams = min(ngram_max, n_tokens)  # no n-gram is longer than the row's tokens
+        n_grams = longest_grams * n_tokens - longest_grams * (longest_grams - 1) // 2
+        if n_grams > len(grams):
+            grams = np.empty(n_grams, np.uint64)
         n_grams = _row_grams(tokens, n_tokens, ngram_max, ngram_multiplier, mask, combined, grams)
         if nnz + n_grams > len(indices):
             grown = max(2 * len(indices), nnz + n_grams)
@@ -202,7 +212,7 @@ def _row_tokens(data: Bytes, begin: int, end: int, byte_values: npt.NDArray[np.u
             if not decode:
                 return -1
             point, size = _decoded(data, k)
-            if is_word[point]:
+            if point < len(is_word) and is_word[point]:  # a point beyond Unicode (Arrow lets some by) separates
                 for byte in data[k:k + size]:
                     polynomial = polynomial * multiplier + np.uint64(byte) + np.uint64(1)
                 characters += 1
@@ -215,11 +225,11 @@ def _row_tokens(data: Bytes, begin: int, end: int, byte_values: npt.NDArray[np.u
             characters += 1
             continue
         if characters >= 2:
-            tokens[n_tokens] = _splitmix64(polynomial)
+            tokens[n_tokens] = splitmix64(polynomial)
             n_tokens += 1
         polynomial, characters = np.uint64(0), 0
     if characters >= 2:
-        tokens[n_tokens] = _splitmix64(polynomial)
+        tokens[n_tokens] = splitmix64(polynomial)
         n_tokens += 1
     return n_tokens
 
@@ -234,7 +244,7 @@ def _row_grams(tokens: npt.NDArray[np.uint64], n_tokens: int, ngram_max: int, ng
     n_grams = n_tokens
     for n in range(2, min(ngram_max, n_tokens) + 1):
         for j in range(n_tokens - n + 1):
-            combined[j] = _splitmix64(combined[j] * ngram_multiplier + tokens[j + n - 1])
+            combined[j] = splitmix64(combined[j] * ngram_multiplier + tokens[j + n - 1])
             grams[n_grams] = combined[j] & mask
             n_grams += 1
     return n_grams
@@ -258,6 +268,6 @@ def _counted(columns: npt.NDArray[np.uint64], indices: npt.NDArray[np.int32], co
 
 
 _hashed_rows = Kernel(_hashed_rows_loop,
-                      uses=(_splitmix64, _decoded, _insertion_sort, _row_tokens, _row_grams, _counted))
+                      uses=(splitmix64, _decoded, _insertion_sort, _row_tokens, _row_grams, _counted))
 _code_points = Kernel(_code_points_loop, uses=(_decoded,))
 

@@ -9,8 +9,10 @@ class, where sorting the batch's cells by feature and summing them in numpy cost
 over (classes x cells) arrays. numpy then takes the logarithms of a chunk of cells
 at once (its vectorised log is several times faster than one value at a time), and a second loop
 sums each row's cells weighted by their values, in the order of their features, as the numpy
-path does. Whole counts below 2**53 are exact in float64, so each logarithm is of the same number
-as in the numpy path.
+path does. Whole counts below 2**53 are exact in float64, so with an alpha that adds to them
+exactly (1.0, say) each logarithm is of the same number as in the numpy path; otherwise the two
+may round differently in the last digit (ComplementNB's numpy path subtracts a class's count from
+the total, these loops add up the other classes').
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class RowCells:
     def of(cls, X: Features) -> RowCells:
         """The cells of dense rows (n_samples, n_features), or of CSR rows."""
         if not is_sparse(X):
+            if X.dtype.kind not in "biuf" or X.dtype == np.float16 or not X.dtype.isnative:
+                X = X.astype(np.float64)  # a type the loops are not compiled for
             row_starts, places, values = _dense_cells(np.ascontiguousarray(X))
             return cls(row_starts, places, values, np.arange(X.shape[1], dtype=np.intp))
         if not X.has_canonical_format:  # a feature twice in a row would be before itself
@@ -68,7 +72,7 @@ def compiled_log_count_sums(X: Features, statistics: DiscreteCounts | PairCounts
     batch's features, (n_classes, n_places), into their complement counts) ComplementNB's. None
     where the compiled loops are not installed or switched off, or where the table of counts at
     the batch's features would exceed MOST_TABLE_VALUES: the caller takes its numpy path."""
-    if not compiled_available():
+    if not compiled_available() or (not is_sparse(X) and learned.n_classes * X.shape[1] > MOST_TABLE_VALUES):
         return None
     cells = RowCells.of(X)
     if learned.n_classes * len(cells.distinct) > MOST_TABLE_VALUES:

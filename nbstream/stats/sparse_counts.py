@@ -21,8 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..utils.blocked import class_totals, row_blocks
-from ..utils.compiled import compiled_available
-from ..utils.distinct import MOST_HASHED, distinct_and_places
+from ..utils.distinct import distinct_and_places, hashed
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray, IntArray
 from ..utils.validation import is_sparse
 from .counts import Statistics
@@ -254,7 +253,7 @@ def _summed_by_key(keys: IntArray, values: FloatArray) -> tuple[IntArray, FloatA
     with unit weights, the common case) are summed by sorting each key repeated as often as its
     value and counting runs: a sort of the keys alone is several times faster than ordering the
     values with them."""
-    if compiled_available() and len(keys) <= MOST_HASHED:
+    if hashed(keys):
         distinct, places = distinct_and_places(keys)
         return distinct, np.bincount(places, weights=values, minlength=len(distinct)).astype(np.float64, copy=False)
     whole = len(values) and 1 <= values.min() and values.max() <= _LARGEST_REPEATED \

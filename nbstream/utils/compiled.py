@@ -16,6 +16,7 @@ import importlib.util
 import os
 import threading
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -23,13 +24,23 @@ SWITCH = "NBSTREAM_COMPILED"  # "0": take the numpy paths even where numba is in
 
 
 @functools.cache
-def _numba_installed() -> bool:
-    return importlib.util.find_spec("numba") is not None
+def _numba_usable() -> bool:
+    """Whether numba is installed and imports: one that does not (built for another numpy, say) is
+    named in a warning, once, and the numpy paths are taken."""
+    if importlib.util.find_spec("numba") is None:
+        return False
+    try:
+        import numba  # noqa: F401
+    except (ImportError, OSError) as error:
+        warnings.warn(f"numba is installed but does not import ({error}): nbstream takes its numpy paths",
+                      RuntimeWarning, stacklevel=3)
+        return False
+    return True
 
 
 def compiled_available() -> bool:
-    """Whether compiled kernels are to be used: numba installed, and not switched off."""
-    return os.environ.get(SWITCH, "1") != "0" and _numba_installed()
+    """Whether compiled kernels are to be used: numba installed and importable, and not switched off."""
+    return os.environ.get(SWITCH, "1") != "0" and _numba_usable()
 
 
 class Kernel:
@@ -71,12 +82,12 @@ def _compile(function: Callable[..., Any], uses: tuple[Callable[..., Any], ...])
     if uses:  # the same code, its globals (and those of what it uses) seeing the compiled functions
         names = dict(function.__globals__)
         for used in uses:  # numba reads the globals when it compiles, at the first call: all are in by then
-            names[used.__name__] = jit(_seeing(used, names))
-        function = _seeing(function, names)
+            names[used.__name__] = jit(_with_globals(used, names))
+        function = _with_globals(function, names)
     return jit(function)
 
 
-def _seeing(function: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:
+def _with_globals(function: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:
     """The same code as ``function`` with ``names`` for its globals."""
     seeing = types.FunctionType(function.__code__, names, function.__name__, function.__defaults__,
                                 function.__closure__)

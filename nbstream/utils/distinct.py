@@ -20,11 +20,17 @@ def distinct_and_places(values: IntArray) -> tuple[IntArray, IndexArray]:
     >>> distinct.tolist(), places.tolist()
     ([3, 5, 7], [2, 0, 2, 1])
     """
-    if compiled_available() and len(values) <= MOST_HASHED:
+    if hashed(values):
         distinct, places = _places(np.ascontiguousarray(values, dtype=np.int64))
         return distinct.astype(values.dtype, copy=False), places
     distinct, places = np.unique(values, return_inverse=True)
     return distinct, places.astype(np.intp, copy=False)
+
+
+def hashed(values: IntArray) -> bool:
+    """Whether ``distinct_and_places`` finds these values' places by its hash table (signed
+    integers, not too many, numba there) rather than by np.unique's sort."""
+    return values.dtype.kind == "i" and len(values) <= MOST_HASHED and compiled_available()
 
 
 def _places_loop(values: IntArray) -> tuple[IntArray, IndexArray]:

@@ -75,3 +75,28 @@ def test_ngrams_beyond_the_tokens_allocate_nothing_for_them(monkeypatch):
 def test_any_texts_give_the_numpy_paths_matrix(texts, ngram_max):
     with pytest.MonkeyPatch.context() as monkeypatch:
         _assert_identical(*_both_paths(monkeypatch, pa.array(texts, pa.string()), 12, ngram_max))
+
+
+def _unchecked_strings(*raw: bytes) -> pa.Array:
+    """A string array of these bytes as they are, unvalidated (as a forged Parquet file may hold)."""
+    offsets = np.cumsum([0, *map(len, raw)]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), len(raw), [None, pa.py_buffer(offsets.tobytes()),
+                                                         pa.py_buffer(b"".join(raw))])
+
+
+def test_surrogates_and_points_beyond_unicode_separate_tokens_as_in_numpy(monkeypatch):
+    texts = _unchecked_strings("ab é".encode() + b" \xed\xa0\x80cd", b"xy\xf4\x90\x80\x80zw \xc3\xa9t\xc3\xa9", b"ok")
+    compiled, numpy_path = _both_paths(monkeypatch, texts, 16, 2)
+    _assert_identical(compiled, numpy_path)
+    assert compiled[2].sum() == 1
+
+
+def test_one_long_token_with_a_huge_ngram_length_allocates_for_its_tokens_only(monkeypatch):
+    compiled, numpy_path = _both_paths(monkeypatch, pa.array(["x" * 200_000]), 18, 10**6)
+    _assert_identical(compiled, numpy_path)
+    assert compiled.nnz == 1
+
+
+def test_an_array_of_another_string_layout_is_refused_in_one_line():
+    with pytest.raises(TypeError, match="string or large_string"):
+        hashed_counts(pa.array(["ab cd"], pa.string_view()), 12)

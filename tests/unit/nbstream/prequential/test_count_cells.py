@@ -136,3 +136,13 @@ def test_norm_keeps_the_numpy_path(monkeypatch):
     X, y = _whole_counts(rng, 40), rng.integers(0, 3, size=40)
     _, expected = one_row_at_a_time(model, X, y)
     np.testing.assert_allclose(model.predict_proba_prequential(X, y).proba, expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.dtype(">f8"), np.dtype(">i4"), np.int8, np.bool_])
+def test_dense_rows_of_any_dtype_numpy_takes_are_taken(monkeypatch, dtype):
+    rng = np.random.default_rng(6)
+    X = _whole_counts(rng, 60, 8).astype(dtype)
+    y = rng.integers(0, 3, size=60)
+    model = nbstream.ComplementNB().partial_fit(X[:10], y[:10])
+    compiled, numpy_path = _both_paths(monkeypatch, model, X[10:], y[10:])
+    np.testing.assert_allclose(compiled, numpy_path, rtol=1e-12)

@@ -45,3 +45,9 @@ def test_without_numba_np_unique_answers(monkeypatch):
     monkeypatch.setenv(SWITCH, "0")
     monkeypatch.setattr(distinct, "_places", None)
     _assert_as_numpy(np.array([4, 1, 4, 9]))
+
+
+def test_unsigned_and_float_values_are_left_to_np_unique(monkeypatch):
+    monkeypatch.setattr(distinct, "_places", None)
+    _assert_as_numpy(np.array([2**63 + 5, 3, 2**63 + 5], dtype=np.uint64))
+    _assert_as_numpy(np.array([1.5, 0.5, 1.5]))
