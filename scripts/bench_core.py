@@ -281,18 +281,14 @@ def race_all(args: argparse.Namespace, sk, rv, X: np.ndarray, y: np.ndarray, X_t
 
 def print_tables(rows: list[FamilyRates]) -> None:
     """Three tables, a family a row: training, predict_proba, and predict_proba beside its float64 floor."""
-    print("| model | train rows/s: nbstream | scikit-learn partial_fit | River learn_many | ratio |")
-    print("|---|---:|---:|---:|---:|")
-    for row in rows:
-        ours, theirs = row.train
-        print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(row.river_train)} | {ours / theirs:.2f}x |")
-    print()
-    print("| model | predict_proba rows/s: nbstream | scikit-learn | River | ratio |")
-    print("|---|---:|---:|---:|---:|")
-    for row in rows:
-        ours, theirs = row.predict
-        print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(row.river_predict)} | {ours / theirs:.2f}x |")
-    print()
+    for header, rates, river in (("train rows/s: nbstream | scikit-learn partial_fit | River learn_many",
+                                  [row.train for row in rows], [row.river_train for row in rows]),
+                                 ("predict_proba rows/s: nbstream | scikit-learn | River",
+                                  [row.predict for row in rows], [row.river_predict for row in rows])):
+        print(f"| model | {header} | ratio |\n|---|---:|---:|---:|---:|")
+        for row, (ours, theirs), river_rate in zip(rows, rates, river, strict=True):
+            print(f"| {row.name} | {rate(ours)} | {rate(theirs)} | {rate(river_rate)} | {ours / theirs:.2f}x |")
+        print()
     print("| model | predict_proba rows/s | float64 floor rows/s | time ÷ the floor's |")
     print("|---|---:|---:|---:|")
     for row in rows:
