@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..utils.compiled import compiled_available
+from ..utils.compiled import worth_compiling
 from ..utils.ndarrays import BoolArray, Features, FloatArray, IndexArray, IntArray
 from .hashing_loops import HashedRows, Hashing, code_points_beyond_ascii, hashed_rows, splitmix64
 
@@ -422,7 +422,7 @@ def hashed_counts(texts: pa.Array, n_bits: int, ngram_max: int = 1) -> Features:
 
     Returns scipy.sparse.csr_matrix of shape (len(texts), 2**n_bits), float64.
     """
-    if compiled_available():
+    if worth_compiling(texts.nbytes):
         return _compiled_hashed_counts(texts, n_bits, ngram_max)
     return _numpy_hashed_counts(texts, n_bits, ngram_max)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..stats.counts import DiscreteCounts
 from ..stats.sparse_counts import PairCounts
-from ..utils.compiled import Kernel, compiled_available
+from ..utils.compiled import Kernel, worth_compiling
 from ..utils.distinct import distinct_and_places
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray
 from ..utils.validation import is_sparse
@@ -72,7 +72,8 @@ def compiled_log_count_sums(X: Features, statistics: DiscreteCounts | PairCounts
     batch's features, (n_classes, n_places), into their complement counts) ComplementNB's. None
     where the compiled loops are not installed or switched off, or where the table of counts at
     the batch's features would exceed MOST_TABLE_VALUES: the caller takes its numpy path."""
-    if not compiled_available() or (not is_sparse(X) and learned.n_classes * X.shape[1] > MOST_TABLE_VALUES):
+    n_cells = X.nnz if is_sparse(X) else X.size  # a dense batch's cells, zeros included: an upper bound
+    if not worth_compiling(n_cells) or (not is_sparse(X) and learned.n_classes * X.shape[1] > MOST_TABLE_VALUES):
         return None
     cells = RowCells.of(X)
     if learned.n_classes * len(cells.distinct) > MOST_TABLE_VALUES:

@@ -4,9 +4,9 @@
 A kernel is written as a plain Python function over arrays and wrapped in ``Kernel``, which
 compiles it on its first call (numba keeps the machine code in its on-disk cache, so a process
 pays the compilation once per version of the function and per argument types). Each caller keeps
-a numpy path for when ``compiled_available()`` is false: numba not installed (on a Spark
-executor, which gets nbstream's pure-Python sources), or ``NBSTREAM_COMPILED=0`` in the
-environment, which benchmarks and tests use to compare the two.
+a numpy path for when ``worth_compiling(size)`` is false: numba not installed (on a Spark
+executor, which gets nbstream's pure-Python sources), ``NBSTREAM_COMPILED=0`` in the environment
+(which benchmarks and tests use to compare the two), or work too small to pay for numba's import.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 SWITCH = "NBSTREAM_COMPILED"  # "0": take the numpy paths even where numba is installed
+SMALLEST_BATCH = 1 << 15  # values of work below which the numpy paths run (``worth_compiling``)
 
 
 @functools.cache
@@ -41,6 +42,14 @@ def _numba_usable() -> bool:
 def compiled_available() -> bool:
     """Whether compiled kernels are to be used: numba installed and importable, and not switched off."""
     return os.environ.get(SWITCH, "1") != "0" and _numba_usable()
+
+
+def worth_compiling(size: int) -> bool:
+    """Whether to take the compiled loops for work of ``size`` values (a batch's bytes of text, its
+    nonzero cells, the keys to count): ``compiled_available()``, and at least SMALLEST_BATCH of
+    them. Smaller work takes the numpy paths without importing numba, which costs a process about
+    half a second (its import and the loops' loading): more than a small batch's loops save."""
+    return size >= SMALLEST_BATCH and compiled_available()
 
 
 class Kernel:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled import Kernel, compiled_available
+from .compiled import Kernel, worth_compiling
 from .ndarrays import IndexArray, IntArray
 
 MOST_HASHED = 1 << 22  # values hashed at once at most (a table of 8 M slots, 64 MB); more are sorted
@@ -30,7 +30,7 @@ def distinct_and_places(values: IntArray) -> tuple[IntArray, IndexArray]:
 def hashed(values: IntArray) -> bool:
     """Whether ``distinct_and_places`` finds these values' places by its hash table (signed
     integers, not too many, numba there) rather than by np.unique's sort."""
-    return values.dtype.kind == "i" and len(values) <= MOST_HASHED and compiled_available()
+    return values.dtype.kind == "i" and len(values) <= MOST_HASHED and worth_compiling(len(values))
 
 
 def _places_loop(values: IntArray) -> tuple[IntArray, IndexArray]:

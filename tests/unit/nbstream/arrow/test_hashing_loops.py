@@ -10,9 +10,16 @@ from hypothesis import strategies as st
 
 from nbstream.arrow import hashing
 from nbstream.arrow.hashing import hashed_counts
+from nbstream.utils import compiled
 from nbstream.utils.compiled import SWITCH
 
 pytest.importorskip("numba")
+
+
+@pytest.fixture(autouse=True)
+def every_batch_compiled(monkeypatch):
+    """The compiled loops take batches of any size here (by default small ones take numpy)."""
+    monkeypatch.setattr(compiled, "SMALLEST_BATCH", 0)
 
 
 def _both_paths(monkeypatch, texts: pa.Array, n_bits: int, ngram_max: int):

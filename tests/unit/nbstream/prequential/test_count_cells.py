@@ -10,10 +10,17 @@ import scipy.sparse
 
 import nbstream
 from nbstream.prequential import count_cells
+from nbstream.utils import compiled
 from nbstream.utils.compiled import SWITCH, compiled_available
 from tests.helpers.prequential import one_row_at_a_time
 
 pytest.importorskip("numba")
+
+
+@pytest.fixture(autouse=True)
+def every_batch_compiled(monkeypatch):
+    """The compiled loops take batches of any size here (by default small ones take numpy)."""
+    monkeypatch.setattr(compiled, "SMALLEST_BATCH", 0)
 
 
 def _both_paths(monkeypatch, model, X, y, **kwargs):

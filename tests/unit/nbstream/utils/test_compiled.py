@@ -48,3 +48,19 @@ def test_a_kernel_sees_the_compiled_functions_it_uses(fresh):
     kernel = compiled.Kernel(summed_doubles, uses=(doubled,))
     assert kernel(np.array([1.0, 2.5])) == 7.0
     assert type(kernel._compiled).__name__ == "CPUDispatcher"  # compiled, not the Python function
+
+
+def test_small_work_takes_the_numpy_paths_without_importing_numba(fresh, monkeypatch):
+    def refused():
+        raise AssertionError("numba imported for a small batch")
+    monkeypatch.setattr(compiled, "_numba_usable", refused)
+    assert not compiled.worth_compiling(compiled.SMALLEST_BATCH - 1)
+    import pyarrow as pa
+
+    from nbstream.arrow.hashing import hashed_counts
+    assert hashed_counts(pa.array(["a few words", "of text"]), 12).sum() == 4  # "a" is too short a token
+
+
+def test_large_work_takes_the_compiled_loops(fresh):
+    pytest.importorskip("numba")
+    assert compiled.worth_compiling(compiled.SMALLEST_BATCH)

@@ -5,10 +5,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbstream.utils import distinct
+from nbstream.utils import compiled, distinct
 from nbstream.utils.compiled import SWITCH
 
 pytest.importorskip("numba")
+
+
+@pytest.fixture(autouse=True)
+def every_batch_compiled(monkeypatch):
+    """The compiled loops take batches of any size here (by default small ones take numpy)."""
+    monkeypatch.setattr(compiled, "SMALLEST_BATCH", 0)
 
 
 def _assert_as_numpy(values):
