@@ -28,7 +28,7 @@ from ..utils.compiled import Kernel, worth_compiling
 from ..utils.distinct import distinct_and_places
 from ..utils.ndarrays import AnyArray, Features, FloatArray, IndexArray
 from ..utils.validation import is_sparse
-from .counts import CountsAt, LearnedRows
+from .counts import CountsAt, LearnedRows, csr_cells
 
 MOST_TABLE_VALUES = 1 << 22  # classes x distinct features of the complement table (32 MB); beyond, the numpy path
 CHUNK_VALUES = 1 << 16  # cells x classes logged at once (512 KB): they stay in cache between the loops
@@ -57,11 +57,9 @@ class RowCells:
                 X = X.astype(np.float64)  # a type the loops are not compiled for
             row_starts, places, values = _dense_cells(np.ascontiguousarray(X))
             return cls(row_starts, places, values, np.arange(X.shape[1], dtype=np.intp))
-        if not X.has_canonical_format:  # a feature twice in a row would be before itself
-            X = X.copy()
-            X.sum_duplicates()
-        distinct, places = distinct_and_places(np.asarray(X.indices, dtype=np.intp))
-        return cls(np.asarray(X.indptr, dtype=np.intp), places, np.asarray(X.data, dtype=np.float64), distinct)
+        row_starts, features, values = csr_cells(X)
+        distinct, places = distinct_and_places(features)
+        return cls(row_starts, places, values, distinct)
 
 
 def compiled_log_count_sums(X: Features, statistics: DiscreteCounts | PairCounts, learned: LearnedRows,

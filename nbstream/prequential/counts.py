@@ -183,15 +183,21 @@ class BatchCells:
         return segment_sums_before(placed, self._feature_starts, axis=1, start=held)
 
 
+def csr_cells(X: Features) -> tuple[IndexArray, IndexArray, FloatArray]:
+    """(row starts (n_samples + 1,), features (nnz,), values (nnz,) float64) of CSR rows, each
+    feature once a row (duplicates summed: a feature twice in a row would be before itself)."""
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return (np.asarray(X.indptr, dtype=np.intp), np.asarray(X.indices, dtype=np.intp),
+            np.asarray(X.data, dtype=np.float64))
+
+
 def _cells_of(X: Features) -> tuple[IndexArray, IndexArray, FloatArray]:
     """(row starts (n_samples + 1,), features (nnz,), values (nnz,) float64) of X's nonzero
     cells, row by row, each feature once a row; CSR keeps its explicit zeros (they add nothing)."""
     if is_sparse(X):
-        if not X.has_canonical_format:  # a feature twice in a row would be before itself
-            X = X.copy()
-            X.sum_duplicates()
-        return (np.asarray(X.indptr, dtype=np.intp), np.asarray(X.indices, dtype=np.intp),
-                np.asarray(X.data, dtype=np.float64))
+        return csr_cells(X)
     at = np.flatnonzero(X if X.dtype == np.bool_ else X != 0)  # a bool array is searched faster
     rows, features = np.divmod(at, X.shape[1])
     starts = np.searchsorted(rows, np.arange(X.shape[0] + 1)).astype(np.intp)
