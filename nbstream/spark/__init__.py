@@ -32,7 +32,7 @@ from ..arrow.learning import DEFAULT_MAX_CLASSES
 from ..arrow.predictions import label_type, proba_column
 from ..metrics.classification import ConfusionCounts
 from ..naive_bayes.kinds import model_class
-from . import shipping, tasks
+from . import parquet_pieces, shipping, tasks
 from .executors import ExecutorEnvironmentError, explained
 from .frames import arrow_schema, feature_spec, spark_schema, with_places
 
@@ -78,8 +78,9 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     data = _selected(df, learner.columns, learner.check_schema, locate_rows)
     reject_columns = tuple(learner.columns) if rejects is not None else ()
     output = _fit_output(data.select(*reject_columns).schema) if reject_columns else tasks.FIT_SUMMARY
-    learned = data.mapInArrow(tasks.FitTask(start.to_bytes(), max_classes, skip_invalid, output, reject_columns),
-                              spark_schema(output))
+    pieces = parquet_pieces.plan(df, learner.columns)  # None: Spark gives each task its rows
+    task = tasks.FitTask(start.to_bytes(), max_classes, skip_invalid, output, reject_columns, tuple(pieces or ()))
+    learned = (parquet_pieces.pieces_frame(df, pieces) if pieces else data).mapInArrow(task, spark_schema(output))
     if rejects is not None:
         learned = learned.persist()
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -25,6 +25,9 @@ from ..arrow import FeatureError, Pipeline, PipelineLearner, RowProblems, Unusab
 from ..arrow.predictions import prediction_table
 from ..metrics.classification import ConfusionCounts
 from ..utils.class_set import LabelError
+
+if TYPE_CHECKING:
+    from .parquet_pieces import Piece
 
 FILE, ROW = "__nbstream_file", "__nbstream_row"  # where a row came from, when Spark can tell
 PARTITION, PIPELINE, COUNTS = "__nbstream_partition", "__nbstream_pipeline", "__nbstream_counts"
@@ -65,15 +68,28 @@ def _partition() -> int:
 
 
 class _Places:
-    """Where each row of a batch came from: its file and row there when the batch carries them
-    (FILE, ROW), else its row in the partition."""
+    """Where each row of a batch came from: its file and row there when known, else its row in
+    the partition.
 
-    def __init__(self, batch: pa.RecordBatch, partition: int, rows_before: int):
-        self.partition = partition
+    files : each row's file URI (None: not known); rows : (n,) each row's row number
+    """
+
+    def __init__(self, partition: int, rows: np.ndarray, files: pa.Array | None = None):
+        self.partition, self.rows, self.files = partition, rows, files
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch, partition: int, rows_before: int) -> _Places:
+        """A batch Spark gave: its rows' files and rows when it carries them (FILE, ROW)."""
         names = batch.schema.names
-        self.files = batch.column(FILE) if FILE in names else None
-        self.rows = batch.column(ROW).to_numpy() if ROW in names else \
+        rows = batch.column(ROW).to_numpy() if ROW in names else \
             np.arange(rows_before, rows_before + batch.num_rows, dtype=np.int64)
+        return cls(partition, rows, batch.column(FILE) if FILE in names else None)
+
+    @classmethod
+    def in_file(cls, batch: pa.RecordBatch, partition: int, uri: str, first_row: int) -> _Places:
+        """A batch read from one file, its first row being the file's row ``first_row``."""
+        files = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, dtype=np.int32)), pa.array([uri]))
+        return cls(partition, np.arange(first_row, first_row + batch.num_rows, dtype=np.int64), files)
 
     def failure(self, row: int, column: str, reason: str, last_row: int | None = None) -> str:
         return json.dumps({"partition": self.partition, "file": self._file(row), "row": int(self.rows[row]),
@@ -117,20 +133,32 @@ class FitTask:
 
     pipeline : the bytes of the pipeline every task starts from (nothing learned)
     schema : the output: FIT_SUMMARY, then (to keep rejects) ``reject_columns`` and REJECTS
+    pieces : when given, the task reads the ``parquet_pieces.Piece`` of each id it receives
+        (``pieces_frame``: one a partition) instead of learning the batches Spark gives it
     """
     pipeline: bytes
     max_classes: int
     skip_invalid: bool
     schema: pa.Schema
     reject_columns: tuple[str, ...] = ()
+    pieces: tuple[Piece, ...] = ()
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        partition = _partition()
+        if not self.pieces:
+            partition = _partition()
+            yield from self._learned(partition, _located(batches, partition))
+            return
+        for numbers in batches:  # the ids of pieces_frame: this partition's piece
+            for number in numbers.column(0).to_pylist():
+                piece = self.pieces[number]
+                yield from self._learned(number, ((batch, _Places.in_file(batch, number, uri, row))
+                                                  for batch, uri, row in piece.batches()))
+
+    def _learned(self, partition: int, located: Iterator[tuple[pa.RecordBatch, _Places]]) -> Iterator[pa.RecordBatch]:
         pipeline = Pipeline.from_bytes(self.pipeline)
         learner = PipelineLearner(pipeline, max_classes=self.max_classes, skip_invalid=self.skip_invalid)
         rows = set_aside = 0
-        for batch in batches:
-            places = _Places(batch, partition, rows)
+        for batch, places in located:
             try:
                 problems = learner.learn(batch)
             except UnusableRow as error:
@@ -147,6 +175,14 @@ class FitTask:
                     yield from _padded(places.rejects(batch, problems, list(self.reject_columns)), self.schema)
             rows += batch.num_rows
         yield _summary(self.schema, partition, rows, set_aside, payload={PIPELINE: pipeline.to_bytes()})
+
+
+def _located(batches: Iterator[pa.RecordBatch], partition: int) -> Iterator[tuple[pa.RecordBatch, _Places]]:
+    """Each batch Spark gave a partition, with its rows' places."""
+    rows = 0
+    for batch in batches:
+        yield batch, _Places.of(batch, partition, rows)
+        rows += batch.num_rows
 
 
 @dataclass(frozen=True)
@@ -169,7 +205,7 @@ class EvaluateTask:
             if problems.any() and not self.skip_invalid:
                 row, column, reason = problems.first()
                 yield _summary(EVALUATE_SUMMARY, partition, rows, skipped,
-                               _Places(batch, partition, rows).failure(row, column, reason))
+                               _Places.of(batch, partition, rows).failure(row, column, reason))
                 return
             if y is not None:
                 good = problems.select_good(X)
@@ -196,7 +232,7 @@ class PredictTask:
         for batch in batches:
             X, problems = pipeline.features.encode(batch, learn=False)
             if problems.any() and not self.skip_invalid:
-                raise RowRefused(describe_failure(json.loads(_Places(batch, partition, rows).failure(
+                raise RowRefused(describe_failure(json.loads(_Places.of(batch, partition, rows).failure(
                     *problems.first()))))
             good = problems.select_good(X)
             proba = pipeline.model.predict_proba(good) if good.shape[0] else np.zeros((0, len(classes)))

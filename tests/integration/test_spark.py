@@ -373,3 +373,87 @@ def test_every_family_is_exact_as_the_docs_state(spark, kind, tmp_path):
                               ids=table.column("id"), with_proba=True, with_errors=False)
     largest = assert_exact_predictions(mine.select(theirs.column_names), theirs)
     print(f"{kind}: largest difference of a probability, Spark's tasks against the local engine: {largest:.3g}")
+
+
+# ---- plain Parquet reads: the tasks read the files themselves (nbstream.spark.parquet_pieces) ------------
+def written_files(folder, tables: list[pa.Table], row_group_size: int) -> list[str]:
+    folder.mkdir(exist_ok=True)
+    paths = [str(folder / f"part-{number}.parquet") for number in range(len(tables))]
+    for table, path in zip(tables, paths, strict=True):
+        pq.write_table(table, path, row_group_size=row_group_size)
+    return paths
+
+
+def test_a_plain_parquet_read_is_cut_into_pieces_of_row_groups_in_file_order(spark, tmp_path):
+    from nbstream.spark import parquet_pieces
+
+    paths = written_files(tmp_path / "data", [counts_table(250, seed=5), counts_table(100, seed=6)], 40)
+    for df in (spark.read.parquet(str(tmp_path / "data")), spark.read.parquet(*paths),
+               spark.read.parquet(str(tmp_path / "data")).select("pixels", "label")):
+        pieces = parquet_pieces.plan(df, ["label", "pixels"])
+        spans = [span for piece in pieces for span in piece.spans]
+        assert [(parquet_pieces.local_path(span.uri), group) for span in spans for group in span.row_groups] == \
+            [(paths[0], group) for group in range(7)] + [(paths[1], group) for group in range(3)]
+        assert sum(batch.num_rows for piece in pieces for batch, _, _ in piece.batches()) == 350
+
+
+def not_plain(spark, folder):
+    """DataFrames over the Parquet of ``folder`` that are more than a plain read of its files."""
+    from pyspark.sql import functions as F
+
+    read = spark.read.parquet(str(folder))
+    spark.sql(f"CREATE TABLE IF NOT EXISTS pieces_table USING parquet LOCATION '{folder}'")
+    return {"filtered": read.where("label != 'ham'"), "limited": read.limit(10), "sampled": read.sample(0.5, seed=1),
+            "a column computed": read.withColumn("label", F.upper("label")), "unioned": read.union(read),
+            "read with an option": spark.read.option("mergeSchema", "true").parquet(str(folder)),
+            "a table": spark.table("pieces_table"), "not from files": spark.createDataFrame(read.toPandas())}
+
+
+def test_anything_but_a_plain_parquet_read_keeps_sparks_own_reading(spark, tmp_path):
+    from nbstream.spark import parquet_pieces
+
+    written_files(tmp_path / "data", [counts_table(50)], 40)
+    for name, df in not_plain(spark, tmp_path / "data").items():
+        assert parquet_pieces.plan(df, ["label", "pixels"]) is None, name
+
+
+def test_files_spark_would_read_otherwise_keep_sparks_own_reading(spark, tmp_path):
+    from nbstream.spark import parquet_pieces
+
+    table = counts_table(50)
+    partitioned_folder = tmp_path / "by-label"
+    pq.write_to_dataset(table, partitioned_folder, partition_cols=["label"])
+    assert parquet_pieces.plan(spark.read.parquet(str(partitioned_folder)), ["label", "pixels"]) is None
+    written_files(tmp_path / "wide", [table, table.set_column(2, "pixels", table.column("pixels").cast(
+        pa.list_(pa.float64())))], 40)  # Spark reads both as its own type; pyarrow would not
+    mixed = spark.read.parquet(str(tmp_path / "wide"))
+    assert parquet_pieces.plan(mixed, ["label", "pixels"]) is None
+
+
+def test_learning_the_pieces_equals_the_local_engine_with_classes_in_file_order(spark, tmp_path, monkeypatch):
+    from nbstream.spark import parquet_pieces
+
+    monkeypatch.setattr(parquet_pieces, "LEAST_PIECE_BYTES", 1)  # a piece per row group
+    first, second = counts_table(120, seed=7, labels=("a", "b")), counts_table(900, seed=8, labels=("c", "a", "b"))
+    paths = written_files(tmp_path / "data", [first, second], 100)
+    df = spark.read.parquet(str(tmp_path / "data"))
+    assert len(parquet_pieces.plan(df, ["label", "pixels"])) > 1
+    fitted = nbstream.spark.fit(df, label="label", features="pixels", model="multinomial")
+    whole = pa.concat_tables([first, second])
+    assert_same_model(fitted, local_pipeline(whole, FeatureSpec.vector("pixels"), nbstream.MultinomialNB()), whole)
+    assert fitted.classes_.tolist() == list(dict.fromkeys(whole.column("label").to_pylist()))
+    assert fitted.classes_.tolist()[-1] == "c"  # Spark's own partitions would have read the larger file first
+    assert fitted.meta["rows_read"] == 1020 and fitted.meta["source"]["files"] == paths
+
+
+def test_a_bad_row_of_a_piece_is_named_by_its_file_and_row(spark, tmp_path, monkeypatch):
+    from nbstream.spark import parquet_pieces
+
+    monkeypatch.setattr(parquet_pieces, "LEAST_PIECE_BYTES", 1)
+    good = counts_table(300, seed=9)
+    bad = good.set_column(1, "label", pa.array(["ham"] * 250 + [None] + ["spam"] * 49))
+    paths = written_files(tmp_path / "data", [good, bad], 64)
+    df = spark.read.parquet(str(tmp_path / "data"))
+    assert parquet_pieces.plan(df, ["label", "pixels"]) is not None
+    with pytest.raises(nbstream.spark.RowRefused, match=f"^{paths[1]}: row 250, column 'label': null label"):
+        nbstream.spark.fit(df, label="label", features="pixels")

@@ -155,9 +155,11 @@ def test_fit_on_a_remote_sessions_dataframe_equals_the_local_fit(cluster, counts
 import sys
 from pyspark.sql import SparkSession
 import nbstream.spark
+from nbstream.spark import parquet_pieces
 spark = SparkSession.builder.remote({cluster.connect_url!r}).getOrCreate()
 df = spark.read.parquet({str(counts_data)!r})
 assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+assert parquet_pieces.plan(df, ["label", "pixels"]), "the tasks read the files themselves"
 pipeline = nbstream.spark.fit(df, label="label", features="pixels", model="complement")
 pipeline.save({str(tmp_path / "connect.nbs")!r})
 print(nbstream.spark.evaluate(pipeline, df)["rows"])
