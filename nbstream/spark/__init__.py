@@ -34,7 +34,7 @@ from ..metrics.classification import ConfusionCounts
 from ..naive_bayes.kinds import model_class
 from . import parquet_pieces, shipping, tasks
 from .executors import ExecutorEnvironmentError, explained
-from .frames import arrow_schema, feature_spec, spark_schema, with_places
+from .frames import arrow_schema, feature_spec, input_files, spark_schema, with_places
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -80,7 +80,8 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     output = _fit_output(data.select(*reject_columns).schema) if reject_columns else tasks.FIT_SUMMARY
     pieces = parquet_pieces.plan(df, learner.columns)  # None: Spark gives each task its rows
     task = tasks.FitTask(start.to_bytes(), max_classes, skip_invalid, output, reject_columns, tuple(pieces or ()))
-    learned = (parquet_pieces.pieces_frame(df, pieces) if pieces else data).mapInArrow(task, spark_schema(output))
+    source = parquet_pieces.pieces_frame(df.sparkSession, pieces) if pieces else data
+    learned = source.mapInArrow(task, spark_schema(output))
     if rejects is not None:
         learned = learned.persist()
     try:
@@ -94,7 +95,7 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     finally:
         if rejects is not None:
             learned.unpersist()
-    files = _input_files(df)
+    files = [tasks.local_path(uri) for uri in input_files(df)]
     if files:
         pipeline.meta["source"] = files_source(files)
     return pipeline

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..arrow import FeatureSpec
-from .tasks import FILE, ROW
+from .tasks import FILE, ROW, local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -66,3 +66,11 @@ def with_places(df: DataFrame, columns: list[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     return df.select(*columns, F.col("_metadata.file_path").alias(FILE), F.col("_metadata.row_index").alias(ROW))
+
+
+def input_files(df: DataFrame) -> list[str]:
+    """The URIs of the files the DataFrame reads, in the order of their local paths (none: it reads no files)."""
+    try:
+        return sorted(df.inputFiles(), key=local_path)
+    except Exception:  # noqa: BLE001 - a source Spark cannot list files of has none
+        return []

@@ -22,20 +22,21 @@ Spark's path.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .frames import arrow_schema
+from .frames import arrow_schema, input_files
 from .tasks import local_path
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 BATCH_ROWS = 10_000  # Spark's spark.sql.execution.arrow.maxRecordsPerBatch
-MOST_PIECE_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes
+MOST_PIECE_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes, unless the session sets it
 LEAST_PIECE_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes
 PIECES_WANTED = 64  # fewer, larger pieces than this only once they reach LEAST_PIECE_BYTES
 
@@ -56,39 +57,52 @@ class Piece:
 
     def batches(self) -> Iterator[tuple[pa.RecordBatch, str, int]]:
         """(batch of ``columns``, its file's URI, the row in that file of its first row) of each
-        batch of at most BATCH_ROWS rows, in order."""
+        batch of at most BATCH_ROWS rows, in order; PieceUnreadable when a file cannot be read."""
         import pyarrow.parquet as pq
 
         for span in self.spans:
             row = span.first_row
-            with pq.ParquetFile(local_path(span.uri)) as parquet:
-                # one thread: a task has one core (docs/spark.md, "One core per task")
-                for batch in parquet.iter_batches(BATCH_ROWS, row_groups=list(span.row_groups),
-                                                  columns=list(self.columns), use_threads=False):
-                    yield batch.select(list(self.columns)), span.uri, row
-                    row += batch.num_rows
+            try:
+                with pq.ParquetFile(local_path(span.uri)) as parquet:
+                    # one thread: a task has one core (docs/spark.md, "One core per task")
+                    for batch in parquet.iter_batches(BATCH_ROWS, row_groups=list(span.row_groups),
+                                                      columns=list(self.columns), use_threads=False):
+                        yield batch.select(list(self.columns)), span.uri, row
+                        row += batch.num_rows
+            except (OSError, pa.ArrowException) as error:  # changed or gone since the driver read its footer
+                raise PieceUnreadable(f"{local_path(span.uri)}: cannot be read on the executor: "
+                                      f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+
+
+class PieceUnreadable(Exception):
+    """A piece's file could not be read on the executor: its message names the file and why."""
 
 
 def plan(df: DataFrame, columns: Sequence[str]) -> list[Piece] | None:
     """The pieces that read ``columns`` of every row of ``df`` in file order, or None when ``df``
-    is not a plain scan of local Parquet files (see the module's docstring)."""
-    uris = _input_files(df)
+    is not a plain scan of local Parquet files (see the module's docstring) or has no row group."""
+    uris = input_files(df)
     if not uris or not all(uri.startswith("file:") for uri in uris):
         return None
     paths = [local_path(uri) for uri in uris]
     if not all(os.path.isfile(path) for path in paths) or _names_partitions(paths) \
-            or not _is_plain_scan(df, uris, paths):
+            or not _reads_every_file(df.sparkSession):
+        return None
+    scanned = [(uri, path) for uri, path in zip(uris, paths, strict=True) if _is_scanned(path)]
+    if not scanned or not _is_plain_scan(df, uris, [path for _, path in scanned]):
         return None
     wanted = arrow_schema(df.select(*columns).schema)
-    groups = _row_groups(uris, paths, wanted)
-    return None if groups is None else _packed(groups, tuple(columns))
+    if any(_holds_time(field.type) for field in wanted):  # Spark may rebase old dates and times
+        return None
+    groups = _row_groups(scanned, wanted)
+    most = _byte_size(df.sparkSession.conf.get("spark.sql.files.maxPartitionBytes", None)) or MOST_PIECE_BYTES
+    return _packed(groups, tuple(columns), most) if groups else None
 
 
-def _input_files(df: DataFrame) -> list[str]:
-    try:
-        return sorted(df.inputFiles())
-    except Exception:  # noqa: BLE001 - a source Spark cannot list files of has none
-        return []
+def _is_scanned(path: str) -> bool:
+    """Whether Spark's scan reads a file it lists: not when empty, nor named with a leading ``_``
+    or ``.`` (``_metadata``, ``_common_metadata``, ``.crc`` files)."""
+    return not os.path.basename(path).startswith(("_", ".")) and os.path.getsize(path) > 0
 
 
 def _names_partitions(paths: list[str]) -> bool:
@@ -98,23 +112,61 @@ def _names_partitions(paths: list[str]) -> bool:
     return any("=" in part for path in paths for part in os.path.relpath(os.path.dirname(path), root).split(os.sep))
 
 
+def _reads_every_file(session: Any) -> bool:
+    """Whether the session fails on a corrupt or vanished file rather than skipping it, as pyarrow would."""
+    return all(str(session.conf.get(name, "false")).lower() != "true"
+               for name in ("spark.sql.files.ignoreCorruptFiles", "spark.sql.files.ignoreMissingFiles"))
+
+
+def _holds_time(kind: pa.DataType) -> bool:
+    if pa.types.is_temporal(kind):
+        return True
+    return any(_holds_time(kind.field(index).type) for index in range(kind.num_fields))
+
+
 def _is_plain_scan(df: DataFrame, uris: list[str], paths: list[str]) -> bool:
-    """Whether ``df`` is Spark's plain read of its folder or of its list of files (all columns or
-    some), as Spark's own ``sameSemantics`` judges."""
-    reader = df.sparkSession.read
-    root = os.path.commonpath([os.path.dirname(path) for path in paths])
+    """Whether ``df`` is Spark's plain read of its list of files or of their folder, with all its
+    columns or some, with ``mergeSchema`` or without, as Spark's own ``sameSemantics`` judges.
 
-    def plain_reads() -> Iterator[DataFrame]:  # one at a time: each read infers a schema
-        yield reader.parquet(root)
-        yield reader.parquet(*uris)
+    The reads compared are first given ``df``'s schema, which spares inferring one and matches a
+    read of all the columns; only when ``df``'s columns are not ``paths[0]``'s are reads that infer
+    theirs compared too (a read of some columns, or in another order)."""
+    from pyspark.errors import PySparkException
 
+    folders = {os.path.dirname(path) for path in paths}
+    sources = ([[folders.pop()]] if len(folders) == 1 else []) + [uris]
+    session = df.sparkSession
+    refusals: tuple[type[Exception], ...] = (PySparkException, *_java_errors())
     try:
-        for plain in plain_reads():
-            if df.sameSemantics(plain) or df.sameSemantics(plain.select(*df.columns)):
-                return True
-    except Exception:  # noqa: BLE001 - a folder Spark cannot read plainly is not a plain scan
+        for schema in (df.schema, None) if _selects_columns(df, paths[0]) else (df.schema,):
+            for source in sources:
+                for options in ({}, {"mergeSchema": "true"}):
+                    reader = session.read.options(**options)
+                    plain = (reader.schema(schema) if schema is not None else reader).parquet(*source)
+                    if df.sameSemantics(plain) or df.sameSemantics(plain.select(*df.columns)):
+                        return True
+    except refusals:  # a source Spark cannot read plainly is not a plain scan
         return False
     return False
+
+
+def _selects_columns(df: DataFrame, path: str) -> bool:
+    """Whether ``df`` has other columns than the file at ``path``, or in another order."""
+    import pyarrow.parquet as pq
+
+    try:
+        return list(df.columns) != list(pq.read_schema(path).names)
+    except (OSError, pa.ArrowException):
+        return False
+
+
+def _java_errors() -> tuple[type[Exception], ...]:
+    """Py4J's error of a classic session (a Connect client may lack py4j)."""
+    try:
+        from py4j.protocol import Py4JError
+    except ImportError:
+        return ()
+    return (Py4JError,)
 
 
 @dataclass(frozen=True)
@@ -126,20 +178,19 @@ class _RowGroup:
     bytes: int  # compressed, of the columns read
 
 
-def _row_groups(uris: list[str], paths: list[str], wanted: pa.Schema) -> list[_RowGroup] | None:
-    """Every file's row groups (from the footers), or None when a file lacks a column or holds
-    it with another type than Spark's batches would have."""
+def _row_groups(files: list[tuple[str, str]], wanted: pa.Schema) -> list[_RowGroup] | None:
+    """Every file's row groups (from the footers; ``files``: (URI, local path) pairs), or None when
+    a file lacks a column or holds it with another type than Spark's batches would have."""
     import pyarrow.parquet as pq
 
     groups = []
-    for uri, path in zip(uris, paths, strict=True):
+    for uri, path in files:
         try:
             with pq.ParquetFile(path) as parquet:
                 metadata, schema = parquet.metadata, parquet.schema_arrow
         except (OSError, pa.ArrowException):
             return None
-        if any(schema.get_field_index(field.name) < 0 or not schema.field(field.name).type.equals(field.type)
-               for field in wanted):
+        if not all(_holds_as_spark_reads(schema, field) for field in wanted):
             return None
         first_row = 0
         for index in range(metadata.num_row_groups):
@@ -154,6 +205,12 @@ def _row_groups(uris: list[str], paths: list[str], wanted: pa.Schema) -> list[_R
     return groups
 
 
+def _holds_as_spark_reads(schema: pa.Schema, wanted: pa.Field) -> bool:
+    """Whether ``schema`` has the field under its own name (once), with the type Spark's batches have."""
+    index = schema.get_field_index(wanted.name)  # -1 when missing or there twice
+    return index >= 0 and bool(schema.field(index).type.equals(wanted.type))
+
+
 def _readable(compression: str) -> bool:
     """Whether this pyarrow decompresses a column chunk of this codec (Spark may write LZO)."""
     try:
@@ -162,17 +219,29 @@ def _readable(compression: str) -> bool:
         return False
 
 
-def _packed(groups: list[_RowGroup], columns: tuple[str, ...]) -> list[Piece]:
+_SIZE = re.compile(r"(\d+)\s*([kmgtp]?)b?")
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def _byte_size(setting: str | None) -> int | None:
+    """A Spark size setting in bytes ("134217728b", "128MB", "512m", "1g"); None if unset, 0 or unreadable."""
+    found = _SIZE.fullmatch((setting or "").strip().lower())
+    return (int(found[1]) * _UNITS[found[2]] or None) if found else None
+
+
+def _packed(groups: list[_RowGroup], columns: tuple[str, ...], most: int = MOST_PIECE_BYTES) -> list[Piece]:
     """Consecutive row groups packed into pieces of up to a target size: a 64th of the whole, but
-    at least LEAST_PIECE_BYTES and at most MOST_PIECE_BYTES (a row group is never split)."""
-    target = min(MOST_PIECE_BYTES, max(LEAST_PIECE_BYTES, sum(group.bytes for group in groups) // PIECES_WANTED))
+    at least LEAST_PIECE_BYTES and at most ``most`` (a row group is never split)."""
+    target = min(most, max(LEAST_PIECE_BYTES, sum(group.bytes for group in groups) // PIECES_WANTED))
     pieces: list[Piece] = []
     run: list[_RowGroup] = []
+    size = 0
     for group in groups:
-        if run and sum(member.bytes for member in run) + group.bytes > target:
+        if run and size + group.bytes > target:
             pieces.append(_piece(run, columns))
-            run = []
+            run, size = [], 0
         run.append(group)
+        size += group.bytes
     if run:
         pieces.append(_piece(run, columns))
     return pieces
@@ -180,15 +249,13 @@ def _packed(groups: list[_RowGroup], columns: tuple[str, ...]) -> list[Piece]:
 
 def _piece(groups: list[_RowGroup], columns: tuple[str, ...]) -> Piece:
     """One piece of consecutive row groups, a span per file."""
-    spans: list[Span] = []
+    by_file: dict[str, list[_RowGroup]] = {}
     for group in groups:
-        if spans and spans[-1].uri == group.uri:
-            spans[-1] = Span(group.uri, (*spans[-1].row_groups, group.index), spans[-1].first_row)
-        else:
-            spans.append(Span(group.uri, (group.index,), group.first_row))
-    return Piece(tuple(spans), columns)
+        by_file.setdefault(group.uri, []).append(group)
+    return Piece(tuple(Span(uri, tuple(group.index for group in run), run[0].first_row)
+                       for uri, run in by_file.items()), columns)
 
 
-def pieces_frame(df: DataFrame, pieces: list[Piece]) -> Any:
+def pieces_frame(session: SparkSession, pieces: list[Piece]) -> DataFrame:
     """A DataFrame of one row per piece (``id``: its index), one piece a partition, in order."""
-    return df.sparkSession.range(len(pieces), numPartitions=len(pieces))
+    return session.range(len(pieces), numPartitions=len(pieces))

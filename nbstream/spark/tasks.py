@@ -53,7 +53,10 @@ def local_path(uri: str) -> str:
 
 
 def describe_failure(failure: dict[str, Any]) -> str:
-    """The one line naming a bad row (or rows) and what is wrong: the local engine's words."""
+    """The one line naming a bad row (or rows) and what is wrong: the local engine's words (or,
+    for a file that could not be read, the ``message`` saying so)."""
+    if "message" in failure:
+        return str(failure["message"])
     where = local_path(failure["file"]) if failure.get("file") else f"partition {failure['partition']}"
     rows = f"row {failure['row']}" if failure.get("last_row") is None \
         else f"rows {failure['row']} to {failure['last_row']}"
@@ -148,11 +151,15 @@ class FitTask:
             partition = _partition()
             yield from self._learned(partition, _located(batches, partition))
             return
+        from .parquet_pieces import PieceUnreadable
+
         for numbers in batches:  # the ids of pieces_frame: this partition's piece
             for number in numbers.column(0).to_pylist():
-                piece = self.pieces[number]
-                yield from self._learned(number, ((batch, _Places.in_file(batch, number, uri, row))
-                                                  for batch, uri, row in piece.batches()))
+                try:
+                    yield from self._learned(number, ((batch, _Places.in_file(batch, number, uri, row))
+                                                      for batch, uri, row in self.pieces[number].batches()))
+                except PieceUnreadable as error:
+                    yield _summary(self.schema, number, 0, 0, json.dumps({"partition": number, "message": str(error)}))
 
     def _learned(self, partition: int, located: Iterator[tuple[pa.RecordBatch, _Places]]) -> Iterator[pa.RecordBatch]:
         pipeline = Pipeline.from_bytes(self.pipeline)

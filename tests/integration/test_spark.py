@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -384,12 +385,36 @@ def written_files(folder, tables: list[pa.Table], row_group_size: int) -> list[s
     return paths
 
 
+@pytest.fixture
+def planned(monkeypatch):
+    """What each call of parquet_pieces.plan returned, in order (a piece per row group)."""
+    from nbstream.spark import parquet_pieces
+
+    monkeypatch.setattr(parquet_pieces, "LEAST_PIECE_BYTES", 1)
+    results, plan = [], parquet_pieces.plan
+
+    def recorded(df, columns):
+        results.append(plan(df, columns))
+        return results[-1]
+
+    monkeypatch.setattr(parquet_pieces, "plan", recorded)
+    return results
+
+
 def test_a_plain_parquet_read_is_cut_into_pieces_of_row_groups_in_file_order(spark, tmp_path):
     from nbstream.spark import parquet_pieces
 
     paths = written_files(tmp_path / "data", [counts_table(250, seed=5), counts_table(100, seed=6)], 40)
-    for df in (spark.read.parquet(str(tmp_path / "data")), spark.read.parquet(*paths),
-               spark.read.parquet(str(tmp_path / "data")).select("pixels", "label")):
+    footers = []  # a _metadata file of every row group, as Dask writes: Spark's scan leaves it out
+    for path in paths:
+        footers.append(pq.read_metadata(path))
+        footers[-1].set_file_path(os.path.basename(path))
+    pq.write_metadata(pq.read_schema(paths[0]), tmp_path / "data" / "_metadata", metadata_collector=footers)
+    pq.write_metadata(pq.read_schema(paths[0]), tmp_path / "data" / "_common_metadata")
+    folder = str(tmp_path / "data")
+    merged = spark.read.option("mergeSchema", "true").parquet(folder)  # as the worker's commands read
+    some = spark.read.parquet(folder).select("pixels", "label")
+    for df in (spark.read.parquet(folder), spark.read.parquet(*paths), some, merged):
         pieces = parquet_pieces.plan(df, ["label", "pixels"])
         spans = [span for piece in pieces for span in piece.spans]
         assert [(parquet_pieces.local_path(span.uri), group) for span in spans for group in span.row_groups] == \
@@ -402,10 +427,11 @@ def not_plain(spark, folder):
     from pyspark.sql import functions as F
 
     read = spark.read.parquet(str(folder))
-    spark.sql(f"CREATE TABLE IF NOT EXISTS pieces_table USING parquet LOCATION '{folder}'")
+    spark.sql(f"CREATE TABLE pieces_table USING parquet LOCATION '{folder}'")
     return {"filtered": read.where("label != 'ham'"), "limited": read.limit(10), "sampled": read.sample(0.5, seed=1),
             "a column computed": read.withColumn("label", F.upper("label")), "unioned": read.union(read),
-            "read with an option": spark.read.option("mergeSchema", "true").parquet(str(folder)),
+            "read twice": spark.read.parquet(str(folder), str(folder)),
+            "read with an option": spark.read.option("recursiveFileLookup", "true").parquet(str(folder)),
             "a table": spark.table("pieces_table"), "not from files": spark.createDataFrame(read.toPandas())}
 
 
@@ -413,47 +439,69 @@ def test_anything_but_a_plain_parquet_read_keeps_sparks_own_reading(spark, tmp_p
     from nbstream.spark import parquet_pieces
 
     written_files(tmp_path / "data", [counts_table(50)], 40)
-    for name, df in not_plain(spark, tmp_path / "data").items():
-        assert parquet_pieces.plan(df, ["label", "pixels"]) is None, name
+    try:
+        for name, df in not_plain(spark, tmp_path / "data").items():
+            assert parquet_pieces.plan(df, ["label", "pixels"]) is None, name
+    finally:
+        spark.sql("DROP TABLE IF EXISTS pieces_table")
 
 
 def test_files_spark_would_read_otherwise_keep_sparks_own_reading(spark, tmp_path):
     from nbstream.spark import parquet_pieces
 
     table = counts_table(50)
-    partitioned_folder = tmp_path / "by-label"
-    pq.write_to_dataset(table, partitioned_folder, partition_cols=["label"])
-    assert parquet_pieces.plan(spark.read.parquet(str(partitioned_folder)), ["label", "pixels"]) is None
-    written_files(tmp_path / "wide", [table, table.set_column(2, "pixels", table.column("pixels").cast(
-        pa.list_(pa.float64())))], 40)  # Spark reads both as its own type; pyarrow would not
-    mixed = spark.read.parquet(str(tmp_path / "wide"))
-    assert parquet_pieces.plan(mixed, ["label", "pixels"]) is None
+    pq.write_to_dataset(table, tmp_path / "by-label", partition_cols=["label"])
+    assert parquet_pieces.plan(spark.read.parquet(str(tmp_path / "by-label")), ["label", "pixels"]) is None
+    narrow = table.set_column(2, "pixels", table.column("pixels").cast(pa.list_(pa.int32())))
+    written_files(tmp_path / "narrow", [narrow], 40)  # read by Spark as the schema says; pyarrow would not widen
+    widened = spark.read.schema("id bigint, label string, pixels array<bigint>").parquet(str(tmp_path / "narrow"))
+    assert widened.collect()[0]["pixels"] == table.column("pixels")[0].as_py()
+    assert parquet_pieces.plan(widened, ["label", "pixels"]) is None
 
 
-def test_learning_the_pieces_equals_the_local_engine_with_classes_in_file_order(spark, tmp_path, monkeypatch):
-    from nbstream.spark import parquet_pieces
-
-    monkeypatch.setattr(parquet_pieces, "LEAST_PIECE_BYTES", 1)  # a piece per row group
+def test_learning_the_pieces_equals_the_local_engine_with_classes_in_file_order(spark, tmp_path, planned):
     first, second = counts_table(120, seed=7, labels=("a", "b")), counts_table(900, seed=8, labels=("c", "a", "b"))
     paths = written_files(tmp_path / "data", [first, second], 100)
-    df = spark.read.parquet(str(tmp_path / "data"))
-    assert len(parquet_pieces.plan(df, ["label", "pixels"])) > 1
-    fitted = nbstream.spark.fit(df, label="label", features="pixels", model="multinomial")
+    fitted = nbstream.spark.fit(spark.read.parquet(str(tmp_path / "data")), label="label", features="pixels",
+                                model="multinomial")
+    assert len(planned[0]) == 11  # a piece per row group
     whole = pa.concat_tables([first, second])
     assert_same_model(fitted, local_pipeline(whole, FeatureSpec.vector("pixels"), nbstream.MultinomialNB()), whole)
-    assert fitted.classes_.tolist() == list(dict.fromkeys(whole.column("label").to_pylist()))
     assert fitted.classes_.tolist()[-1] == "c"  # Spark's own partitions would have read the larger file first
     assert fitted.meta["rows_read"] == 1020 and fitted.meta["source"]["files"] == paths
 
 
-def test_a_bad_row_of_a_piece_is_named_by_its_file_and_row(spark, tmp_path, monkeypatch):
-    from nbstream.spark import parquet_pieces
-
-    monkeypatch.setattr(parquet_pieces, "LEAST_PIECE_BYTES", 1)
+def test_a_bad_row_of_a_piece_is_named_by_its_file_and_row(spark, tmp_path, planned):
     good = counts_table(300, seed=9)
     bad = good.set_column(1, "label", pa.array(["ham"] * 250 + [None] + ["spam"] * 49))
     paths = written_files(tmp_path / "data", [good, bad], 64)
+    with pytest.raises(nbstream.spark.RowRefused, match=f"^{re.escape(paths[1])}: row 250, column 'label': null label"):
+        nbstream.spark.fit(spark.read.parquet(str(tmp_path / "data")), label="label", features="pixels")
+    assert planned[0] is not None
+
+
+def test_rows_set_aside_from_pieces_are_written_with_their_file_and_row(spark, tmp_path, planned):
+    table = counts_table(200, seed=10)
+    pixels = table.column("pixels").to_pylist()
+    pixels[130] = [-1] * 12
+    paths = written_files(tmp_path / "data", [table.set_column(2, "pixels", pa.array(pixels))], 64)
+    fitted = nbstream.spark.fit(spark.read.parquet(str(tmp_path / "data")), label="label", features="pixels",
+                                skip_invalid=True, rejects=str(tmp_path / "rejects"))
+    assert planned[0] is not None and fitted.meta["rows_rejected"] == 1
+    rejected = pq.read_table(tmp_path / "rejects").to_pylist()
+    assert [(row["_file"], row["_row"], row["_column"]) for row in rejected] == [(paths[0], 130, "pixels")]
+
+
+def test_a_file_that_changes_after_planning_is_one_line_naming_it(spark, tmp_path, monkeypatch):
+    from nbstream.spark import parquet_pieces
+
+    paths = written_files(tmp_path / "data", [counts_table(100, seed=11)], 50)
     df = spark.read.parquet(str(tmp_path / "data"))
-    assert parquet_pieces.plan(df, ["label", "pixels"]) is not None
-    with pytest.raises(nbstream.spark.RowRefused, match=f"^{paths[1]}: row 250, column 'label': null label"):
+    pieces = parquet_pieces.plan(df, ["label", "pixels"])
+    monkeypatch.setattr(parquet_pieces, "plan", lambda df, columns: pieces)
+    with open(paths[0], "r+b") as damaged:  # the footer the driver read no longer matches the file
+        damaged.truncate(os.path.getsize(paths[0]) // 2)
+    with pytest.raises(nbstream.spark.RowRefused) as refused:
         nbstream.spark.fit(df, label="label", features="pixels")
+    assert str(refused.value).startswith(f"{paths[0]}: cannot be read on the executor: ")
+    assert "\n" not in str(refused.value)

@@ -40,3 +40,10 @@ def test_a_piece_reads_its_row_groups_with_each_batchs_first_row_in_its_file(tmp
         (["label", "x"], path.as_uri(), row, rows) for row, rows in ((30, 25), (55, 25), (80, 10))]
     assert [value for batch, _, _ in read for value in batch.column("x").to_pylist()] == list(range(30, 90))
     assert parquet_pieces.local_path(path.as_uri()) == str(path)
+
+
+def test_the_sessions_largest_partition_size_bounds_a_piece():
+    assert [parquet_pieces._byte_size(setting) for setting in ("134217728b", "128MB", "512m", "1g", " 64 ", None,
+                                                                "0", "lots", "1.5g")] == [
+        128 << 20, 128 << 20, 512 << 20, 1 << 30, 64, None, None, None, None]
+    assert len(_packed(groups([MOST_PIECE_BYTES // 8] * 1000), ("x",), most=MOST_PIECE_BYTES // 2)) == 250
