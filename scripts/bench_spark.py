@@ -15,10 +15,10 @@ the rounds: a shared machine is noisy), their ratio, and both accuracies; then
     pip install -e '.[spark,bench]'
     python scripts/bench_spark.py --data-dir "$NBSTREAM_DATA_DIR/mnist" --master 'local[2]'
 
-On a standalone cluster of two one-core workers (scripts/spark_cluster.py), whose executors run
+On a standalone cluster of one two-core worker (scripts/spark_cluster.py), whose executor runs
 a Python without nbstream (it is shipped), interleaving the two libraries round by round:
 
-    master=$(python scripts/spark_cluster.py start --workers 2 --cores 1 --memory 3g)
+    master=$(python scripts/spark_cluster.py start --workers 1 --cores 2 --memory 4g)
     python scripts/bench_spark.py --master "$master" --executor-python "$(python scripts/spark_cluster.py python)"
 
 --record docs/figures writes the figure record of the table (spark.json for a local master,
@@ -163,7 +163,8 @@ def figure_record(results: list[tuple[str, dict, dict]], master: str, rounds: in
         return {"nbstream.spark": [round(min(nb[step]), 2) for _, _, nb in results],
                 "Spark ML": [round(min(ml[step]), 2) for _, ml, _ in results]}
 
-    return {"title": f"nbstream.spark against Spark ML's NaiveBayes, {master}: seconds, best of {rounds} rounds",
+    where = f"master {master}" if master.startswith("local") else "a standalone cluster"
+    return {"title": f"nbstream.spark against Spark ML's NaiveBayes, {where}: seconds, best of {rounds} rounds",
             "groups": [family for family, _, _ in results],
             "panels": [{"title": "fit", "unit": "s", "series": seconds("fit")},
                        {"title": "predict and score the test rows", "unit": "s", "series": seconds("predict")}],
