@@ -8,6 +8,11 @@ Every contender is its own process, reading the same topics (one partition, --me
               message) and `worker serve` (exactly-once, Bernoulli/binarize 127.5 on MNIST,
               multinomial on 2^20 hashed words for SMS). Readers time their first record to their
               last; `worker serve` is timed from its first prediction's timestamp to its last.
+  sustained   SMS text JSON topics of each of --sustained message counts (100,000 and 400,000), --rounds
+              times: the confluent reader and relay and `worker serve` (no --kafka-client). librdkafka
+              fetches ahead of the application, up to 100,000 messages a partition (queued.min.messages),
+              so a run of 100,000 short messages reads them from memory, while a longer run reads at
+              the rate the broker serves them: the rates, and the service's share of the relay, of each.
   arrow       `--format arrow` messages of 1,000 rows, against the same model's in-memory
               partial_fit + predict_proba over the same rows, in rows/s.
   latency     messages sent at a steady --rate for --seconds; latency is when a read_committed
@@ -96,8 +101,8 @@ from scripts.datasets import default_data_dir, load_mnist  # noqa: E402
 from scripts.local_process import free_port  # noqa: E402
 from worker.io.arrow_messages import read_stream, write_stream  # noqa: E402
 
-SECTIONS = ("throughput", "arrow", "latency", "replicas", "interval", "partitions", "prequential", "window",
-            "challengers", "labels", "registry")
+SECTIONS = ("throughput", "sustained", "arrow", "latency", "replicas", "interval", "partitions", "prequential",
+            "window", "challengers", "labels", "registry")
 CHALLENGERS = ("cnb=model=complement", "recent=model=multinomial,window=10000",
                "forget=model=multinomial,half_life=10000")
 # the sections charted in docs/performance.md: the name of each one's figure record (--record)
@@ -265,6 +270,22 @@ def serve_rate(bootstrap, topic, expected, client, extra, folder, replicas=1, ro
     stamps = np.array([stamp for stamp, _ in predictions.seen.values()])
     first = stamps.min()  # the rows predicted by then were done before the clock started
     return (expected - int((stamps == first).sum())) / (stamps.max() - first)
+
+
+def sustained(bootstrap: str, counts: list[int], rounds: int, folder: Path) -> None:
+    """The confluent reader, relay and `worker serve` on SMS topics of each of ``counts`` messages."""
+    topics = {n: create_topic(bootstrap, "bench-sustained") for n in counts}
+    for n, topic in topics.items():
+        send(bootstrap, topic, sms_messages(n))
+    rows = []
+    for round_ in range(1, rounds + 1):
+        for n, topic in topics.items():
+            reader, relay = (run_program(program, bootstrap, topic, n)
+                             for program in (CONFLUENT_READER, CONFLUENT_RELAY))
+            serve = serve_rate(bootstrap, topic, n, None, SMS_MODEL, folder)
+            rows.append([str(round_), f"{n:,}", f"{reader:,.0f}", f"{relay:,.0f}", f"{serve:,.0f}",
+                         f"{serve / relay:.2f}x"])
+    table(["round", "messages", "confluent read + orjson", "confluent relay", "worker serve", "serve ÷ relay"], rows)
 
 
 def batch_rate(predictions: Predictions) -> float:
@@ -843,6 +864,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--bootstrap", help="an existing broker (default: start a local one)")
     parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--sustained", default="100000,400000", help="SMS message counts (sustained section)")
     parser.add_argument("--rate", type=float, default=1_000.0, help="messages/s for the latency runs")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each latency run")
     parser.add_argument("--partitions", default="1,8,24,48,96", help="input partition counts (partitions section)")
@@ -851,7 +873,8 @@ def main() -> None:
                         help="the checkout whose code the serve processes run (partitions section)")
     parser.add_argument("--baseline-root", type=Path,
                         help="the checkout `worker serve` is compared with (prequential section)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of the prequential section, best of each kept")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the prequential (best of each kept) and sustained sections")
     parser.add_argument("--schema-registry", help="an existing registry's URL (registry section; default: start one)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"some of {','.join(SECTIONS)}")
     charts.add_record_option(parser)
@@ -859,32 +882,34 @@ def main() -> None:
     sections = args.only.split(",")
     recorded = recorder(parser, args.record, sections)
     with broker(args.bootstrap) as bootstrap, tempfile.TemporaryDirectory() as folder:
-        folder = Path(folder)
-        if "throughput" in sections:
-            recorded("throughput", throughput(bootstrap, args.data_dir, args.messages, folder))
-        if "arrow" in sections:
-            arrow(bootstrap, args.data_dir, args.messages, folder)
-        if "latency" in sections:
-            latencies(bootstrap, args.data_dir, args.seconds, args.rate, folder)
-        if "replicas" in sections:
-            replicas(bootstrap, args.messages, folder)
-        if "interval" in sections:
-            intervals(bootstrap, args.messages, args.seconds, args.rate, folder)
-        if "prequential" in sections and args.baseline_root:
-            recorded("prequential", prequential(bootstrap, args.data_dir, args.messages,
-                                                args.baseline_root.resolve(), folder, args.rounds))
-        if "window" in sections:
-            windows(bootstrap, args.messages, folder)
-        if "challengers" in sections:
-            recorded("challengers", challengers(bootstrap, args.messages, folder))
-        if "labels" in sections:
-            recorded("labels", delayed_labels(bootstrap, args.data_dir, args.messages, folder))
-        if "registry" in sections:
-            recorded("registry", registry_formats(bootstrap, args.data_dir, args.messages, folder,
-                                                  args.schema_registry))
-        if "partitions" in sections:
-            recorded("partitions", partitions(bootstrap, args.messages, numbers(args.partitions),
-                                              numbers(args.replicas), args.worker_root.resolve(), folder))
+        run_sections(args, sections, recorded, bootstrap, Path(folder))
+
+
+def run_sections(args: argparse.Namespace, sections: list[str], recorded: Callable, bootstrap: str,
+                 folder: Path) -> None:
+    """Each of ``sections`` on the broker at ``bootstrap``, in this order."""
+    n = args.messages
+    runs: dict[str, Callable[[], object]] = {
+        "throughput": lambda: recorded("throughput", throughput(bootstrap, args.data_dir, n, folder)),
+        "sustained": lambda: sustained(bootstrap, numbers(args.sustained), args.rounds, folder),
+        "arrow": lambda: arrow(bootstrap, args.data_dir, n, folder),
+        "latency": lambda: latencies(bootstrap, args.data_dir, args.seconds, args.rate, folder),
+        "replicas": lambda: replicas(bootstrap, n, folder),
+        "interval": lambda: intervals(bootstrap, n, args.seconds, args.rate, folder),
+        "prequential": lambda: args.baseline_root and recorded("prequential", prequential(
+            bootstrap, args.data_dir, n, args.baseline_root.resolve(), folder, args.rounds)),
+        "window": lambda: windows(bootstrap, n, folder),
+        "challengers": lambda: recorded("challengers", challengers(bootstrap, n, folder)),
+        "labels": lambda: recorded("labels", delayed_labels(bootstrap, args.data_dir, n, folder)),
+        "registry": lambda: recorded("registry", registry_formats(bootstrap, args.data_dir, n, folder,
+                                                                  args.schema_registry)),
+        "partitions": lambda: recorded("partitions", partitions(bootstrap, n, numbers(args.partitions),
+                                                                numbers(args.replicas), args.worker_root.resolve(),
+                                                                folder)),
+    }
+    for name, run in runs.items():
+        if name in sections:
+            run()
 
 
 def numbers(text: str) -> list[int]:
