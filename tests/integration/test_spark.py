@@ -234,7 +234,7 @@ def test_a_bad_row_fails_training_with_the_local_engines_line(spark, with_bad_ro
     assert not (tmp_path / "m.nbs").exists()
 
 
-def test_skip_invalid_writes_the_rejects_as_parquet_parts(spark, with_bad_rows, tmp_path):
+def test_skip_invalid_writes_the_rejects_as_parquet_parts(spark, with_bad_rows, tmp_path, planned):
     result = spark_command("train", with_bad_rows, "--label", "label", "--features", "x,y", "--skip-invalid",
                            "--out", tmp_path / "m.nbs")
     assert result.exit_code == 0, result.output
@@ -246,6 +246,7 @@ def test_skip_invalid_writes_the_rejects_as_parquet_parts(spark, with_bad_rows, 
         {"x": 5, "y": -1, "label": "b", "_file": str(with_bad_rows), "_row": 4, "_column": "y",
          "_error": "negative value (this model needs counts)"}]
     assert nbstream.load(tmp_path / "m.nbs").class_count_.tolist() == [3, 1]
+    assert len(planned[0]) == 3  # the worker's read of the file: its tasks read its three row groups themselves
 
 
 def test_a_bad_row_fails_predict_in_one_line_unless_skipped(spark, with_bad_rows, tmp_path):
