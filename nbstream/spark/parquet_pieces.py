@@ -35,7 +35,7 @@ from .tasks import local_path
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-BATCH_ROWS = 10_000  # Spark's spark.sql.execution.arrow.maxRecordsPerBatch
+BATCH_ROWS = 10_000  # Spark's spark.sql.execution.arrow.maxRecordsPerBatch, unless the session sets it
 MOST_PIECE_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes, unless the session sets it
 LEAST_PIECE_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes
 PIECES_WANTED = 64  # fewer, larger pieces than this only once they reach LEAST_PIECE_BYTES
@@ -54,10 +54,11 @@ class Piece:
     """What one task reads: spans of one or more files, in file order."""
     spans: tuple[Span, ...]
     columns: tuple[str, ...]
+    batch_rows: int = BATCH_ROWS
 
     def batches(self) -> Iterator[tuple[pa.RecordBatch, str, int]]:
         """(batch of ``columns``, its file's URI, the row in that file of its first row) of each
-        batch of at most BATCH_ROWS rows, in order; PieceUnreadable when a file cannot be read."""
+        batch of at most ``batch_rows`` rows, in order; PieceUnreadable when a file cannot be read."""
         import pyarrow.parquet as pq
 
         for span in self.spans:
@@ -65,7 +66,7 @@ class Piece:
             try:
                 with pq.ParquetFile(local_path(span.uri)) as parquet:
                     # one thread: a task has one core (docs/spark.md, "One core per task")
-                    for batch in parquet.iter_batches(BATCH_ROWS, row_groups=list(span.row_groups),
+                    for batch in parquet.iter_batches(self.batch_rows, row_groups=list(span.row_groups),
                                                       columns=list(self.columns), use_threads=False):
                         yield batch.select(list(self.columns)), span.uri, row
                         row += batch.num_rows
@@ -95,8 +96,10 @@ def plan(df: DataFrame, columns: Sequence[str]) -> list[Piece] | None:
     if any(_holds_time(field.type) for field in wanted):  # Spark may rebase old dates and times
         return None
     groups = _row_groups(scanned, wanted)
-    most = _byte_size(df.sparkSession.conf.get("spark.sql.files.maxPartitionBytes", None)) or MOST_PIECE_BYTES
-    return _packed(groups, tuple(columns), most) if groups else None
+    conf = df.sparkSession.conf
+    most = _byte_size(conf.get("spark.sql.files.maxPartitionBytes", None)) or MOST_PIECE_BYTES
+    rows = _positive(conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", None)) or BATCH_ROWS
+    return _packed(groups, tuple(columns), most, rows) if groups else None
 
 
 def _is_scanned(path: str) -> bool:
@@ -125,7 +128,7 @@ def _holds_time(kind: pa.DataType) -> bool:
 
 
 def _is_plain_scan(df: DataFrame, uris: list[str], paths: list[str]) -> bool:
-    """Whether ``df`` is Spark's plain read of its list of files or of their folder, with all its
+    """Whether ``df`` is Spark's plain read of its files (by path or URI) or of their folder, with all its
     columns or some, with ``mergeSchema`` or without, as Spark's own ``sameSemantics`` judges.
 
     The reads compared are first given ``df``'s schema, which spares inferring one and matches a
@@ -134,7 +137,7 @@ def _is_plain_scan(df: DataFrame, uris: list[str], paths: list[str]) -> bool:
     from pyspark.errors import PySparkException
 
     folders = {os.path.dirname(path) for path in paths}
-    sources = ([[folders.pop()]] if len(folders) == 1 else []) + [uris]
+    sources = ([[folders.pop()]] if len(folders) == 1 else []) + [paths, uris]  # Spark tells a path from its URI
     session = df.sparkSession
     refusals: tuple[type[Exception], ...] = (PySparkException, *_java_errors())
     try:
@@ -223,13 +226,20 @@ _SIZE = re.compile(r"(\d+)\s*([kmgtp]?)b?")
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 
 
+def _positive(setting: str | None) -> int | None:
+    """A whole-number setting when it is one above 0 (Spark reads 0 or less as "no limit": then None)."""
+    text = (setting or "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
 def _byte_size(setting: str | None) -> int | None:
     """A Spark size setting in bytes ("134217728b", "128MB", "512m", "1g"); None if unset, 0 or unreadable."""
     found = _SIZE.fullmatch((setting or "").strip().lower())
     return (int(found[1]) * _UNITS[found[2]] or None) if found else None
 
 
-def _packed(groups: list[_RowGroup], columns: tuple[str, ...], most: int = MOST_PIECE_BYTES) -> list[Piece]:
+def _packed(groups: list[_RowGroup], columns: tuple[str, ...], most: int = MOST_PIECE_BYTES,
+            batch_rows: int = BATCH_ROWS) -> list[Piece]:
     """Consecutive row groups packed into pieces of up to a target size: a 64th of the whole, but
     at least LEAST_PIECE_BYTES and at most ``most`` (a row group is never split)."""
     target = min(most, max(LEAST_PIECE_BYTES, sum(group.bytes for group in groups) // PIECES_WANTED))
@@ -238,22 +248,22 @@ def _packed(groups: list[_RowGroup], columns: tuple[str, ...], most: int = MOST_
     size = 0
     for group in groups:
         if run and size + group.bytes > target:
-            pieces.append(_piece(run, columns))
+            pieces.append(_piece(run, columns, batch_rows))
             run, size = [], 0
         run.append(group)
         size += group.bytes
     if run:
-        pieces.append(_piece(run, columns))
+        pieces.append(_piece(run, columns, batch_rows))
     return pieces
 
 
-def _piece(groups: list[_RowGroup], columns: tuple[str, ...]) -> Piece:
+def _piece(groups: list[_RowGroup], columns: tuple[str, ...], batch_rows: int) -> Piece:
     """One piece of consecutive row groups, a span per file."""
     by_file: dict[str, list[_RowGroup]] = {}
     for group in groups:
         by_file.setdefault(group.uri, []).append(group)
     return Piece(tuple(Span(uri, tuple(group.index for group in run), run[0].first_row)
-                       for uri, run in by_file.items()), columns)
+                       for uri, run in by_file.items()), columns, batch_rows)
 
 
 def pieces_frame(session: SparkSession, pieces: list[Piece]) -> DataFrame:

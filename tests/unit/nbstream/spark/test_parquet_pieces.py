@@ -29,12 +29,11 @@ def test_pieces_aim_at_a_64th_of_the_whole_within_their_bounds():
     assert len(_packed(groups([10 * MOST_PIECE_BYTES] * 3), ("x",))) == 3  # a group is never split
 
 
-def test_a_piece_reads_its_row_groups_with_each_batchs_first_row_in_its_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(parquet_pieces, "BATCH_ROWS", 25)
+def test_a_piece_reads_its_row_groups_with_each_batchs_first_row_in_its_file(tmp_path):
     path = tmp_path / "a.parquet"
     pq.write_table(pa.table({"x": list(range(100)), "label": ["a"] * 100, "other": [0.5] * 100}), path,
                    row_group_size=30)
-    piece = Piece((Span(path.as_uri(), (1, 2), 30),), ("label", "x"))
+    piece = Piece((Span(path.as_uri(), (1, 2), 30),), ("label", "x"), batch_rows=25)
     read = list(piece.batches())
     assert [(batch.schema.names, uri, row, batch.num_rows) for batch, uri, row in read] == [
         (["label", "x"], path.as_uri(), row, rows) for row, rows in ((30, 25), (55, 25), (80, 10))]
@@ -47,3 +46,10 @@ def test_the_sessions_largest_partition_size_bounds_a_piece():
                                                                 "0", "lots", "1.5g")] == [
         128 << 20, 128 << 20, 512 << 20, 1 << 30, 64, None, None, None, None]
     assert len(_packed(groups([MOST_PIECE_BYTES // 8] * 1000), ("x",), most=MOST_PIECE_BYTES // 2)) == 250
+
+
+def test_a_piece_reads_in_batches_of_the_sessions_arrow_batch_size(tmp_path):
+    assert [parquet_pieces._positive(setting) for setting in ("5000", " 20 ", "0", "-1", None, "ten")] == [
+        5000, 20, None, None, None, None]
+    pieces = _packed(groups([1 << 20] * 3), ("x",), batch_rows=25)
+    assert {piece.batch_rows for piece in pieces} == {25}
