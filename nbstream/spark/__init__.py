@@ -35,6 +35,7 @@ from ..naive_bayes.kinds import model_class
 from . import parquet_pieces, shipping, tasks
 from .executors import ExecutorEnvironmentError, explained
 from .frames import arrow_schema, feature_spec, input_files, spark_schema, with_places
+from .places import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -95,7 +96,7 @@ def fit(df: DataFrame, *, label: str, features: str | Sequence[str] | FeatureSpe
     finally:
         if rejects is not None:
             learned.unpersist()
-    files = [tasks.local_path(uri) for uri in input_files(df)]
+    files = [local_path(uri) for uri in input_files(df)]
     if files:
         pipeline.meta["source"] = files_source(files)
     return pipeline
@@ -208,12 +209,4 @@ def _selected(df: DataFrame, columns: list[str], check: Any, locate_rows: bool) 
     selected = df.select(*columns)
     check(arrow_schema(selected.schema), "the DataFrame")
     return with_places(df, columns) if locate_rows else selected
-
-
-def _input_files(df: DataFrame) -> list[str]:
-    """The files the DataFrame reads, as local paths where they are local (none: not from files)."""
-    try:
-        return sorted(tasks.local_path(uri) for uri in df.inputFiles())
-    except Exception:  # noqa: BLE001 - a source Spark cannot list files of has none to record
-        return []
 

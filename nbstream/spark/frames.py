@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..arrow import FeatureSpec
-from .tasks import FILE, ROW, local_path
+from .places import FILE, ROW, local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -9,8 +9,9 @@ files' own order, with the same Arrow types as Spark's batches would have.
 
 A DataFrame qualifies only when nothing could make pyarrow's rows differ from Spark's:
 
-- it is ``spark.read.parquet(folder)`` or ``spark.read.parquet(*files)`` without options,
-  optionally with some of its columns selected (Spark itself says so: ``sameSemantics``);
+- it is ``spark.read.parquet(folder)`` or ``spark.read.parquet(*files)`` (by path or URI), with no
+  option but ``mergeSchema``, optionally with some of its columns selected (Spark itself says so:
+  ``sameSemantics``);
 - every file is a ``file:`` URI that the driver can open (a path every executor then reads, as
   Spark's own tasks would), and no folder between the root and a file names a partition (``k=v``);
 - every column read is in every file under its own name, with the Arrow type Spark would give.
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .frames import arrow_schema, input_files
-from .tasks import local_path
+from .places import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,7 +91,7 @@ def plan(df: DataFrame, columns: Sequence[str]) -> list[Piece] | None:
             or not _reads_every_file(df.sparkSession):
         return None
     scanned = [(uri, path) for uri, path in zip(uris, paths, strict=True) if _is_scanned(path)]
-    if not scanned or not _is_plain_scan(df, uris, [path for _, path in scanned]):
+    if not scanned or not _is_plain_scan(df, uris, paths, scanned[0][1]):
         return None
     wanted = arrow_schema(df.select(*columns).schema)
     if any(_holds_time(field.type) for field in wanted):  # Spark may rebase old dates and times
@@ -127,13 +128,13 @@ def _holds_time(kind: pa.DataType) -> bool:
     return any(_holds_time(kind.field(index).type) for index in range(kind.num_fields))
 
 
-def _is_plain_scan(df: DataFrame, uris: list[str], paths: list[str]) -> bool:
+def _is_plain_scan(df: DataFrame, uris: list[str], paths: list[str], example: str) -> bool:
     """Whether ``df`` is Spark's plain read of its files (by path or URI) or of their folder, with all its
     columns or some, with ``mergeSchema`` or without, as Spark's own ``sameSemantics`` judges.
 
     The reads compared are first given ``df``'s schema, which spares inferring one and matches a
-    read of all the columns; only when ``df``'s columns are not ``paths[0]``'s are reads that infer
-    theirs compared too (a read of some columns, or in another order)."""
+    read of all the columns; only when ``df``'s columns are not those of the file at ``example``
+    are reads that infer theirs compared too (a read of some columns, or in another order)."""
     from pyspark.errors import PySparkException
 
     folders = {os.path.dirname(path) for path in paths}
@@ -141,7 +142,7 @@ def _is_plain_scan(df: DataFrame, uris: list[str], paths: list[str]) -> bool:
     session = df.sparkSession
     refusals: tuple[type[Exception], ...] = (PySparkException, *_java_errors())
     try:
-        for schema in (df.schema, None) if _selects_columns(df, paths[0]) else (df.schema,):
+        for schema in (df.schema, None) if _selects_columns(df, example) else (df.schema,):
             for source in sources:
                 for options in ({}, {"mergeSchema": "true"}):
                     reader = session.read.options(**options)
@@ -177,7 +178,6 @@ class _RowGroup:
     uri: str
     index: int
     first_row: int
-    rows: int
     bytes: int  # compressed, of the columns read
 
 
@@ -202,8 +202,7 @@ def _row_groups(files: list[tuple[str, str]], wanted: pa.Schema) -> list[_RowGro
                       if group.column(c).path_in_schema.split(".")[0] in wanted.names]
             if not all(_readable(chunk.compression) for chunk in chunks):
                 return None
-            groups.append(_RowGroup(uri, index, first_row, group.num_rows,
-                                    sum(chunk.total_compressed_size for chunk in chunks)))
+            groups.append(_RowGroup(uri, index, first_row, sum(chunk.total_compressed_size for chunk in chunks)))
             first_row += group.num_rows
     return groups
 

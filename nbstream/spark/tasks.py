@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,11 +24,9 @@ from ..arrow import FeatureError, Pipeline, PipelineLearner, RowProblems, Unusab
 from ..arrow.predictions import prediction_table
 from ..metrics.classification import ConfusionCounts
 from ..utils.class_set import LabelError
+from .parquet_pieces import Piece, PieceUnreadable
+from .places import FILE, ROW, local_path
 
-if TYPE_CHECKING:
-    from .parquet_pieces import Piece
-
-FILE, ROW = "__nbstream_file", "__nbstream_row"  # where a row came from, when Spark can tell
 PARTITION, PIPELINE, COUNTS = "__nbstream_partition", "__nbstream_pipeline", "__nbstream_counts"
 ROWS, SET_ASIDE, FAILURE = "__nbstream_rows", "__nbstream_set_aside", "__nbstream_failure"
 REJECT_COLUMNS = ("_file", "_row", "_column", "_error")  # beside a rejected row's own columns
@@ -43,13 +40,6 @@ REJECTS = pa.schema([(name, kind) for name, kind in zip(REJECT_COLUMNS, (pa.stri
 
 class RowRefused(FeatureError):
     """A bad row met without skip_invalid: its message is the row's place and what is wrong with it."""
-
-
-def local_path(uri: str) -> str:
-    """A file URI as Spark gives it, as a local path where it is one ("file:///data/a.parquet" is
-    "/data/a.parquet"); any other URI (hdfs://, s3a://) as it is."""
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
 def describe_failure(failure: dict[str, Any]) -> str:
@@ -151,8 +141,6 @@ class FitTask:
             partition = _partition()
             yield from self._learned(partition, _located(batches, partition))
             return
-        from .parquet_pieces import PieceUnreadable
-
         for numbers in batches:  # the ids of pieces_frame: this partition's piece
             for number in numbers.column(0).to_pylist():
                 try:

@@ -141,7 +141,7 @@ def widened(one: Any, other: Any) -> Any | None:
 def _conflict(name: str, label: str | None, file: str, kind: Any, first: str, first_kind: Any) -> str:
     from pyspark.sql.types import NumericType, StringType
 
-    from nbstream.spark.tasks import local_path
+    from nbstream.spark.places import local_path
 
     here, there = kind.simpleString(), f"{first_kind.simpleString()} in {local_path(first)}"
     if name == label and {type(kind), type(first_kind)} & {StringType} and \

@@ -12,7 +12,7 @@ from nbstream.spark.parquet_pieces import LEAST_PIECE_BYTES, MOST_PIECE_BYTES, P
 def groups(sizes: list[int], files: int = 1) -> list[_RowGroup]:
     """Row groups of these compressed sizes, spread in order over ``files`` files, 10 rows each."""
     per_file = -(-len(sizes) // files)
-    return [_RowGroup(f"file:///f{index // per_file}", index % per_file, (index % per_file) * 10, 10, size)
+    return [_RowGroup(f"file:///f{index // per_file}", index % per_file, (index % per_file) * 10, size)
             for index, size in enumerate(sizes)]
 
 
